@@ -1,0 +1,178 @@
+"""`make bench`: throughput, memory and live latency of the translator, printed as figures.
+
+Throughput: the translator, a jq program doing the same fold (bench/fold.jq), and a Python loop
+that only orjson-parses every line, on one >= 100 MB reference stream, commands alternated,
+median wall time of each. Memory: peak RSS on that stream and on 2x and 4x of it (fed through
+a pipe), to show it stays flat. Latency: a live pipe fed one event per millisecond; for every
+output frame, the time from the write of the input line that produced it to the frame's arrival.
+
+    python bench/run.py [--mb 100] [--rounds 5] [--latency-events 4000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+OUT = HERE / "out"
+sys.path.insert(0, str(HERE.parent))
+
+from bench.gen import generate, run_events  # noqa: E402
+
+PY = sys.executable
+TRANSLATOR = str(Path(PY).parent / "translator")
+TARGETS = {"jq": 10.0, "parse": 1.0, "rss_mb": 64.0, "p99_ms": 2.0}
+
+
+def timed(cmd: list[str], stdin: Path | None = None, feed: list[str] | None = None) -> tuple[float, float]:
+    """Run a command with stdout to /dev/null; wall seconds and peak RSS (MiB) of it alone.
+    `feed`: a command whose stdout is piped into it instead of a file."""
+    feeder = None
+    if feed is not None:
+        feeder = subprocess.Popen(feed, stdout=subprocess.PIPE)
+        source = feeder.stdout
+    else:
+        source = open(stdin, "rb") if stdin else subprocess.DEVNULL
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdin=source, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if feeder is not None:
+        feeder.wait()
+    elif stdin:
+        source.close()  # type: ignore[union-attr]
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd} failed with {proc.returncode}")
+    return wall, usage.ru_maxrss / 1024
+
+
+def throughput(ref: Path, rounds: int) -> dict[str, float]:
+    commands: dict[str, tuple[list[str], Path | None]] = {
+        "translator": ([TRANSLATOR, "--session-id", "S", str(ref)], None),
+        "parse-every-line": ([PY, str(HERE / "parse_only.py")], ref),
+    }
+    if shutil.which("jq"):
+        commands["jq fold"] = (["jq", "-c", "-n", "--arg", "sid", "S", "-f", str(HERE / "fold.jq")], ref)
+    else:
+        print("jq is not installed: its row is skipped (apt-get install jq)")
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    rss: dict[str, float] = {}
+    for _ in range(rounds):
+        for name, (cmd, stdin) in commands.items():
+            wall, peak = timed(cmd, stdin)
+            times[name].append(wall)
+            rss[name] = max(rss.get(name, 0.0), peak)
+    size = ref.stat().st_size / 1e6
+    medians = {name: statistics.median(ts) for name, ts in times.items()}
+    print(f"\nthroughput on {size:.0f} MB, {rounds} alternated rounds (median wall time):")
+    for name, med in medians.items():
+        print(f"  {name:18s} {med:7.3f} s  {size / med:7.1f} MB/s  peak RSS {rss[name]:6.1f} MiB")
+    mine = medians["translator"]
+    if "jq fold" in medians:
+        ratio = medians["jq fold"] / mine
+        print(f"  translator vs jq:            {ratio:5.1f}x faster   (target >= {TARGETS['jq']:.0f}x)")
+    ratio = medians["parse-every-line"] / mine
+    print(f"  translator vs parse-only:    {ratio:5.2f}x          (target >= {TARGETS['parse']:.2f}x)")
+    return medians
+
+
+def flat_memory(ref: Path) -> None:
+    print("\npeak RSS as the stream grows (fed through a pipe):")
+    for copies in (1, 2, 4):
+        _, peak = timed([TRANSLATOR, "--session-id", "S"], feed=["cat", *[str(ref)] * copies])
+        size = ref.stat().st_size * copies / 1e6
+        print(f"  {size:6.0f} MB  peak RSS {peak:6.1f} MiB   (target <= {TARGETS['rss_mb']:.0f} MiB, flat)")
+
+
+def frames_per_line(lines: list[bytes], args: list[str]) -> list[int]:
+    """How many output frames each input line produces, from the core itself."""
+    from translator.encoders.enriched import EnrichedEncoder
+    from translator.fold import Options, Translator
+    from translator.rates import RateCard
+
+    core = Translator(
+        EnrichedEncoder([], partial="--include-partial-messages" in args),
+        session_id="S", rates=RateCard.bundled(), options=Options(),
+    )
+    counts = []
+    for line in lines:
+        core.feed(line + b"\n", 0.0)
+        counts.append(core.take_output().count(b"\n"))
+    return counts
+
+
+def latency(n_events: int, args: list[str], label: str) -> None:
+    rng = random.Random(7)
+    lines: list[bytes] = []
+    run = 0
+    while len(lines) < n_events:
+        lines += run_events(rng, run)
+        run += 1
+    lines = lines[:n_events]
+    owners = [i for i, n in enumerate(frames_per_line(lines, args)) for _ in range(n)]
+    proc = subprocess.Popen([TRANSLATOR, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    sent: list[float] = [0.0] * len(lines)
+    arrived: list[float] = []
+
+    def reader() -> None:
+        fd = proc.stdout.fileno()  # type: ignore[union-attr]
+        buf = b""
+        while chunk := os.read(fd, 1 << 20):
+            now = time.monotonic()
+            arrived.extend([now] * chunk.count(b"\n"))
+            buf += chunk
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    fd = proc.stdin.fileno()
+    t0 = time.monotonic() + 0.2
+    for i, line in enumerate(lines):
+        due = t0 + i / 1000
+        while (wait := due - time.monotonic()) > 0:
+            time.sleep(wait if wait > 0.0005 else 0)
+        sent[i] = time.monotonic()
+        os.write(fd, line + b"\n")
+    time.sleep(0.1)
+    proc.stdin.close()
+    thread.join()
+    proc.wait()
+    measured = min(len(owners), len(arrived))
+    lat = sorted((arrived[k] - sent[owners[k]]) * 1000 for k in range(measured))
+    p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]  # noqa: E731
+    print(
+        f"  {label:34s} {len(lines)} events, {measured} frames: p50 {p(0.5):.3f} ms, "
+        f"p99 {p(0.99):.3f} ms, max {lat[-1]:.3f} ms   (target p99 <= {TARGETS['p99_ms']:.0f} ms)"
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mb", type=float, default=100.0)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--latency-events", type=int, default=4000)
+    args = ap.parse_args()
+    OUT.mkdir(exist_ok=True)
+    ref = OUT / f"ref-{args.mb:g}mb.ndjson"
+    if not ref.exists():
+        print(f"generating {ref.name} ...")
+        generate(str(ref), args.mb)
+    throughput(ref, args.rounds)
+    flat_memory(ref)
+    print("\nlive pipe, one event per millisecond, arrival of an input line to its frame:")
+    latency(args.latency_events, [], "default")
+    latency(args.latency_events, ["--include-partial-messages"], "--include-partial-messages")
+
+
+if __name__ == "__main__":
+    main()

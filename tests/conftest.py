@@ -1,0 +1,143 @@
+"""Shared helpers: fixtures on disk and a direct drive of the sans-I/O core."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from translator.encoders.enriched import EnrichedEncoder
+from translator.fold import Options, Translator
+from translator.rates import RateCard
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+EXPECTED = FIXTURES / "expected"
+SCENARIOS = sorted(p.name.removesuffix(".events.jsonl") for p in FIXTURES.glob("*.events.jsonl"))
+SESSION = "SESSION"
+
+
+def events(name: str) -> bytes:
+    return (FIXTURES / f"{name}.events.jsonl").read_bytes()
+
+
+def lines_of(name: str) -> list[bytes]:
+    return events(name).splitlines()
+
+
+def frames_of(data: bytes) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in data.splitlines()]
+
+
+@dataclass
+class Run:
+    """What one drive of the core produced."""
+
+    output: bytes
+    diagnostics: list[str]
+    rejects: bytes
+    core: Translator
+
+    @property
+    def frames(self) -> list[dict[str, Any]]:
+        return frames_of(self.output)
+
+    @property
+    def results(self) -> list[dict[str, Any]]:
+        return [f for f in self.frames if f["type"] == "result"]
+
+
+def drive(
+    chunks: list[tuple[bytes, float]] | bytes,
+    *,
+    end: float | None = 0.0,
+    partial: bool = False,
+    results_only: bool = False,
+    rates: RateCard | None = None,
+    started_at: float = 0.0,
+    **options: Any,
+) -> Run:
+    """Feed the core (bytes, or (chunk, arrival time) pairs) and end the input at `end`
+    (None: leave the input open)."""
+    options.setdefault("clock", "estimated")
+    core = Translator(
+        EnrichedEncoder([], partial=partial, results_only=results_only),
+        session_id=SESSION,
+        rates=rates or RateCard.bundled(),
+        options=Options(**options),
+        started_at=started_at,
+        source="test",
+    )
+    if isinstance(chunks, bytes):
+        chunks = [(chunks, 0.0)]
+    out, diags, rejects = [], [], []
+    for data, now in chunks:
+        core.feed(data, now)
+        out.append(core.take_output())
+        diags += core.take_diagnostics()
+        rejects.append(core.take_rejects())
+    if end is not None:
+        core.end(end)
+    out.append(core.take_output())
+    diags += core.take_diagnostics()
+    rejects.append(core.take_rejects())
+    return Run(b"".join(out), diags, b"".join(rejects), core)
+
+
+def line(**event: Any) -> bytes:
+    """One compact event line, keys in the order given (as serde writes them)."""
+    return orjson.dumps(event) + b"\n"
+
+
+def run_end(stopped_for: Any = "EndOfTurn", turns: int = 0, **extra: Any) -> bytes:
+    return line(
+        type="RunEnd",
+        final_messages=[],
+        total_usage=extra.pop("total_usage", {"input_tokens": 0, "output_tokens": 0}),
+        turn_count=turns,
+        stopped_for=stopped_for,
+        turns_without_edit=turns,
+        no_edit_nudge_emitted=False,
+        **extra,
+    )
+
+
+def turn(
+    index: int,
+    text: str | None,
+    *,
+    deltas: list[str] | None = None,
+    thinking: str | None = None,
+    model: str = "claude-sonnet-4-5",
+    usage: dict[str, int] | None = None,
+    **extra: Any,
+) -> bytes:
+    """A whole turn: TurnStart, its deltas, TurnEnd."""
+    content = []
+    out = line(type="TurnStart", turn_index=index, message_id=f"msg_{index}", model=model)
+    if thinking is not None:
+        content.append({"type": "thinking", "thinking": thinking, "signature": "sig"})
+        out += line(type="AssistantThinkingDelta", turn_index=index, content_block_index=0, text=thinking)
+    for piece in deltas if deltas is not None else ([text] if text else []):
+        out += line(type="AssistantTextDelta", turn_index=index, content_block_index=len(content), text=piece)
+    if text is not None:
+        content.append({"type": "text", "text": text})
+    out += line(
+        type="TurnEnd",
+        turn_index=index,
+        assistant_message={"role": "assistant", "content": content},
+        tool_results=[],
+        stop_reason="end_turn",
+        usage=usage or {"input_tokens": 10, "output_tokens": 5},
+        ttft=extra.get("ttft", {"secs": 0, "nanos": 100_000_000}),
+        tbt=extra.get("tbt", {"secs": 0, "nanos": 10_000_000}),
+    )
+    return out
+
+
+@pytest.fixture
+def bundled_rates() -> RateCard:
+    return RateCard.bundled()

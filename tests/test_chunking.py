@@ -1,0 +1,59 @@
+"""The same bytes cut into any chunks give the same output, diagnostics and rejects."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bench.gen import run_events
+from conftest import SCENARIOS, drive, events
+
+# Every fixture, a generated multi-turn run, bad lines of each kind, CRLF, blanks, an over-long
+# line and a last line without a newline: the awkward cases all meet chunk boundaries.
+CORPUS = (
+    b"".join(events(name) for name in SCENARIOS)
+    + b"\n".join(run_events(random.Random(1), 1))
+    + b"\nnot json\n\n"
+    + events("thinking").replace(b"\n", b"\r\n")
+    + b'{"type":"AssistantTextDelta","turn_index":0,"content_block_index":0,"text":"' + b"z" * 30000 + b'"}\n'
+    + b'{"type":"TurnStart","turn_index":0}\n'
+    + b"\xff\n"
+    + events("tool_use_two_turns")[:-40]
+)
+MAX_LINE = 20000
+
+
+def translate_in(cuts: list[int], **options: object) -> tuple[bytes, list[str], bytes]:
+    bounds = sorted({0, len(CORPUS), *cuts})
+    chunks = [(CORPUS[a:b], 0.0) for a, b in zip(bounds, bounds[1:])]
+    run = drive(chunks, max_line_bytes=MAX_LINE, **options)
+    return run.output, run.diagnostics, run.rejects
+
+
+WHOLE = translate_in([])
+
+
+def test_the_corpus_exercises_the_awkward_cases() -> None:
+    output, diagnostics, rejects = WHOLE
+    assert len(diagnostics) == 5  # not json, over-long, malformed TurnStart, \xff, cut last line
+    assert output.count(b'"type":"result"') == len(SCENARIOS) + 1 + 1 + 1 + 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=len(CORPUS) - 1), max_size=60))
+def test_any_chunking_gives_identical_output(cuts: list[int]) -> None:
+    assert translate_in(cuts) == WHOLE
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(min_value=1, max_value=97))
+def test_fixed_small_chunks(size: int) -> None:
+    assert translate_in(list(range(size, len(CORPUS), size))) == WHOLE
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=len(CORPUS) - 1), max_size=30))
+def test_any_chunking_with_partial_messages(cuts: list[int]) -> None:
+    assert translate_in(cuts, partial=True) == translate_in([], partial=True)

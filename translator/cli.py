@@ -1,0 +1,162 @@
+"""Command line: options, help with examples, and sysexits-style exit statuses."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+import anyio
+
+from translator import __version__
+from translator.encoders.enriched import EnrichedEncoder
+from translator.fold import Options
+from translator.pipeline import Config, Outcome, translate
+from translator.rates import RateCard
+
+EX_OK, EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_IOERR, EX_CONFIG = 0, 64, 65, 66, 74, 78
+# The agent's own exit status per result subtype (caliban-event-formats.md, exit codes).
+AGENT_STATUS = {
+    "success": 0,
+    "error": 1,
+    "max_tokens": 1,
+    "max_turns": 75,
+    "cancelled": 124,
+    "budget_exceeded": 137,
+}
+
+EXAMPLES = """\
+examples:
+  live, in a pipe (frames appear as the agent's events do):
+    caliban-worker ... | translator | jq -r 'select(.type == "result") | .result'
+  replay saved logs (each file is its own stream; durations estimated from ttft/tbt):
+    translator logs/run-1.ndjson logs/run-2.ndjson > translated.jsonl
+  sidecar next to a worker that appends to a shared log:
+    tail -F -n +1 /shared/stdout.ndjson | translator --clock wall
+  CI, branching on the run's outcome like the agent itself:
+    caliban-worker ... | translator --results-only --exit-status > result.json
+  keep bad input for later, stop at the first bad line:
+    translator --reject-file rejects.ndjson --on-invalid fail < events.ndjson
+
+exit status: 0 ok; 64 usage; 65 bad input under --on-invalid fail; 66 an input file could not
+be opened (or, with --exit-status, no run in the input); 74 I/O error; 78 bad --rates file;
+130/143 SIGINT/SIGTERM (open runs are closed as cancelled first). With --exit-status, the
+agent's code for the last run: 0 success, 1 error or max_tokens, 75 max_turns, 124 cancelled,
+137 budget_exceeded.
+"""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EX_USAGE, f"translator: {message}\n")
+
+
+def build_parser() -> Parser:
+    p = Parser(
+        prog="translator",
+        description="Translate a coding agent's raw event stream (JSONL) into stream-json whose "
+        "result frame carries the Claude Code keys (ADR 0049).",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("files", nargs="*", metavar="FILE", help="inputs in order; '-' or none: stdin")
+    p.add_argument(
+        "--include-partial-messages",
+        action="store_true",
+        help="also emit text/thinking delta frames (and no end-of-turn message frames)",
+    )
+    p.add_argument(
+        "--results-only", action="store_true", help="print only the result frame of each run"
+    )
+    p.add_argument("--session-id", metavar="ID", help="session id to stamp (default: a new UUID4 per input)")
+    p.add_argument(
+        "--clock",
+        choices=("auto", "wall", "recorded", "estimated"),
+        default="auto",
+        help="how durations are measured: arrival time (wall), the events' ts/timestamp "
+        "(recorded), or ttft+tbt per turn (estimated); auto: recorded if stamped, else wall "
+        "for pipes/sockets/terminals and estimated for files (default)",
+    )
+    p.add_argument("--rates", metavar="FILE", help="rate card (JSON or TOML) replacing the bundled one")
+    p.add_argument(
+        "--on-invalid",
+        choices=("report", "fail"),
+        default="report",
+        help="report: a bad line is reported on stderr and skipped (default); fail: close the "
+        "open run and exit 65",
+    )
+    p.add_argument("--reject-file", metavar="PATH", help="append every rejected line here, verbatim")
+    p.add_argument(
+        "--max-line-bytes",
+        type=int,
+        default=64 << 20,
+        metavar="N",
+        help="longer lines are reported and skipped (default: 64 MiB)",
+    )
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="decode and check every line, even those whose content the output does not use",
+    )
+    p.add_argument(
+        "--exit-status",
+        action="store_true",
+        help="exit with the agent's own status for the last run's subtype",
+    )
+    p.add_argument("--version", action="version", version=f"translator {__version__}")
+    return p
+
+
+def exit_status(outcome: Outcome, use_agent_status: bool) -> int:
+    if outcome.signal is not None:
+        return 128 + outcome.signal
+    if outcome.io_error:
+        return EX_IOERR
+    if outcome.rejected:
+        return EX_DATAERR
+    if outcome.broken_pipe:
+        return EX_OK
+    if outcome.missing_input:
+        return EX_NOINPUT
+    if use_agent_status:
+        if outcome.last_subtype is None:
+            return EX_NOINPUT
+        return AGENT_STATUS.get(outcome.last_subtype, 1)
+    return EX_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.max_line_bytes < 1:
+        build_parser().error("--max-line-bytes must be at least 1")
+    try:
+        rates = RateCard.load(args.rates) if args.rates else RateCard.bundled()
+    except (OSError, ValueError) as exc:
+        print(f"translator: --rates {args.rates}: {exc}", file=sys.stderr)
+        return EX_CONFIG
+    partial, results_only = args.include_partial_messages, args.results_only
+    cfg = Config(
+        sources=args.files or ["-"],
+        make_encoder=lambda out: EnrichedEncoder(out, partial=partial, results_only=results_only),
+        rates=rates,
+        options=Options(
+            strict=args.strict,
+            stop_on_invalid=args.on_invalid == "fail",
+            max_line_bytes=args.max_line_bytes,
+        ),
+        clock=args.clock,
+        session_id=args.session_id,
+        reject_file=args.reject_file,
+    )
+    try:
+        outcome = anyio.run(translate, cfg)
+    except OSError as exc:  # the reject file could not be opened
+        print(f"translator: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return EX_IOERR
+    return exit_status(outcome, args.exit_status)
+
+
+def run() -> NoReturn:
+    """Console-script entry point."""
+    raise SystemExit(main())

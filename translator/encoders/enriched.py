@@ -1,0 +1,102 @@
+"""The default format: the agent's own headless stream-json, with the ADR 0049 result frame.
+
+Keys keep the agent's names and order; the Claude Code names (`num_turns`, `usage`, `is_error`,
+`duration_ms`) ride alongside the legacy ones, plus `duration_api_ms` and `duration_source`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from translator.encoders import RunSummary
+from translator.events import CACHE_KEYS, Event
+
+_NL = orjson.OPT_APPEND_NEWLINE
+COST_DECIMALS = 10  # far below a cent; drops the float noise of summing per-turn costs
+
+
+class EnrichedEncoder:
+    def __init__(self, out: list[bytes], *, partial: bool = False, results_only: bool = False):
+        self._out = out
+        self._frames = not results_only
+        self._partial = partial and not results_only
+        self.wants_deltas = self._partial
+
+    def _emit(self, frame: dict[str, Any]) -> None:
+        self._out.append(orjson.dumps(frame, option=_NL))
+
+    def init(self, session_id: str, model: str | None) -> None:
+        if self._frames:
+            frame: dict[str, Any] = {"type": "system", "subtype": "init", "session_id": session_id}
+            if model is not None:
+                frame["model"] = model
+            self._emit(frame)
+
+    def text_delta(self, ev: Event) -> None:
+        if self._partial:
+            self._emit({"type": "text", "delta": ev["text"]})
+
+    def thinking_delta(self, ev: Event) -> None:
+        if self._partial:
+            self._emit({"type": "thinking", "delta": ev["text"]})
+
+    def tool_call(self, tool_use_id: str, name: str | None, input: Any, end: Event) -> None:
+        if self._frames:
+            self._emit({"type": "tool_use", "id": tool_use_id, "name": name, "input": input})
+            self._emit(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": tool_use_id,
+                    "is_error": end["is_error"],
+                    "content": end["content"],
+                }
+            )
+
+    def turn_end(self, ev: Event) -> None:
+        # With partial messages the agent prints deltas instead of end-of-turn messages.
+        if self._frames and not self._partial:
+            self._emit({"type": "message", **ev["assistant_message"]})
+
+    def passthrough(self, line: bytes) -> None:
+        if self._frames:
+            self._out.append(line.strip() + b"\n")
+
+    def result(self, run: RunSummary) -> None:
+        self._emit(result_frame(run))
+
+
+def result_frame(run: RunSummary) -> dict[str, Any]:
+    """The ADR 0049 result frame, in the agent's key order."""
+    usage = run.usage
+    success = run.subtype == "success"
+    frame: dict[str, Any] = {"type": "result", "subtype": run.subtype}
+    if success:
+        frame["result"] = run.answer if run.answer is not None else run.fallback_text
+    frame["session_id"] = run.session_id
+    frame["total_cost_usd"] = round(run.cost_usd, COST_DECIMALS)
+    frame["turns"] = run.turns
+    frame["total_input_tokens"] = usage["input_tokens"]
+    frame["total_output_tokens"] = usage["output_tokens"]
+    frame["num_turns"] = run.turns
+    frame["is_error"] = not success
+    frame["duration_ms"] = run.duration_ms
+    frame["duration_api_ms"] = run.duration_api_ms
+    frame["duration_source"] = run.duration_source
+    frame["usage"] = {
+        "input_tokens": usage["input_tokens"],
+        "output_tokens": usage["output_tokens"],
+        **{k: usage[k] for k in CACHE_KEYS if k in usage},
+    }
+    if not success:
+        if run.error is not None:
+            frame["error"] = run.error
+        if run.answer is not None:
+            frame["last_assistant_text"] = run.answer
+        frame["tool_calls_seen"] = run.tool_calls
+    if run.turns_without_edit is not None:
+        frame["turns_without_edit"] = run.turns_without_edit
+    if run.no_edit_nudge_emitted is not None:
+        frame["no_edit_nudge_emitted"] = run.no_edit_nudge_emitted
+    return frame

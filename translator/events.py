@@ -1,0 +1,233 @@
+"""The agent's raw event dialect (caliban `TurnEvent` NDJSON): decoding and shape checks.
+
+Everything here is pure: bytes in, dicts (or a `BadLine` reason) out. The fold asks for the
+cheapest decoding that still gives it what the output needs; `split_parse` is how a megabyte
+`RunEnd` is read without parsing the history the output never shows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+Event = dict[str, Any]
+
+TURN_START = "TurnStart"
+TEXT_DELTA = "AssistantTextDelta"
+THINKING_DELTA = "AssistantThinkingDelta"
+TOOL_START = "ToolCallStart"
+TOOL_INPUT = "ToolCallInputDelta"
+TOOL_END = "ToolCallEnd"
+TURN_END = "TurnEnd"
+RUN_END = "RunEnd"
+
+# serde writes `type` first, so a compact line of a known event starts with this prefix.
+TYPE_PREFIX = b'{"type":"'
+
+
+class BadLine(Exception):
+    """A line that cannot be used; `reason` is what the diagnostic says."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _is_count(v: object) -> bool:
+    return type(v) is int and v >= 0
+
+
+def _is_message(v: object) -> bool:
+    return type(v) is dict and type(v.get("content")) is list
+
+
+def _is_usage(v: object) -> bool:
+    if type(v) is not dict or "input_tokens" not in v or "output_tokens" not in v:
+        return False
+    for count in v.values():
+        if type(count) is not int or count < 0:
+            return False
+    return True
+
+
+def _is_duration(v: object) -> bool:
+    return v is None or (type(v) is dict and type(v.get("secs")) is int and type(v.get("nanos")) is int)
+
+
+def _is_stop(v: object) -> bool:
+    return type(v) is str or (type(v) is dict and len(v) == 1)
+
+
+def _is_opt_str(v: object) -> bool:
+    return v is None or type(v) is str
+
+
+CACHE_KEYS = ("cache_creation_input_tokens", "cache_read_input_tokens")
+
+# A field's shape: a type (the value must be exactly of it) or a predicate.
+Shape = type | Callable[[object], bool]
+# Required keys and their shapes, per event type.
+SHAPES: dict[str, tuple[tuple[str, Shape], ...]] = {
+    TURN_START: (("turn_index", int), ("message_id", str), ("model", str)),
+    TEXT_DELTA: (("turn_index", int), ("content_block_index", int), ("text", str)),
+    THINKING_DELTA: (("turn_index", int), ("content_block_index", int), ("text", str)),
+    TOOL_START: (("turn_index", int), ("tool_use_id", str), ("name", str)),
+    TOOL_INPUT: (("turn_index", int), ("tool_use_id", str), ("partial_json", str)),
+    TOOL_END: (("turn_index", int), ("tool_use_id", str), ("is_error", bool), ("content", list)),
+    TURN_END: (
+        ("turn_index", int),
+        ("assistant_message", _is_message),
+        ("stop_reason", _is_opt_str),
+        ("usage", _is_usage),
+        ("ttft", _is_duration),
+        ("tbt", _is_duration),
+    ),
+    RUN_END: (("total_usage", _is_usage), ("turn_count", _is_count), ("stopped_for", _is_stop)),
+}
+# Keys with serde defaults: checked only when present.
+OPTIONAL: dict[str, tuple[tuple[str, Shape], ...]] = {
+    RUN_END: (("turns_without_edit", _is_count), ("no_edit_nudge_emitted", bool)),
+}
+
+
+# Values a split parse skips because the output never shows them: RunEnd's history (megabytes
+# in a long session) and TurnEnd's tool results (a copy of what ToolCallEnd carried). The key
+# after the skipped one is found from the right, since only serde's fixed trailing keys follow
+# it; the skipped key itself is the first occurrence before that (nothing before it in RunEnd;
+# in TurnEnd the assistant message could hold the marker inside a tool input, so it is looked
+# for from the right as well, within the fixed-shape tool results).
+SKIPPABLE: dict[str, tuple[bytes, bytes]] = {
+    RUN_END: (b',"final_messages":', b',"total_usage":'),
+    TURN_END: (b',"tool_results":', b',"stop_reason":'),
+}
+
+
+def loads(line: bytes) -> Any:
+    """orjson.loads with the failure turned into a readable reason."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        msg = str(exc)
+        if "utf-8" in msg.lower() or "surrogate" in msg.lower():
+            raise BadLine("invalid UTF-8") from None
+        raise BadLine(f"invalid JSON ({msg})") from None
+
+
+def _fits(value: object, shape: Shape) -> bool:
+    return type(value) is shape if type(shape) is type else shape(value)  # type: ignore[operator]
+
+
+def _plan(shapes: tuple[tuple[str, Shape], ...]) -> tuple[tuple[str, ...], tuple[type, ...], tuple[tuple[str, Callable[[object], bool]], ...]]:
+    """Split a shape list into exact-type fields (checked by one C-level map) and predicates."""
+    typed = [(k, s) for k, s in shapes if type(s) is type]
+    preds = tuple((k, s) for k, s in shapes if type(s) is not type)
+    return tuple(k for k, _ in typed), tuple(s for _, s in typed), preds  # type: ignore[misc]
+
+
+_PLANS = {etype: _plan(shapes) for etype, shapes in SHAPES.items() if etype not in OPTIONAL}
+
+
+def check(ev: Event, etype: str, skipped: str | None = None) -> Event:
+    """Raise BadLine unless `ev` has the shape its type requires (`skipped` is not checked)."""
+    plan = _PLANS.get(etype)
+    if plan is not None:
+        keys, types, preds = plan
+        if tuple(map(type, map(ev.get, keys))) == types:
+            for key, ok in preds:
+                if key != skipped and not ok(ev.get(key)):
+                    break
+            else:
+                return ev
+    for key, shape in SHAPES.get(etype, ()):
+        if key == skipped:
+            continue
+        try:
+            value = ev[key]
+        except KeyError:
+            raise BadLine(f"{etype} without {key!r}") from None
+        if not _fits(value, shape):
+            raise BadLine(f"{etype} has a malformed {key!r}")
+    for key, shape in OPTIONAL.get(etype, ()):
+        if key in ev and not _fits(ev[key], shape):
+            raise BadLine(f"{etype} has a malformed {key!r}")
+    return ev
+
+
+def parse(line: bytes) -> Event:
+    """Full decode and shape check of one line."""
+    ev = loads(line)
+    if type(ev) is not dict:
+        raise BadLine("not a JSON object")
+    etype = ev.get("type")
+    if etype is None:
+        raise BadLine("no 'type' key")
+    if type(etype) is not str:
+        raise BadLine("'type' is not a string")
+    return check(ev, etype)
+
+
+def split_parse(line: bytes, etype: str) -> Event | None:
+    """Decode a compact serde line of `etype` without its skippable value (see SKIPPABLE).
+
+    A JSON string cannot contain an unescaped `,"key":` marker, so the markers found are the
+    real keys. The head and the tail are parsed and
+    checked; only the skipped value is not. Returns
+    None where the line is not laid out as serde writes it (the caller then parses it whole).
+    """
+    cut, resume = SKIPPABLE[etype]
+    j = line.rfind(resume)
+    if j < 0:
+        return None
+    i = line.find(cut, 0, j) if etype == RUN_END else line.rfind(cut, 0, j)
+    if i < 0:
+        return None
+    try:
+        head = orjson.loads(line[:i] + b"}")
+        tail = orjson.loads(b"{" + line[j + 1 :])
+    except orjson.JSONDecodeError:
+        return None
+    if type(head) is not dict or head.get("type") != etype or type(tail) is not dict:
+        return None
+    head.update(tail)
+    return check(head, etype, skipped=cut[2:-2].decode())
+
+
+def duration_s(d: dict[str, int] | None) -> float:
+    """A serde `Duration` ({secs, nanos}) in seconds; null is 0."""
+    if not d:
+        return 0.0
+    return d["secs"] + d["nanos"] / 1e9
+
+
+def timestamp_s(ev: Event) -> float | None:
+    """The event's recorded time in Unix seconds: a numeric `ts`, or an ISO-8601 `timestamp`."""
+    ts = ev.get("ts")
+    if type(ts) in (int, float):
+        return float(ts)
+    stamp = ev.get("timestamp")
+    if type(stamp) is str:
+        from datetime import datetime, timezone  # only recorded logs pay for it
+
+        try:
+            when = datetime.fromisoformat(stamp)
+        except ValueError:
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        return when.timestamp()
+    return None
+
+
+def has_timestamp(ev: Event) -> bool:
+    return timestamp_s(ev) is not None
+
+
+def message_text(message: Event) -> str:
+    """The text blocks of a Message, joined: what the agent calls its reply."""
+    return "".join(
+        b["text"]
+        for b in message["content"]
+        if type(b) is dict and b.get("type") == "text" and type(b.get("text")) is str
+    )

@@ -1,0 +1,651 @@
+"""The sans-I/O core: bytes of one input stream in, output frames and diagnostics out.
+
+`Translator` owns line framing, per-line error handling, the per-frame state machine and timing.
+It never reads, writes or looks at a clock: the caller passes each chunk with the time it
+arrived (`now`, monotonic seconds) and collects what came out with `take_output()` and
+`take_diagnostics()`. One input frame is one agent run, closed by its `RunEnd`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from translator import events as E
+from translator.encoders import Encoder, RunSummary
+from translator.events import BadLine, Event
+from translator.rates import RateCard, turn_cost
+
+WALL, RECORDED, ESTIMATED = "wall", "recorded", "estimated"
+EXCERPT_BYTES = 80
+TEXT_PREFIX = b'{"type":"AssistantTextDelta",'
+DELTA_PREFIXES = (TEXT_PREFIX, b'{"type":"AssistantThinkingDelta",')
+# Where one delta line ends and the next begins.
+JOINT_TEXT = b"}\n" + DELTA_PREFIXES[0]
+JOINT_THINKING = b"}\n" + DELTA_PREFIXES[1]
+TRUNCATED = "the input ended before the run finished (no RunEnd)"
+LOST_RUN_END = "a new run started before this one finished (its RunEnd is missing)"
+THINKING_BUDGET = "thinking budget exhausted — the model kept reasoning without answering"
+FAILED_ERRORS = ("ProviderError", "HookDenied", "CompactionFailed", "Refusal", "ContentFilter")
+
+
+@dataclass(slots=True)
+class Options:
+    """What the core needs to know; the CLI fills it."""
+
+    clock: str = WALL  # wall | recorded | estimated
+    detect_recorded: bool = False  # --clock auto: use `recorded` if the first event is stamped
+    strict: bool = False  # decode and check every line, even ones the output does not use
+    stop_on_invalid: bool = False  # --on-invalid fail
+    max_line_bytes: int = 64 << 20
+
+
+def classify(stopped_for: Any) -> tuple[str, str | None]:
+    """Subtype and error text for a `RunEnd.stopped_for`, as the agent's headless driver maps it."""
+    if isinstance(stopped_for, str):
+        simple = {
+            "EndOfTurn": ("success", None),
+            "Cancelled": ("cancelled", None),
+            "MaxTokensExhausted": ("max_tokens", None),
+            "ThinkingBudgetExhausted": ("error", THINKING_BUDGET),
+        }
+        return simple.get(stopped_for, ("error", f"stopped for {stopped_for}"))
+    ((kind, value),) = stopped_for.items()
+    if kind == "MaxTurnsReached":
+        return "max_turns", None
+    if kind in FAILED_ERRORS:
+        return "error", value if isinstance(value, str) else orjson.dumps(value).decode()
+    if kind == "StreamIdle" and isinstance(value, dict):
+        return "error", f"stream idle for {value.get('secs', 0)}s"
+    return "error", f"stopped for {kind}: {orjson.dumps(value).decode()}"
+
+
+def to_ms(seconds: float) -> int:
+    return max(0, round(seconds * 1000))
+
+
+class Frame:
+    """State of one open input frame (one run). Nothing in it outlives the frame."""
+
+    __slots__ = (
+        "t_start", "t_prev_end", "api_s", "turns", "usage", "cost", "tool_calls", "answer",
+        "fallback", "saw_turn", "turn_model", "turn_deltas", "turn_open", "last_model_now",
+        "last_model_src", "tools", "input_lines", "last_now",
+    )  # fmt: skip
+
+    def __init__(self, t_start: float | None) -> None:
+        self.t_start = t_start  # clock time the frame began (None for the estimated clock)
+        self.t_prev_end = t_start  # end of the previous turn, where the next API span begins
+        self.api_s = 0.0
+        self.turns = 0
+        self.usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0}
+        self.cost = 0.0
+        self.tool_calls = 0
+        self.answer: str | None = None
+        # Blocks of raw delta lines (first line number, lines), kept only while no turn has
+        # produced a reply: they are the fallback reply.
+        self.fallback: list[tuple[int, bytes]] | None = []
+        self.saw_turn = False
+        self.turn_model: str | None = None
+        self.turn_deltas = 0
+        self.turn_open = False
+        self.last_model_now = 0.0  # arrival of the turn's latest model-streamed event
+        self.last_model_src: bytes | Event | None = None  # that event, for its recorded time
+        self.tools: dict[str, tuple[str | None, list[str]]] = {}
+        self.input_lines: list[tuple[int, bytes]] = []  # tool-input deltas not decoded yet
+        self.last_now = 0.0
+
+
+class Translator:
+    """One input stream's translation. Feed bytes; collect frames; `end()` or `cancel()` once."""
+
+    def __init__(
+        self,
+        encoder: Encoder,
+        *,
+        session_id: str,
+        rates: RateCard,
+        options: Options | None = None,
+        started_at: float = 0.0,
+        source: str = "<stdin>",
+    ) -> None:
+        self.options = opts = options or Options()
+        self.encoder = encoder
+        self.session_id = session_id
+        self.rates = rates
+        self.source = source
+        self.clock = opts.clock
+        self.line_no = 0
+        self.bad_lines = 0
+        self.frames_closed = 0
+        self.last_subtype: str | None = None
+        self.stopped = False  # after --on-invalid fail, or end()/cancel()
+        self.model: str | None = None
+        self._started_at = started_at
+        self._first_frame = True
+        self._init_sent = False
+        self._frame: Frame | None = None
+        self._out: list[bytes] = getattr(encoder, "_out")
+        self._diags: list[str] = []
+        self._rejects: list[bytes] = []
+        self._pending: list[bytes] = []
+        self._pending_len = 0
+        self._discarding: tuple[int, bytes] | None = None  # (bytes so far, excerpt)
+        self._last_ts: float | None = None
+        self._warned: set[str] = set()
+        self._handlers: dict[str, Callable[[Event, float, bytes], None]] = {
+            E.TURN_START: self._turn_start,
+            E.TEXT_DELTA: self._text_delta,
+            E.THINKING_DELTA: self._thinking_delta,
+            E.TOOL_START: self._tool_start,
+            E.TOOL_INPUT: self._tool_input,
+            E.TOOL_END: self._tool_end,
+            E.TURN_END: self._turn_end,
+            E.RUN_END: self._run_end,
+        }
+        # Handlers that take the raw line and decode only what they need. Empty until the first
+        # event was decoded in full (it decides the clock), and always empty under --strict.
+        self._fast: dict[bytes, Callable[[bytes, float], None]] = {}
+        self._batch_deltas = False
+        self._seen_first = False
+        fast: dict[bytes, Callable[[bytes, float], None]] = {}
+        if not encoder.wants_deltas:
+            fast[E.TEXT_DELTA.encode()] = self._fast_delta
+            fast[E.THINKING_DELTA.encode()] = self._fast_delta
+        fast[E.TOOL_INPUT.encode()] = self._fast_tool_input
+        for etype in (E.TURN_START, E.TOOL_START, E.TOOL_END, E.TURN_END, E.RUN_END):
+            fast[etype.encode()] = self._route(etype)
+        # --on-invalid fail promises that every bad line stops the run, so it decodes them all.
+        self._fast_table = {} if opts.strict or opts.stop_on_invalid else fast
+
+    # ------------------------------------------------------------------ public API
+
+    def feed(self, data: bytes, now: float) -> None:
+        """Consume a chunk of input that arrived at `now`."""
+        if self.stopped or not data:
+            return
+        if self._discarding is not None:
+            rest = self._discard(data)
+            if rest is None:
+                return
+            data = rest
+        pos = 0
+        if self._pending:
+            nl = data.find(b"\n")
+            if nl >= 0:
+                self._pending.append(data[:nl])
+                line = b"".join(self._pending)
+                self._pending.clear()
+                self._pending_len = 0
+                self._line(line, now)
+                pos = nl + 1
+        last_nl = data.rfind(b"\n")
+        if last_nl >= pos and not self.stopped:
+            self._block(data, pos, last_nl + 1, now)
+        tail = data[max(last_nl + 1, pos) :]
+        if tail and not self.stopped:
+            self._pending.append(tail)
+            self._pending_len += len(tail)
+            if self._pending_len > self.options.max_line_bytes:
+                pieces = self._pending
+                self._pending, self._pending_len = [], 0
+                self._discarding = (0, b"".join(pieces)[:EXCERPT_BYTES])
+                for piece in pieces:
+                    self._discard_piece(piece)
+
+    def end(self, now: float) -> None:
+        """The input ended: a last line without newline counts; an open frame is closed."""
+        if self.stopped:
+            return
+        if self._discarding is not None:
+            self._finish_discard()
+        elif self._pending:
+            line = b"".join(self._pending)
+            self._pending.clear()
+            self._line(line, now)
+        if not self.stopped:
+            self._close(now, "error", TRUNCATED)
+            self.stopped = True
+
+    def cancel(self, now: float) -> None:
+        """A signal stopped us: the open frame ends as `cancelled`."""
+        if not self.stopped:
+            self._close(now, "cancelled", None)
+            self.stopped = True
+
+    def take_output(self) -> bytes:
+        out = b"".join(self._out)
+        self._out.clear()
+        return out
+
+    def take_diagnostics(self) -> list[str]:
+        diags = self._diags[:]
+        self._diags.clear()
+        return diags
+
+    def take_rejects(self) -> bytes:
+        rejects = b"".join(self._rejects)
+        self._rejects.clear()
+        return rejects
+
+    @property
+    def frame_open(self) -> bool:
+        return self._frame is not None
+
+    # ------------------------------------------------------------------ lines
+
+    def _block(self, data: bytes, pos: int, end: int, now: float) -> None:
+        """The hot path: complete lines `data[pos:end]` (each ends with a newline).
+
+        Text/thinking deltas whose content the output does not need are the bulk of a stream.
+        A run of them is recognised and counted with C-level `find`/`count` over the bytes and
+        never touched one by one in Python; every other line goes through `_line`.
+
+        A run ends at the next line starting `{"type":"T` (TurnStart/TurnEnd/ToolCall*). The
+        counts then prove that every line in it is a delta that ends with `}` and holds a single
+        `{"type":"` (so no line is a cut-off delta with another event glued on); where they do
+        not, the lines are taken one at a time.
+        """
+        next_t = -1  # cached start of the next `\n{"type":"T` in data
+        while pos < end:
+            if not (self._batch_deltas and data.startswith(DELTA_PREFIXES, pos)):
+                nl = data.find(b"\n", pos, end)
+                self._line(data[pos:nl], now)
+                if self.stopped:
+                    return
+                pos = nl + 1
+                continue
+            if next_t < pos:
+                next_t = data.find(b'\n{"type":"T', pos, end)
+                if next_t < 0:
+                    next_t = end - 1
+            stop = next_t + 1  # just past the run: the first line that is not a delta
+            lines = data.count(b"\n", pos, stop)
+            joints = data.count(JOINT_TEXT, pos, stop)
+            if joints + 1 < lines:
+                joints += data.count(JOINT_THINKING, pos, stop)
+            if (
+                joints + 1 == lines
+                and data[stop - 2] == 0x7D  # `}`
+                and data.count(b'{"type":"', pos, stop) == lines
+                and stop - pos <= self.options.max_line_bytes
+            ):
+                first_no = self.line_no + 1
+                self.line_no += lines
+                last = data[data.rfind(b"\n", pos, stop - 1) + 1 : stop - 1]
+                kept = data[pos : stop - 1] if self._collecting() else b""
+                self._deltas(lines, last, kept, now, first_no)
+            else:  # something else is among them: take these lines one at a time
+                for line in data[pos : stop - 1].split(b"\n"):
+                    self._line(line, now)
+                    if self.stopped:
+                        return
+            pos = stop
+
+    def _collecting(self) -> bool:
+        """Whether delta lines must be kept: for the fallback reply, until a turn gives one."""
+        fr = self._frame
+        return fr is None or fr.fallback is not None
+
+    def _line(self, line: bytes, now: float) -> None:
+        self.line_no += 1
+        if len(line) > self.options.max_line_bytes:
+            self._rejects.append(line + b"\n")
+            self._report(
+                f"line longer than {self.options.max_line_bytes} bytes ({len(line)} bytes)", line
+            )
+            return
+        if line.startswith(E.TYPE_PREFIX):
+            handler = self._fast.get(line[9 : line.find(b'"', 9)])
+            if handler is not None:
+                handler(line, now)
+                return
+        elif not line.strip():
+            return
+        self._general(line, now)
+
+    def _general(self, line: bytes, now: float) -> None:
+        """Full decode and check, then the event's handler (or pass-through if unknown)."""
+        try:
+            ev = E.parse(line)
+        except BadLine as exc:
+            self._bad(line, exc.reason)
+            return
+        if not self._seen_first:
+            self._first_event(ev)
+        handler = self._handlers.get(ev["type"])
+        if handler is None:
+            self._ensure_init()
+            self.encoder.passthrough(line)
+        else:
+            handler(ev, now, line)
+
+    def _first_event(self, ev: Event) -> None:
+        self._seen_first = True
+        if self.options.detect_recorded and E.has_timestamp(ev):
+            self.clock = RECORDED
+        self._fast = self._fast_table
+        self._batch_deltas = E.TEXT_DELTA.encode() in self._fast
+
+    def _bad(self, line: bytes, reason: str, line_no: int | None = None) -> None:
+        self._rejects.append(line + b"\n")
+        self._report(reason, line, line_no)
+
+    def _report(self, reason: str, line: bytes, line_no: int | None = None) -> None:
+        self.bad_lines += 1
+        excerpt = line[:EXCERPT_BYTES].decode("utf-8", "backslashreplace").rstrip("\r")
+        where = self.line_no if line_no is None else line_no
+        self._diags.append(f"translator: {self.source}:{where}: {reason}: {excerpt}")
+        if self.options.stop_on_invalid and not self.stopped:
+            self._close(self._now_guess(), "error", f"input rejected at line {self.line_no}: {reason}")
+            self.stopped = True
+
+    def _discard_piece(self, piece: bytes) -> None:
+        assert self._discarding is not None
+        size, excerpt = self._discarding
+        self._discarding = (size + len(piece), excerpt)
+        self._rejects.append(piece)
+
+    def _discard(self, data: bytes) -> bytes | None:
+        """Skip the rest of an over-long line, streaming it to the rejects as it goes."""
+        nl = data.find(b"\n")
+        if nl < 0:
+            self._discard_piece(data)
+            return None
+        self._discard_piece(data[:nl])
+        self._finish_discard()
+        return data[nl + 1 :]
+
+    def _finish_discard(self) -> None:
+        assert self._discarding is not None
+        size, excerpt = self._discarding
+        self._discarding = None
+        self._rejects.append(b"\n")
+        self.line_no += 1
+        self._report(f"line longer than {self.options.max_line_bytes} bytes ({size} bytes)", excerpt)
+
+    # ------------------------------------------------------------------ frames and time
+
+    def _ensure_init(self) -> None:
+        if not self._init_sent:
+            self._init_sent = True
+            self.encoder.init(self.session_id, self.model)
+
+    def _when(self, now: float, src: bytes | Event | None) -> float:
+        """The clock time of an event: its arrival (wall) or its own stamp (recorded)."""
+        if self.clock != RECORDED:
+            return now
+        if isinstance(src, bytes):
+            try:
+                src = E.loads(src)
+            except BadLine:
+                src = None
+        ts = E.timestamp_s(src) if isinstance(src, dict) else None
+        if ts is None:
+            return self._last_ts if self._last_ts is not None else 0.0
+        self._last_ts = ts
+        return ts
+
+    def _open(self, now: float, src: bytes | Event) -> Frame:
+        if self.clock == ESTIMATED:
+            t_start = None
+        elif self._first_frame and self.clock == WALL:
+            t_start = self._started_at  # a live stream's first run began when we started reading
+        else:
+            t_start = self._when(now, src)
+        self._first_frame = False
+        self._frame = frame = Frame(t_start)
+        return frame
+
+    def _close_turn_span(self, fr: Frame, now: float, end: Event | None) -> None:
+        """Add the API time of the turn just ended (or cut off) to the frame."""
+        if self.clock == ESTIMATED:
+            if end is not None:
+                ttft, tbt = E.duration_s(end["ttft"]), E.duration_s(end["tbt"])
+                fr.api_s += ttft + tbt * max(fr.turn_deltas - 1, 0)
+            return
+        if fr.turn_open and fr.t_prev_end is not None:
+            fr.api_s += max(self._when(fr.last_model_now, fr.last_model_src) - fr.t_prev_end, 0.0)
+        if end is not None:
+            fr.t_prev_end = self._when(now, end)
+
+    def _now_guess(self) -> float:
+        return self._frame.last_now if self._frame is not None else self._started_at
+
+    def _summary(
+        self, fr: Frame, now: float, subtype: str, error: str | None, end: Event | None
+    ) -> RunSummary:
+        if self.clock == ESTIMATED:
+            duration = fr.api_s
+        else:
+            t_end = self._when(now, end) if end is not None else (
+                now if self.clock == WALL else (self._last_ts or 0.0)
+            )
+            duration = t_end - (fr.t_start or 0.0)
+        return RunSummary(
+            session_id=self.session_id,
+            subtype=subtype,
+            error=error,
+            answer=fr.answer,
+            fallback_text=self._fallback_text(fr.fallback) if fr.answer is None and fr.fallback else "",
+            turns=fr.turns if end is None else end["turn_count"],
+            usage=fr.usage if end is None else end["total_usage"],
+            cost_usd=fr.cost,
+            duration_ms=to_ms(duration),
+            duration_api_ms=to_ms(fr.api_s),
+            duration_source=self.clock,
+            tool_calls=fr.tool_calls,
+            turns_without_edit=None if end is None else end.get("turns_without_edit", 0),
+            no_edit_nudge_emitted=None if end is None else end.get("no_edit_nudge_emitted", False),
+            stopped_for=None if end is None else end["stopped_for"],
+        )
+
+    def _fallback_text(self, kept: list[tuple[int, bytes]]) -> str:
+        """The run's text deltas joined: decoded only now, when no turn gave a reply."""
+        text_lines = [
+            (first_no + i, line)
+            for first_no, block in kept
+            for i, line in enumerate(block.split(b"\n"))
+            if line.startswith(TEXT_PREFIX)
+        ]
+        return "".join(ev["text"] for _, ev in self._decode_kept(text_lines, E.TEXT_DELTA))
+
+    def _finish(self, run: RunSummary) -> None:
+        self._ensure_init()
+        self.encoder.result(run)
+        self._frame = None
+        self.frames_closed += 1
+        self.last_subtype = run.subtype
+
+    def _close(self, now: float, subtype: str, error: str | None) -> None:
+        """End the open frame without its RunEnd (input cut, signal, rejected input)."""
+        fr = self._frame
+        if fr is None:
+            return
+        self._close_turn_span(fr, now, None)
+        self._finish(self._summary(fr, now, subtype, error, None))
+
+    # ------------------------------------------------------------------ events
+
+    def _frame_for(self, now: float, src: bytes | Event) -> Frame:
+        fr = self._frame or self._open(now, src)
+        fr.last_now = now
+        return fr
+
+    def _model_event(self, fr: Frame, now: float, src: bytes | Event) -> None:
+        fr.turn_open = True
+        fr.last_model_now = now
+        fr.last_model_src = src
+
+    def _framed(self, line: bytes) -> bool:
+        """The check a line gets when its content is decoded later or never: it must end like
+        a JSON object (a line cut short by a dying writer does not)."""
+        if line.rstrip().endswith(b"}"):
+            return True
+        self._bad(line, "invalid JSON (truncated line)")
+        return False
+
+    def _fast_delta(self, line: bytes, now: float) -> None:
+        if self._framed(line):
+            self._deltas(1, line, line, now, self.line_no)
+
+    def _deltas(self, n: int, last: bytes, lines: bytes, now: float, first_no: int) -> None:
+        """Account `n` text/thinking deltas (the last one is `last`) without decoding them;
+        `lines` (newline-separated, numbered from `first_no`) are kept for the fallback."""
+        fr = self._frame_for(now, last)
+        self._model_event(fr, now, last)
+        fr.turn_deltas += n
+        if lines and fr.fallback is not None:
+            fr.fallback.append((first_no, lines))
+
+    def _fast_tool_input(self, line: bytes, now: float) -> None:
+        if self._framed(line):
+            fr = self._frame_for(now, line)
+            self._model_event(fr, now, line)
+            fr.turn_deltas += 1
+            fr.input_lines.append((self.line_no, line))
+
+    def _resolve_inputs(self, fr: Frame) -> None:
+        """Decode the tool-input deltas kept since the last tool call ended, in one go."""
+        kept = fr.input_lines
+        fr.input_lines = []
+        for line_no, ev in self._decode_kept(kept, E.TOOL_INPUT):
+            fr.tools.setdefault(ev["tool_use_id"], (None, []))[1].append(ev["partial_json"])
+
+    def _decode_kept(self, kept: list[tuple[int, bytes]], etype: str) -> list[tuple[int, Event]]:
+        """Decode lines whose decoding was deferred; bad ones are reported with their own line
+        numbers. All of them are decoded by one orjson call when they are all good."""
+        if not kept:
+            return []
+        try:
+            evs = orjson.loads(b"[" + b",".join(line for _, line in kept) + b"]")
+            if all(type(ev) is dict and ev.get("type") == etype for ev in evs):
+                return [(no, E.check(ev, etype)) for (no, _), ev in zip(kept, evs)]
+        except (orjson.JSONDecodeError, BadLine):
+            pass
+        good = []
+        for no, line in kept:
+            try:
+                ev = E.parse(line)
+                if ev["type"] != etype:
+                    raise BadLine(f"expected {etype}")
+                good.append((no, ev))
+            except BadLine as exc:
+                self._bad(line, exc.reason, no)
+        return good
+
+    def _route(self, etype: str) -> Callable[[bytes, float], None]:
+        """A line of a known type, decoded (without its skippable value) straight into its
+        handler; anything unexpected takes the general path, which reports it."""
+        handler = self._handlers[etype]
+        split = etype in E.SKIPPABLE
+
+        def route(line: bytes, now: float) -> None:
+            try:
+                ev = E.split_parse(line, etype) if split else None
+                if ev is None:
+                    ev = orjson.loads(line)
+                    if type(ev) is not dict or ev.get("type") != etype:
+                        raise BadLine("")
+                    E.check(ev, etype)
+            except (BadLine, orjson.JSONDecodeError):
+                self._general(line, now)
+                return
+            handler(ev, now, line)
+
+        return route
+
+    def _turn_start(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame
+        if fr is not None and fr.saw_turn and ev["turn_index"] == 0:
+            # turn_index restarts at 0 only with a new run: the previous RunEnd was lost.
+            self._close(now, "error", LOST_RUN_END)
+            fr = None
+        if self.model is None:
+            self.model = ev["model"]
+        self._ensure_init()
+        fr = self._frame_for(now, ev)
+        fr.saw_turn = True
+        fr.turn_model = ev["model"]
+        fr.turn_deltas = 0
+        self._model_event(fr, now, ev)
+
+    def _text_delta(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame_for(now, ev)
+        self._model_event(fr, now, ev)
+        fr.turn_deltas += 1
+        if fr.fallback is not None:
+            fr.fallback.append((self.line_no, line))
+        self._ensure_init()
+        self.encoder.text_delta(ev)
+
+    def _thinking_delta(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame_for(now, ev)
+        self._model_event(fr, now, ev)
+        fr.turn_deltas += 1
+        self._ensure_init()
+        self.encoder.thinking_delta(ev)
+
+    def _tool_start(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame_for(now, ev)
+        self._model_event(fr, now, ev)
+        fr.tools[ev["tool_use_id"]] = (ev["name"], [])
+
+    def _tool_input(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame_for(now, ev)
+        self._model_event(fr, now, ev)
+        fr.turn_deltas += 1
+        fr.tools.setdefault(ev["tool_use_id"], (None, []))[1].append(ev["partial_json"])
+
+    def _tool_end(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame_for(now, ev)
+        self._resolve_inputs(fr)
+        name, parts = fr.tools.pop(ev["tool_use_id"], (None, []))
+        raw = "".join(parts)
+        tool_input: Any = {}
+        if raw.strip():
+            try:
+                tool_input = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                tool_input = raw  # the model's input did not parse: keep it as it came
+        fr.tool_calls += 1
+        self._ensure_init()
+        self.encoder.tool_call(ev["tool_use_id"], name, tool_input, ev)
+
+    def _turn_end(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame_for(now, ev)
+        self._close_turn_span(fr, now, ev)
+        fr.turns += 1
+        usage = ev["usage"]
+        total = fr.usage
+        for key, value in usage.items():
+            total[key] = total.get(key, 0) + value
+        model = fr.turn_model or self.model
+        if model is not None:
+            rate = self.rates.rate(model)
+            if rate is not None:
+                fr.cost += turn_cost(rate, usage)
+            elif model not in self._warned:
+                self._warned.add(model)
+                self._diags.append(
+                    f"translator: warning: no rate for model {model!r}; its cost counts as 0"
+                )
+        text = E.message_text(ev["assistant_message"])
+        if text:
+            fr.answer = text
+            fr.fallback = None
+        fr.turn_open = False
+        fr.turn_deltas = 0
+        fr.tools.clear()
+        fr.input_lines.clear()
+        self._ensure_init()
+        self.encoder.turn_end(ev)
+
+    def _run_end(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame_for(now, ev)
+        self._close_turn_span(fr, now, None)
+        subtype, error = classify(ev["stopped_for"])
+        self._finish(self._summary(fr, now, subtype, error, ev))

@@ -1,0 +1,244 @@
+"""The I/O shell: reads chunks, hands them to the core with their arrival time, writes what
+comes back. Nothing here knows the event format.
+
+Reads take whatever the input has (a pipe read returns as soon as a line is there), and every
+read is followed by a write of its output, so output is flushed whenever the input goes quiet.
+Regular files are read directly; pipes, sockets and terminals are awaited with anyio so that a
+signal can interrupt a quiet input.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import anyio
+import anyio.lowlevel
+
+from translator.encoders import Encoder
+from translator.fold import ESTIMATED, WALL, Options, Translator
+from translator.rates import RateCard
+
+CHUNK = 1 << 18
+WRITE_GRACE_S = 5.0  # after a signal, how long a blocked downstream may hold up the last frames
+
+
+@dataclass
+class Config:
+    sources: list[str]
+    make_encoder: Callable[[list[bytes]], Encoder]
+    rates: RateCard
+    options: Options = field(default_factory=Options)
+    clock: str = "auto"  # auto | wall | recorded | estimated
+    session_id: str | None = None
+    reject_file: str | None = None
+
+
+@dataclass
+class Outcome:
+    """What happened, for the exit status."""
+
+    frames: int = 0
+    last_subtype: str | None = None
+    bad_lines: int = 0
+    rejected: bool = False  # --on-invalid fail tripped
+    missing_input: bool = False
+    io_error: bool = False
+    broken_pipe: bool = False
+    signal: int | None = None
+
+
+class OutputStuck(Exception):
+    """The downstream did not take our last frames within the grace period after a signal."""
+
+
+class Output:
+    """stdout as a file descriptor. Pipes and sockets are made non-blocking and awaited, so a
+    slow consumer never stalls signal handling; their flags are restored on close."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        mode = os.fstat(fd).st_mode
+        self._was_blocking: bool | None = None
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            self._was_blocking = os.get_blocking(fd)
+            os.set_blocking(fd, False)
+        self._scope: anyio.CancelScope | None = None
+        self._deadline: float | None = None
+
+    async def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        with anyio.CancelScope(shield=True) as scope:
+            self._scope = scope
+            if self._deadline is not None:
+                scope.deadline = self._deadline
+            while view:
+                try:
+                    view = view[os.write(self.fd, view) :]
+                except BlockingIOError:
+                    await anyio.wait_writable(self.fd)
+        self._scope = None
+        if scope.cancelled_caught:
+            raise OutputStuck
+
+    def expire(self, grace: float) -> None:
+        """From now on, writes give up after `grace` seconds."""
+        self._deadline = anyio.current_time() + grace
+        if self._scope is not None:
+            self._scope.deadline = self._deadline
+
+    def close(self) -> None:
+        if self._was_blocking is not None:
+            try:
+                os.set_blocking(self.fd, self._was_blocking)
+            except OSError:
+                pass
+
+
+def _stderr(lines: list[str]) -> None:
+    try:
+        sys.stderr.write("".join(line + "\n" for line in lines))
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+class Shell:
+    def __init__(self, cfg: Config, out: Output) -> None:
+        self.cfg = cfg
+        self.out = out
+        self.outcome = Outcome()
+        self.read_scope: anyio.CancelScope | None = None
+        self.rejects = open(cfg.reject_file, "ab") if cfg.reject_file else None
+
+    async def emit(self, core: Translator) -> None:
+        diags = core.take_diagnostics()
+        if diags:
+            _stderr(diags)
+        rejected = core.take_rejects()
+        if rejected and self.rejects is not None:
+            self.rejects.write(rejected)
+            self.rejects.flush()
+        data = core.take_output()
+        if data:
+            await self.out.write(data)
+
+    def options_for(self, pollable: bool) -> Options:
+        opts = replace(self.cfg.options)
+        if self.cfg.clock == "auto":
+            opts.clock = WALL if pollable else ESTIMATED
+            opts.detect_recorded = True
+        else:
+            opts.clock = self.cfg.clock
+        return opts
+
+    async def source(self, name: str) -> None:
+        if name == "-":
+            fd, label = 0, "<stdin>"
+        else:
+            label = name
+            try:
+                fd = os.open(name, os.O_RDONLY)
+            except OSError as exc:
+                _stderr([f"translator: {name}: {exc.strerror}"])
+                self.outcome.missing_input = True
+                return
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError as exc:
+            _stderr([f"translator: {label}: {exc.strerror}"])
+            self.outcome.missing_input = True
+            return
+        pollable = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+        core = Translator(
+            self.cfg.make_encoder([]),
+            session_id=self.cfg.session_id or str(uuid.uuid4()),
+            rates=self.cfg.rates,
+            options=self.options_for(pollable),
+            started_at=time.monotonic(),
+            source=label,
+        )
+        try:
+            with anyio.CancelScope() as scope:
+                self.read_scope = scope
+                await self._pump(fd, pollable, core)
+            self.read_scope = None
+            if self.outcome.signal is not None:
+                core.cancel(time.monotonic())
+            else:
+                core.end(time.monotonic())
+            await self.emit(core)
+        finally:
+            if fd != 0:
+                os.close(fd)
+            self.outcome.frames += core.frames_closed
+            self.outcome.bad_lines += core.bad_lines
+            if core.last_subtype is not None:
+                self.outcome.last_subtype = core.last_subtype
+            if core.bad_lines and self.cfg.options.stop_on_invalid:
+                self.outcome.rejected = True
+
+    async def _pump(self, fd: int, pollable: bool, core: Translator) -> None:
+        while True:
+            if pollable:
+                await anyio.wait_readable(fd)
+            else:
+                await anyio.lowlevel.checkpoint()
+            try:
+                data = os.read(fd, CHUNK)
+            except OSError as exc:
+                _stderr([f"translator: {core.source}: read error: {exc.strerror}"])
+                self.outcome.io_error = True
+                return
+            if not data:
+                return
+            core.feed(data, time.monotonic())
+            await self.emit(core)
+            if core.stopped:
+                return
+
+    async def run(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._watch, signals)
+                try:
+                    for name in self.cfg.sources:
+                        await self.source(name)
+                        if self.outcome.signal is not None or self.outcome.rejected:
+                            break
+                except BrokenPipeError:
+                    self.outcome.broken_pipe = True  # the consumer has gone: stop quietly
+                except OutputStuck:
+                    _stderr(["translator: the output did not drain after the signal; exiting"])
+                except OSError as exc:
+                    _stderr([f"translator: write error: {exc.strerror}"])
+                    self.outcome.io_error = True
+                finally:
+                    tg.cancel_scope.cancel()
+
+    async def _watch(self, signals: object) -> None:
+        async for signum in signals:  # type: ignore[attr-defined]
+            self.outcome.signal = signum
+            self.out.expire(WRITE_GRACE_S)
+            if self.read_scope is not None:
+                self.read_scope.cancel()
+            return
+
+
+async def translate(cfg: Config, out_fd: int = 1) -> Outcome:
+    """Translate every source in order to `out_fd`; never raises for I/O trouble."""
+    out = Output(out_fd)
+    shell = Shell(cfg, out)
+    try:
+        await shell.run()
+    finally:
+        out.close()
+        if shell.rejects is not None:
+            shell.rejects.close()
+    return shell.outcome
