@@ -35,25 +35,56 @@ TARGETS = {"jq": 10.0, "parse": 1.0, "rss_mb": 64.0, "p99_ms": 2.0}
 
 def timed(cmd: list[str], stdin: Path | None = None, feed: list[str] | None = None) -> tuple[float, float]:
     """Run a command with stdout to /dev/null; wall seconds and peak RSS (MiB) of it alone.
-    `feed`: a command whose stdout is piped into it instead of a file."""
+    `feed`: a command whose stdout is piped into it instead of a file.
+
+    The peak is read from /proc (VmHWM) while it runs: the rusage of a child of this process
+    would start at this process's own size."""
+    exe = shutil.which(cmd[0]) or cmd[0]
     feeder = None
     if feed is not None:
-        feeder = subprocess.Popen(feed, stdout=subprocess.PIPE)
-        source = feeder.stdout
+        r, w = os.pipe()
+        feeder = os.posix_spawn(
+            shutil.which(feed[0]) or feed[0], feed, os.environ,
+            file_actions=[(os.POSIX_SPAWN_DUP2, w, 1), (os.POSIX_SPAWN_CLOSE, r)],
+        )
+        os.close(w)
+        source = r
     else:
-        source = open(stdin, "rb") if stdin else subprocess.DEVNULL
+        source = os.open(stdin or os.devnull, os.O_RDONLY)
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdin=source, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
+    pid = os.posix_spawn(
+        exe, cmd, os.environ,
+        file_actions=[
+            (os.POSIX_SPAWN_DUP2, source, 0),
+            (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        ],
+    )
+    peak = [0]
+    done = threading.Event()
+    poller = threading.Thread(target=_watch_rss, args=(pid, peak, done))
+    poller.start()
+    _, status = os.waitpid(pid, 0)
     wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    done.set()
+    poller.join()
+    os.close(source)
     if feeder is not None:
-        feeder.wait()
-    elif stdin:
-        source.close()  # type: ignore[union-attr]
-    if proc.returncode != 0:
-        raise SystemExit(f"{cmd} failed with {proc.returncode}")
-    return wall, usage.ru_maxrss / 1024
+        os.waitpid(feeder, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{cmd} failed with status {os.waitstatus_to_exitcode(status)}")
+    return wall, peak[0] / 1024
+
+
+def _watch_rss(pid: int, peak: list[int], done: threading.Event) -> None:
+    while not done.is_set():
+        try:
+            with open(f"/proc/{pid}/status", "rb") as f:
+                for line in f:
+                    if line.startswith(b"VmHWM:"):
+                        peak[0] = max(peak[0], int(line.split()[1]))
+        except (OSError, ValueError):
+            pass
+        done.wait(0.005)
 
 
 def throughput(ref: Path, rounds: int) -> dict[str, float]:
