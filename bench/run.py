@@ -132,8 +132,8 @@ def frames_per_line(lines: list[bytes], args: list[str]) -> list[int]:
     from translator.rates import RateCard
 
     core = Translator(
-        EnrichedEncoder([], partial="--include-partial-messages" in args),
-        session_id="S", rates=RateCard.bundled(), options=Options(),
+        EnrichedEncoder([], session_id="S", partial="--include-partial-messages" in args),
+        rates=RateCard.bundled(), options=Options(),
     )
     counts = []
     for line in lines:

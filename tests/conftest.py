@@ -64,8 +64,7 @@ def drive(
     (None: leave the input open)."""
     options.setdefault("clock", "estimated")
     core = Translator(
-        EnrichedEncoder([], partial=partial, results_only=results_only),
-        session_id=SESSION,
+        EnrichedEncoder([], session_id=SESSION, partial=partial, results_only=results_only),
         rates=rates or RateCard.bundled(),
         options=Options(**options),
         started_at=started_at,

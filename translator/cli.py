@@ -138,7 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     partial, results_only = args.include_partial_messages, args.results_only
     cfg = Config(
         sources=args.files or ["-"],
-        make_encoder=lambda out: EnrichedEncoder(out, partial=partial, results_only=results_only),
+        make_encoder=lambda sid: EnrichedEncoder(
+            [], session_id=sid, partial=partial, results_only=results_only
+        ),
         rates=rates,
         options=Options(
             strict=args.strict,

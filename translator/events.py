@@ -224,6 +224,14 @@ def has_timestamp(ev: Event) -> bool:
     return timestamp_s(ev) is not None
 
 
+def last_text_block(message: Event) -> str | None:
+    """The last non-empty text block of a Message (Claude Code's `result`)."""
+    for b in reversed(message["content"]):
+        if type(b) is dict and b.get("type") == "text" and type(b.get("text")) is str and b["text"]:
+            return b["text"]
+    return None
+
+
 def message_text(message: Event) -> str:
     """The text blocks of a Message, joined: what the agent calls its reply."""
     return "".join(

@@ -41,6 +41,7 @@ class Options:
     strict: bool = False  # decode and check every line, even ones the output does not use
     stop_on_invalid: bool = False  # --on-invalid fail
     max_line_bytes: int = 64 << 20
+    epoch: float = 0.0  # wall-clock seconds at monotonic 0, for the timestamps frames carry
 
 
 def classify(stopped_for: Any) -> tuple[str, str | None]:
@@ -73,7 +74,8 @@ class Frame:
     __slots__ = (
         "t_start", "t_prev_end", "api_s", "turns", "usage", "cost", "tool_calls", "answer",
         "fallback", "saw_turn", "turn_model", "turn_deltas", "turn_open", "last_model_now",
-        "last_model_src", "tools", "input_lines", "last_now",
+        "last_model_src", "tools", "input_lines", "last_now", "first_model_now", "first_ttft",
+        "stop_reason", "message_ids", "last_text",
     )  # fmt: skip
 
     def __init__(self, t_start: float | None) -> None:
@@ -97,6 +99,11 @@ class Frame:
         self.tools: dict[str, tuple[str | None, list[str]]] = {}
         self.input_lines: list[tuple[int, bytes]] = []  # tool-input deltas not decoded yet
         self.last_now = 0.0
+        self.first_model_now: float | None = None  # arrival of the run's first model event
+        self.first_ttft: float | None = None  # the first turn's reported ttft (seconds)
+        self.stop_reason: str | None = None  # the last turn's
+        self.message_ids: list[str] = []
+        self.last_text: str | None = None  # the last non-empty text block of any turn
 
 
 class Translator:
@@ -106,7 +113,6 @@ class Translator:
         self,
         encoder: Encoder,
         *,
-        session_id: str,
         rates: RateCard,
         options: Options | None = None,
         started_at: float = 0.0,
@@ -114,7 +120,6 @@ class Translator:
     ) -> None:
         self.options = opts = options or Options()
         self.encoder = encoder
-        self.session_id = session_id
         self.rates = rates
         self.source = source
         self.clock = opts.clock
@@ -126,9 +131,8 @@ class Translator:
         self.model: str | None = None
         self._started_at = started_at
         self._first_frame = True
-        self._init_sent = False
         self._frame: Frame | None = None
-        self._out: list[bytes] = getattr(encoder, "_out")
+        self._out = encoder.out
         self._diags: list[str] = []
         self._rejects: list[bytes] = []
         self._pending: list[bytes] = []
@@ -151,12 +155,16 @@ class Translator:
         self._fast: dict[bytes, Callable[[bytes, float], None]] = {}
         self._batch_deltas = False
         self._seen_first = False
+        self._decode_deltas = encoder.wants_deltas
         fast: dict[bytes, Callable[[bytes, float], None]] = {}
-        if not encoder.wants_deltas:
+        routed = [E.TURN_START, E.TOOL_START, E.TOOL_END, E.TURN_END, E.RUN_END]
+        if encoder.wants_deltas:
+            routed.append(E.TOOL_INPUT)
+        else:
             fast[E.TEXT_DELTA.encode()] = self._fast_delta
             fast[E.THINKING_DELTA.encode()] = self._fast_delta
-        fast[E.TOOL_INPUT.encode()] = self._fast_tool_input
-        for etype in (E.TURN_START, E.TOOL_START, E.TOOL_END, E.TURN_END, E.RUN_END):
+            fast[E.TOOL_INPUT.encode()] = self._fast_tool_input
+        for etype in routed:
             fast[etype.encode()] = self._route(etype)
         # --on-invalid fail promises that every bad line stops the run, so it decodes them all.
         self._fast_table = {} if opts.strict or opts.stop_on_invalid else fast
@@ -275,9 +283,12 @@ class Translator:
             ):
                 first_no = self.line_no + 1
                 self.line_no += lines
-                last = data[data.rfind(b"\n", pos, stop - 1) + 1 : stop - 1]
-                kept = data[pos : stop - 1] if self._collecting() else b""
-                self._deltas(lines, last, kept, now, first_no)
+                region = data[pos : stop - 1]
+                if self._decode_deltas:
+                    self._decoded_deltas(region, first_no, now)
+                else:
+                    last = data[data.rfind(b"\n", pos, stop - 1) + 1 : stop - 1]
+                    self._deltas(lines, last, region if self._collecting() else b"", now, first_no)
             else:  # something else is among them: take these lines one at a time
                 for line in data[pos : stop - 1].split(b"\n"):
                     self._line(line, now)
@@ -318,8 +329,7 @@ class Translator:
             self._first_event(ev)
         handler = self._handlers.get(ev["type"])
         if handler is None:
-            self._ensure_init()
-            self.encoder.passthrough(line)
+            self.encoder.passthrough(line.strip())
         else:
             handler(ev, now, line)
 
@@ -328,7 +338,7 @@ class Translator:
         if self.options.detect_recorded and E.has_timestamp(ev):
             self.clock = RECORDED
         self._fast = self._fast_table
-        self._batch_deltas = E.TEXT_DELTA.encode() in self._fast
+        self._batch_deltas = bool(self._fast)
 
     def _bad(self, line: bytes, reason: str, line_no: int | None = None) -> None:
         self._rejects.append(line + b"\n")
@@ -369,10 +379,11 @@ class Translator:
 
     # ------------------------------------------------------------------ frames and time
 
-    def _ensure_init(self) -> None:
-        if not self._init_sent:
-            self._init_sent = True
-            self.encoder.init(self.session_id, self.model)
+    def _stamp(self, now: float, src: bytes | Event | None) -> float:
+        """Wall-clock seconds of an event, for the timestamps frames carry."""
+        if self.clock == RECORDED:
+            return self._when(now, src)
+        return now + self.options.epoch
 
     def _when(self, now: float, src: bytes | Event | None) -> float:
         """The clock time of an event: its arrival (wall) or its own stamp (recorded)."""
@@ -398,6 +409,7 @@ class Translator:
             t_start = self._when(now, src)
         self._first_frame = False
         self._frame = frame = Frame(t_start)
+        self.encoder.frame_start(self.model, self._stamp(now, src))
         return frame
 
     def _close_turn_span(self, fr: Frame, now: float, end: Event | None) -> None:
@@ -418,15 +430,18 @@ class Translator:
     def _summary(
         self, fr: Frame, now: float, subtype: str, error: str | None, end: Event | None
     ) -> RunSummary:
+        ttft: float | None = None
         if self.clock == ESTIMATED:
             duration = fr.api_s
+            ttft = fr.first_ttft
         else:
+            if fr.first_model_now is not None and fr.t_start is not None and self.clock == WALL:
+                ttft = fr.first_model_now - fr.t_start
             t_end = self._when(now, end) if end is not None else (
                 now if self.clock == WALL else (self._last_ts or 0.0)
             )
             duration = t_end - (fr.t_start or 0.0)
         return RunSummary(
-            session_id=self.session_id,
             subtype=subtype,
             error=error,
             answer=fr.answer,
@@ -441,6 +456,11 @@ class Translator:
             turns_without_edit=None if end is None else end.get("turns_without_edit", 0),
             no_edit_nudge_emitted=None if end is None else end.get("no_edit_nudge_emitted", False),
             stopped_for=None if end is None else end["stopped_for"],
+            stop_reason=fr.stop_reason,
+            ttft_ms=None if ttft is None else to_ms(ttft),
+            message_ids=fr.message_ids,
+            last_text=fr.last_text,
+            mid_turn=fr.turn_open or bool(fr.tools),
         )
 
     def _fallback_text(self, kept: list[tuple[int, bytes]]) -> str:
@@ -453,9 +473,8 @@ class Translator:
         ]
         return "".join(ev["text"] for _, ev in self._decode_kept(text_lines, E.TEXT_DELTA))
 
-    def _finish(self, run: RunSummary) -> None:
-        self._ensure_init()
-        self.encoder.result(run)
+    def _finish(self, run: RunSummary, t: float) -> None:
+        self.encoder.result(run, t)
         self._frame = None
         self.frames_closed += 1
         self.last_subtype = run.subtype
@@ -466,7 +485,7 @@ class Translator:
         if fr is None:
             return
         self._close_turn_span(fr, now, None)
-        self._finish(self._summary(fr, now, subtype, error, None))
+        self._finish(self._summary(fr, now, subtype, error, None), self._stamp(now, None))
 
     # ------------------------------------------------------------------ events
 
@@ -476,6 +495,8 @@ class Translator:
         return fr
 
     def _model_event(self, fr: Frame, now: float, src: bytes | Event) -> None:
+        if fr.first_model_now is None:
+            fr.first_model_now = now
         fr.turn_open = True
         fr.last_model_now = now
         fr.last_model_src = src
@@ -501,6 +522,15 @@ class Translator:
         if lines and fr.fallback is not None:
             fr.fallback.append((first_no, lines))
 
+    def _decoded_deltas(self, region: bytes, first_no: int, now: float) -> None:
+        """A run of deltas for an encoder that shows them: decoded in one go, then handled."""
+        lines = region.split(b"\n")
+        for line_no, ev in self._decode_kept(
+            [(first_no + i, line) for i, line in enumerate(lines)], None
+        ):
+            handler = self._text_delta if ev["type"] == E.TEXT_DELTA else self._thinking_delta
+            handler(ev, now, lines[line_no - first_no], line_no)
+
     def _fast_tool_input(self, line: bytes, now: float) -> None:
         if self._framed(line):
             fr = self._frame_for(now, line)
@@ -512,26 +542,30 @@ class Translator:
         """Decode the tool-input deltas kept since the last tool call ended, in one go."""
         kept = fr.input_lines
         fr.input_lines = []
-        for line_no, ev in self._decode_kept(kept, E.TOOL_INPUT):
+        for _, ev in self._decode_kept(kept, E.TOOL_INPUT):
             fr.tools.setdefault(ev["tool_use_id"], (None, []))[1].append(ev["partial_json"])
 
-    def _decode_kept(self, kept: list[tuple[int, bytes]], etype: str) -> list[tuple[int, Event]]:
-        """Decode lines whose decoding was deferred; bad ones are reported with their own line
-        numbers. All of them are decoded by one orjson call when they are all good."""
+    def _decode_kept(
+        self, kept: list[tuple[int, bytes]], etype: str | None
+    ) -> list[tuple[int, Event]]:
+        """Decode lines whose decoding was deferred (all of `etype`, or text/thinking deltas
+        when None); bad ones are reported with their own line numbers. One orjson call decodes
+        them all when they are all good."""
         if not kept:
             return []
+        types = (etype,) if etype else (E.TEXT_DELTA, E.THINKING_DELTA)
         try:
             evs = orjson.loads(b"[" + b",".join(line for _, line in kept) + b"]")
-            if all(type(ev) is dict and ev.get("type") == etype for ev in evs):
-                return [(no, E.check(ev, etype)) for (no, _), ev in zip(kept, evs)]
+            if all(type(ev) is dict and ev.get("type") in types for ev in evs):
+                return [(no, E.check(ev, ev["type"])) for (no, _), ev in zip(kept, evs)]
         except (orjson.JSONDecodeError, BadLine):
             pass
         good = []
         for no, line in kept:
             try:
                 ev = E.parse(line)
-                if ev["type"] != etype:
-                    raise BadLine(f"expected {etype}")
+                if ev["type"] not in types:
+                    raise BadLine(f"expected {' or '.join(types)}")
                 good.append((no, ev))
             except BadLine as exc:
                 self._bad(line, exc.reason, no)
@@ -563,89 +597,99 @@ class Translator:
         if fr is not None and fr.saw_turn and ev["turn_index"] == 0:
             # turn_index restarts at 0 only with a new run: the previous RunEnd was lost.
             self._close(now, "error", LOST_RUN_END)
-            fr = None
-        if self.model is None:
-            self.model = ev["model"]
-        self._ensure_init()
+        self.model = ev["model"] if self.model is None else self.model
         fr = self._frame_for(now, ev)
         fr.saw_turn = True
         fr.turn_model = ev["model"]
         fr.turn_deltas = 0
+        fr.message_ids.append(ev["message_id"])
         self._model_event(fr, now, ev)
+        self.encoder.turn_start(ev, self._stamp(now, ev))
 
-    def _text_delta(self, ev: Event, now: float, line: bytes) -> None:
+    def _text_delta(self, ev: Event, now: float, line: bytes, line_no: int | None = None) -> None:
         fr = self._frame_for(now, ev)
         self._model_event(fr, now, ev)
         fr.turn_deltas += 1
         if fr.fallback is not None:
-            fr.fallback.append((self.line_no, line))
-        self._ensure_init()
-        self.encoder.text_delta(ev)
+            fr.fallback.append((self.line_no if line_no is None else line_no, line))
+        self.encoder.text_delta(ev, self._stamp(now, ev))
 
-    def _thinking_delta(self, ev: Event, now: float, line: bytes) -> None:
+    def _thinking_delta(self, ev: Event, now: float, line: bytes, line_no: int | None = None) -> None:
         fr = self._frame_for(now, ev)
         self._model_event(fr, now, ev)
         fr.turn_deltas += 1
-        self._ensure_init()
-        self.encoder.thinking_delta(ev)
+        self.encoder.thinking_delta(ev, self._stamp(now, ev))
 
     def _tool_start(self, ev: Event, now: float, line: bytes) -> None:
         fr = self._frame_for(now, ev)
         self._model_event(fr, now, ev)
         fr.tools[ev["tool_use_id"]] = (ev["name"], [])
+        self.encoder.tool_start(ev, self._stamp(now, ev))
 
     def _tool_input(self, ev: Event, now: float, line: bytes) -> None:
         fr = self._frame_for(now, ev)
         self._model_event(fr, now, ev)
         fr.turn_deltas += 1
         fr.tools.setdefault(ev["tool_use_id"], (None, []))[1].append(ev["partial_json"])
+        self.encoder.tool_input(ev, self._stamp(now, ev))
 
     def _tool_end(self, ev: Event, now: float, line: bytes) -> None:
         fr = self._frame_for(now, ev)
         self._resolve_inputs(fr)
         name, parts = fr.tools.pop(ev["tool_use_id"], (None, []))
-        raw = "".join(parts)
-        tool_input: Any = {}
-        if raw.strip():
-            try:
-                tool_input = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                tool_input = raw  # the model's input did not parse: keep it as it came
         fr.tool_calls += 1
-        self._ensure_init()
-        self.encoder.tool_call(ev["tool_use_id"], name, tool_input, ev)
+        self.encoder.tool_call(
+            ev["tool_use_id"], name, tool_input("".join(parts)), ev, self._stamp(now, ev)
+        )
 
     def _turn_end(self, ev: Event, now: float, line: bytes) -> None:
         fr = self._frame_for(now, ev)
         self._close_turn_span(fr, now, ev)
         fr.turns += 1
+        if fr.first_ttft is None:
+            fr.first_ttft = E.duration_s(ev["ttft"])
         usage = ev["usage"]
         total = fr.usage
         for key, value in usage.items():
             total[key] = total.get(key, 0) + value
         model = fr.turn_model or self.model
+        cost = 0.0
         if model is not None:
             rate = self.rates.rate(model)
             if rate is not None:
-                fr.cost += turn_cost(rate, usage)
+                cost = turn_cost(rate, usage)
             elif model not in self._warned:
                 self._warned.add(model)
                 self._diags.append(
                     f"translator: warning: no rate for model {model!r}; its cost counts as 0"
                 )
-        text = E.message_text(ev["assistant_message"])
+        fr.cost += cost
+        message = ev["assistant_message"]
+        text = E.message_text(message)
         if text:
             fr.answer = text
             fr.fallback = None
+            fr.last_text = E.last_text_block(message)
+        fr.stop_reason = ev["stop_reason"]
         fr.turn_open = False
         fr.turn_deltas = 0
         fr.tools.clear()
         fr.input_lines.clear()
-        self._ensure_init()
-        self.encoder.turn_end(ev)
+        self.encoder.turn_end(ev, model, cost, self._stamp(now, ev))
 
     def _run_end(self, ev: Event, now: float, line: bytes) -> None:
         fr = self._frame_for(now, ev)
         self._close_turn_span(fr, now, None)
         subtype, error = classify(ev["stopped_for"])
-        self._finish(self._summary(fr, now, subtype, error, ev))
+        self._finish(self._summary(fr, now, subtype, error, ev), self._stamp(now, ev))
+
+
+def tool_input(raw: str) -> Any:
+    """A tool call's input from its concatenated `partial_json`: the parsed JSON, the raw string
+    when it does not parse (as the model sent it), `{}` when there was none."""
+    if not raw.strip():
+        return {}
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw

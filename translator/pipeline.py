@@ -32,7 +32,7 @@ WRITE_GRACE_S = 5.0  # after a signal, how long a blocked downstream may hold up
 @dataclass
 class Config:
     sources: list[str]
-    make_encoder: Callable[[list[bytes]], Encoder]
+    make_encoder: Callable[[str], Encoder]  # session id -> a fresh encoder for one stream
     rates: RateCard
     options: Options = field(default_factory=Options)
     clock: str = "auto"  # auto | wall | recorded | estimated
@@ -130,7 +130,7 @@ class Shell:
             await self.out.write(data)
 
     def options_for(self, pollable: bool) -> Options:
-        opts = replace(self.cfg.options)
+        opts = replace(self.cfg.options, epoch=time.time() - time.monotonic())
         if self.cfg.clock == "auto":
             opts.clock = WALL if pollable else ESTIMATED
             opts.detect_recorded = True
@@ -157,8 +157,7 @@ class Shell:
             return
         pollable = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
         core = Translator(
-            self.cfg.make_encoder([]),
-            session_id=self.cfg.session_id or str(uuid.uuid4()),
+            self.cfg.make_encoder(self.cfg.session_id or str(uuid.uuid4())),
             rates=self.cfg.rates,
             options=self.options_for(pollable),
             started_at=time.monotonic(),

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-PER_TOKEN = 1e-6  # rates are quoted per million tokens
+PER_MILLION = 1_000_000  # rates are quoted per million tokens
 BUNDLED = Path(__file__).parent / "data" / "rates.json"
 
 
@@ -90,13 +90,14 @@ class RateCard:
 
 def turn_cost(rate: Rate, usage: dict[str, int]) -> float:
     """USD for one turn. The agent's `input_tokens` includes both cache counters, so they are
-    taken out of it before the input rate applies."""
+    taken out of it before the input rate applies. Summed in Claude Code's order, so that the
+    same tokens give the same float to the last bit."""
     read = usage.get("cache_read_input_tokens", 0)
     write = usage.get("cache_creation_input_tokens", 0)
     uncached = max(usage["input_tokens"] - read - write, 0)
     return (
-        uncached * rate.input
-        + read * rate.cache_read
-        + write * rate.cache_write
-        + usage["output_tokens"] * rate.output
-    ) * PER_TOKEN
+        uncached / PER_MILLION * rate.input
+        + usage["output_tokens"] / PER_MILLION * rate.output
+        + read / PER_MILLION * rate.cache_read
+        + write / PER_MILLION * rate.cache_write
+    )

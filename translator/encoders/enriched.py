@@ -18,31 +18,50 @@ COST_DECIMALS = 10  # far below a cent; drops the float noise of summing per-tur
 
 
 class EnrichedEncoder:
-    def __init__(self, out: list[bytes], *, partial: bool = False, results_only: bool = False):
-        self._out = out
+    def __init__(
+        self, out: list[bytes], *, session_id: str, partial: bool = False, results_only: bool = False
+    ) -> None:
+        self.out = out
+        self.session_id = session_id
         self._frames = not results_only
         self._partial = partial and not results_only
+        self._init_sent = False
         self.wants_deltas = self._partial
 
     def _emit(self, frame: dict[str, Any]) -> None:
-        self._out.append(orjson.dumps(frame, option=_NL))
+        self.out.append(orjson.dumps(frame, option=_NL))
 
-    def init(self, session_id: str, model: str | None) -> None:
+    def _init(self, model: str | None) -> None:
+        """One init frame per input stream, before anything else."""
+        self._init_sent = True
         if self._frames:
-            frame: dict[str, Any] = {"type": "system", "subtype": "init", "session_id": session_id}
+            frame: dict[str, Any] = {"type": "system", "subtype": "init", "session_id": self.session_id}
             if model is not None:
                 frame["model"] = model
             self._emit(frame)
 
-    def text_delta(self, ev: Event) -> None:
+    def frame_start(self, model: str | None, t: float) -> None:
+        if not self._init_sent:
+            self._init(model)
+
+    def turn_start(self, ev: Event, t: float) -> None:
+        pass
+
+    def text_delta(self, ev: Event, t: float) -> None:
         if self._partial:
             self._emit({"type": "text", "delta": ev["text"]})
 
-    def thinking_delta(self, ev: Event) -> None:
+    def thinking_delta(self, ev: Event, t: float) -> None:
         if self._partial:
             self._emit({"type": "thinking", "delta": ev["text"]})
 
-    def tool_call(self, tool_use_id: str, name: str | None, input: Any, end: Event) -> None:
+    def tool_start(self, ev: Event, t: float) -> None:
+        pass
+
+    def tool_input(self, ev: Event, t: float) -> None:
+        pass
+
+    def tool_call(self, tool_use_id: str, name: str | None, input: Any, end: Event, t: float) -> None:
         if self._frames:
             self._emit({"type": "tool_use", "id": tool_use_id, "name": name, "input": input})
             self._emit(
@@ -54,27 +73,31 @@ class EnrichedEncoder:
                 }
             )
 
-    def turn_end(self, ev: Event) -> None:
+    def turn_end(self, ev: Event, model: str | None, cost: float, t: float) -> None:
         # With partial messages the agent prints deltas instead of end-of-turn messages.
         if self._frames and not self._partial:
             self._emit({"type": "message", **ev["assistant_message"]})
 
     def passthrough(self, line: bytes) -> None:
+        if not self._init_sent:
+            self._init(None)
         if self._frames:
-            self._out.append(line.strip() + b"\n")
+            self.out.append(line + b"\n")
 
-    def result(self, run: RunSummary) -> None:
-        self._emit(result_frame(run))
+    def result(self, run: RunSummary, t: float) -> None:
+        if not self._init_sent:
+            self._init(None)
+        self._emit(result_frame(run, self.session_id))
 
 
-def result_frame(run: RunSummary) -> dict[str, Any]:
+def result_frame(run: RunSummary, session_id: str) -> dict[str, Any]:
     """The ADR 0049 result frame, in the agent's key order."""
     usage = run.usage
     success = run.subtype == "success"
     frame: dict[str, Any] = {"type": "result", "subtype": run.subtype}
     if success:
         frame["result"] = run.answer if run.answer is not None else run.fallback_text
-    frame["session_id"] = run.session_id
+    frame["session_id"] = session_id
     frame["total_cost_usd"] = round(run.cost_usd, COST_DECIMALS)
     frame["turns"] = run.turns
     frame["total_input_tokens"] = usage["input_tokens"]
