@@ -9,6 +9,8 @@ from typing import NoReturn
 import anyio
 
 from translator import __version__
+from translator.encoders import Encoder
+from translator.encoders.claude_code import ClaudeCodeEncoder
 from translator.encoders.enriched import EnrichedEncoder
 from translator.fold import Options
 from translator.pipeline import Config, Outcome, translate
@@ -35,6 +37,8 @@ examples:
     tail -F -n +1 /shared/stdout.ndjson | translator --clock wall
   CI, branching on the run's outcome like the agent itself:
     caliban-worker ... | translator --results-only --exit-status > result.json
+  a drop-in for scripts written against Claude Code:
+    caliban-worker ... | translator --format claude-code | my-claude-code-consumer
   keep bad input for later, stop at the first bad line:
     translator --reject-file rejects.ndjson --on-invalid fail < events.ndjson
 
@@ -61,6 +65,14 @@ def build_parser() -> Parser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("files", nargs="*", metavar="FILE", help="inputs in order; '-' or none: stdin")
+    p.add_argument(
+        "--format",
+        choices=("enriched", "claude-code"),
+        default="enriched",
+        help="enriched: the agent's stream-json with the ADR 0049 result (default); "
+        "claude-code: what the Claude Code CLI prints (claude -p --output-format stream-json "
+        "--verbose; with --results-only, --output-format json)",
+    )
     p.add_argument(
         "--include-partial-messages",
         action="store_true",
@@ -136,11 +148,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"translator: --rates {args.rates}: {exc}", file=sys.stderr)
         return EX_CONFIG
     partial, results_only = args.include_partial_messages, args.results_only
+
+    def make_encoder(session_id: str) -> Encoder:
+        if args.format == "claude-code":
+            return ClaudeCodeEncoder(
+                [], session_id=session_id, partial=partial, results_only=results_only,
+                limits=rates.limits,
+            )
+        return EnrichedEncoder([], session_id=session_id, partial=partial, results_only=results_only)
+
     cfg = Config(
         sources=args.files or ["-"],
-        make_encoder=lambda sid: EnrichedEncoder(
-            [], session_id=sid, partial=partial, results_only=results_only
-        ),
+        make_encoder=make_encoder,
         rates=rates,
         options=Options(
             strict=args.strict,

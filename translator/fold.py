@@ -460,7 +460,7 @@ class Translator:
             ttft_ms=None if ttft is None else to_ms(ttft),
             message_ids=fr.message_ids,
             last_text=fr.last_text,
-            mid_turn=fr.turn_open or bool(fr.tools),
+            tools_running=bool(fr.tools),
         )
 
     def _fallback_text(self, kept: list[tuple[int, bytes]]) -> str:

@@ -24,6 +24,8 @@ class Rate:
     output: float
     cache_read: float
     cache_write: float
+    context_window: int = 0  # the model's limits, as Claude Code reports them; 0: unknown
+    max_output_tokens: int = 0
 
 
 class RateCard:
@@ -50,7 +52,8 @@ class RateCard:
     @classmethod
     def from_mapping(cls, data: dict[str, Any]) -> RateCard:
         """Build from `{"rates": [{"model": glob, "input": .., "output": .., "cache_read"?: ..,
-        "cache_write"?: ..}, ...]}`; raises ValueError on a malformed card."""
+        "cache_write"?: .., "context_window"?: .., "max_output_tokens"?: ..}, ...]}`; raises
+        ValueError on a malformed card."""
         rules = data.get("rates") if isinstance(data, dict) else None
         if not isinstance(rules, list):
             raise ValueError("a rate card needs a 'rates' list")
@@ -65,6 +68,8 @@ class RateCard:
                     outp,
                     float(rule.get("cache_read", inp)),
                     float(rule.get("cache_write", inp)),
+                    int(rule.get("context_window", 0)),
+                    int(rule.get("max_output_tokens", 0)),
                 )
             except (KeyError, TypeError, ValueError, AttributeError):
                 raise ValueError(f"rate {i}: needs 'model', 'input' and 'output'") from None
@@ -82,6 +87,11 @@ class RateCard:
 
             return cls.from_mapping(tomllib.loads(raw.decode()))
         return cls.from_mapping(orjson.loads(raw))
+
+    def limits(self, model: str) -> tuple[int, int]:
+        """(context window, max output tokens) of a model; zeros when the card does not say."""
+        rate = self.rate(model)
+        return (rate.context_window, rate.max_output_tokens) if rate else (0, 0)
 
     @classmethod
     def bundled(cls) -> RateCard:

@@ -34,7 +34,7 @@ class RunSummary:
     ttft_ms: int | None = None  # time to the run's first model output, where it is known
     message_ids: list[str] | None = None  # the provider's message id of each turn
     last_text: str | None = None  # the last non-empty text block of any turn
-    mid_turn: bool = False  # the run ended while a turn was streaming or running tools
+    tools_running: bool = False  # the run ended with a tool call started but not finished
 
 
 class Encoder(Protocol):
