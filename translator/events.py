@@ -8,6 +8,7 @@ cheapest decoding that still gives it what the output needs; `split_parse` is ho
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import methodcaller
 from typing import Any
 
 import orjson
@@ -153,6 +154,19 @@ def check(ev: Event, etype: str, skipped: str | None = None) -> Event:
         if key in ev and not _fits(ev[key], shape):
             raise BadLine(f"{etype} has a malformed {key!r}")
     return ev
+
+
+def all_fit(evs: list[Any], etypes: tuple[str, ...]) -> bool:
+    """Whether every decoded value is an event of one of `etypes` (types whose shapes are plain
+    types) with every field of the right type: one C-level pass per field, for batches."""
+    get = methodcaller("get", "type")
+    if not all(type(ev) is dict for ev in evs) or not set(map(get, evs)) <= set(etypes):
+        return False
+    keys, types, _ = _PLANS[etypes[0]]
+    return all(
+        set(map(type, map(methodcaller("get", key), evs))) <= {shape}
+        for key, shape in zip(keys, types)
+    )
 
 
 def parse(line: bytes) -> Event:

@@ -15,11 +15,12 @@ from typing import Any
 import orjson
 
 from translator import events as E
-from translator.encoders import Encoder, RunSummary
+from translator.encoders import DECODED, RAW, SKIP, Encoder, RunSummary
 from translator.events import BadLine, Event
 from translator.rates import RateCard, turn_cost
 
 WALL, RECORDED, ESTIMATED = "wall", "recorded", "estimated"
+DELTA_TYPES = (E.TEXT_DELTA, E.THINKING_DELTA)
 EXCERPT_BYTES = 80
 TEXT_PREFIX = b'{"type":"AssistantTextDelta",'
 DELTA_PREFIXES = (TEXT_PREFIX, b'{"type":"AssistantThinkingDelta",')
@@ -155,15 +156,16 @@ class Translator:
         self._fast: dict[bytes, Callable[[bytes, float], None]] = {}
         self._batch_deltas = False
         self._seen_first = False
-        self._decode_deltas = encoder.wants_deltas
+        self._delta_mode = encoder.delta_mode
         fast: dict[bytes, Callable[[bytes, float], None]] = {}
         routed = [E.TURN_START, E.TOOL_START, E.TOOL_END, E.TURN_END, E.RUN_END]
-        if encoder.wants_deltas:
-            routed.append(E.TOOL_INPUT)
-        else:
+        if encoder.delta_mode != DECODED:
             fast[E.TEXT_DELTA.encode()] = self._fast_delta
             fast[E.THINKING_DELTA.encode()] = self._fast_delta
+        if encoder.delta_mode == SKIP:
             fast[E.TOOL_INPUT.encode()] = self._fast_tool_input
+        else:
+            routed.append(E.TOOL_INPUT)
         for etype in routed:
             fast[etype.encode()] = self._route(etype)
         # --on-invalid fail promises that every bad line stops the run, so it decodes them all.
@@ -283,12 +285,10 @@ class Translator:
             ):
                 first_no = self.line_no + 1
                 self.line_no += lines
-                region = data[pos : stop - 1]
-                if self._decode_deltas:
-                    self._decoded_deltas(region, first_no, now)
-                else:
-                    last = data[data.rfind(b"\n", pos, stop - 1) + 1 : stop - 1]
-                    self._deltas(lines, last, region if self._collecting() else b"", now, first_no)
+                keep = self._delta_mode != SKIP or self._collecting()
+                region = data[pos : stop - 1] if keep else b""
+                last = data[data.rfind(b"\n", pos, stop - 1) + 1 : stop - 1]
+                self._deltas(lines, last, region, now, first_no)
             else:  # something else is among them: take these lines one at a time
                 for line in data[pos : stop - 1].split(b"\n"):
                     self._line(line, now)
@@ -514,22 +514,35 @@ class Translator:
             self._deltas(1, line, line, now, self.line_no)
 
     def _deltas(self, n: int, last: bytes, lines: bytes, now: float, first_no: int) -> None:
-        """Account `n` text/thinking deltas (the last one is `last`) without decoding them;
-        `lines` (newline-separated, numbered from `first_no`) are kept for the fallback."""
+        """Account `n` text/thinking deltas (the last one is `last`) without decoding them.
+        `lines` (newline-separated, numbered from `first_no`) are kept for the fallback reply
+        while no turn has given one, and handed raw to an encoder that may want them."""
         fr = self._frame_for(now, last)
         self._model_event(fr, now, last)
         fr.turn_deltas += n
         if lines and fr.fallback is not None:
             fr.fallback.append((first_no, lines))
+        if self._delta_mode == RAW:
+            self.encoder.raw_deltas(
+                lines, lambda: self._decode_region(lines, first_no), self._stamp(now, None)
+            )
+        elif self._delta_mode == DECODED:
+            t = self._stamp(now, None)
+            text, thinking = self.encoder.text_delta, self.encoder.thinking_delta
+            for ev in self._decode_region(lines, first_no):
+                (text if ev["type"] == E.TEXT_DELTA else thinking)(ev, t)
 
-    def _decoded_deltas(self, region: bytes, first_no: int, now: float) -> None:
-        """A run of deltas for an encoder that shows them: decoded in one go, then handled."""
-        lines = region.split(b"\n")
-        for line_no, ev in self._decode_kept(
-            [(first_no + i, line) for i, line in enumerate(lines)], None
-        ):
-            handler = self._text_delta if ev["type"] == E.TEXT_DELTA else self._thinking_delta
-            handler(ev, now, lines[line_no - first_no], line_no)
+    def _decode_region(self, region: bytes, first_no: int) -> list[Event]:
+        """Delta lines (newline-separated, numbered from `first_no`) decoded in one go; bad
+        ones are reported and left out."""
+        try:
+            evs = orjson.loads(b"[" + region.replace(b"\n", b",") + b"]")
+            if E.all_fit(evs, DELTA_TYPES):
+                return evs
+        except orjson.JSONDecodeError:
+            pass
+        kept = list(enumerate(region.split(b"\n"), first_no))
+        return [ev for _, ev in self._decode_kept(kept, None)]
 
     def _fast_tool_input(self, line: bytes, now: float) -> None:
         if self._framed(line):
@@ -553,12 +566,12 @@ class Translator:
         them all when they are all good."""
         if not kept:
             return []
-        types = (etype,) if etype else (E.TEXT_DELTA, E.THINKING_DELTA)
+        types = (etype,) if etype else DELTA_TYPES
         try:
             evs = orjson.loads(b"[" + b",".join(line for _, line in kept) + b"]")
-            if all(type(ev) is dict and ev.get("type") in types for ev in evs):
-                return [(no, E.check(ev, ev["type"])) for (no, _), ev in zip(kept, evs)]
-        except (orjson.JSONDecodeError, BadLine):
+            if E.all_fit(evs, types):
+                return [(no, ev) for (no, _), ev in zip(kept, evs)]
+        except orjson.JSONDecodeError:
             pass
         good = []
         for no, line in kept:
@@ -606,15 +619,15 @@ class Translator:
         self._model_event(fr, now, ev)
         self.encoder.turn_start(ev, self._stamp(now, ev))
 
-    def _text_delta(self, ev: Event, now: float, line: bytes, line_no: int | None = None) -> None:
+    def _text_delta(self, ev: Event, now: float, line: bytes) -> None:
         fr = self._frame_for(now, ev)
         self._model_event(fr, now, ev)
         fr.turn_deltas += 1
         if fr.fallback is not None:
-            fr.fallback.append((self.line_no if line_no is None else line_no, line))
+            fr.fallback.append((self.line_no, line))
         self.encoder.text_delta(ev, self._stamp(now, ev))
 
-    def _thinking_delta(self, ev: Event, now: float, line: bytes, line_no: int | None = None) -> None:
+    def _thinking_delta(self, ev: Event, now: float, line: bytes) -> None:
         fr = self._frame_for(now, ev)
         self._model_event(fr, now, ev)
         fr.turn_deltas += 1

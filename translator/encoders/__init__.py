@@ -6,10 +6,16 @@ is told `t`, the event's wall-clock time in Unix seconds (for the timestamps a f
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from translator.events import Event
+
+# How an encoder takes the text/thinking deltas (the bulk of a stream):
+SKIP = "skip"  # not at all: they are counted, never decoded
+RAW = "raw"  # as raw lines, with a function that decodes them if and when it needs them
+DECODED = "decoded"  # decoded, one call per delta (and tool-input deltas as they come)
 
 
 @dataclass(slots=True)
@@ -41,12 +47,13 @@ class Encoder(Protocol):
     """The frames an output format writes, one method per thing the fold observes."""
 
     out: list[bytes]
-    wants_deltas: bool  # whether text/thinking/tool-input deltas must be decoded for it
+    delta_mode: str  # SKIP, RAW or DECODED
 
     def frame_start(self, model: str | None, t: float) -> None: ...
     def turn_start(self, ev: Event, t: float) -> None: ...
     def text_delta(self, ev: Event, t: float) -> None: ...
     def thinking_delta(self, ev: Event, t: float) -> None: ...
+    def raw_deltas(self, lines: bytes, decode: Callable[[], list[Event]], t: float) -> None: ...
     def tool_start(self, ev: Event, t: float) -> None: ...
     def tool_input(self, ev: Event, t: float) -> None: ...
     def tool_call(self, tool_use_id: str, name: str | None, input: Any, end: Event, t: float) -> None: ...

@@ -9,18 +9,23 @@ agent's events do not carry the value, are listed in the README's field table.
 
 from __future__ import annotations
 
+import os
 import re
-import uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
+from functools import lru_cache
+from operator import itemgetter
 from typing import Any
 
 import orjson
 
-from translator.encoders import RunSummary
+from translator.encoders import DECODED, RAW, SKIP, RunSummary
 from translator.events import Event
 
 _NL = orjson.OPT_APPEND_NEWLINE
+THINKING_MARK = b'"type":"AssistantThinkingDelta"'
+_TYPE_AND_BLOCK = itemgetter("type", "content_block_index")
+_TEXT = itemgetter("text")
 CHARS_PER_TOKEN = 4  # Claude Code's rough token estimate for thinking text
 NO_USAGE = {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 # A turn's usage arrives only with its TurnEnd: frames written before it carry zeros.
@@ -89,9 +94,17 @@ _STATUS = re.compile(r"\(HTTP (\d{3})\)")
 SERVER_ERROR_HINT = "This is a server-side issue, usually temporary \u2014 try again in a moment."
 
 
+@lru_cache(maxsize=64)
 def iso(t: float) -> str:
-    """Claude Code's timestamp format: UTC, milliseconds, `Z`."""
+    """Claude Code's timestamp format: UTC, milliseconds, `Z`. (The frames of one read share
+    their time, hence the cache.)"""
     return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")[:-6] + "Z"
+
+
+def uuid4() -> str:
+    """A random (version 4, RFC 4122 variant) UUID string; uuid.uuid4() costs twice as much."""
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
 
 
 def wire_usage(usage: dict[str, int]) -> dict[str, int]:
@@ -214,13 +227,16 @@ class ClaudeCodeEncoder:
         partial: bool = False,
         results_only: bool = False,
         limits: Callable[[str], tuple[int, int]] = lambda model: (0, 0),
-        new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        new_id: Callable[[], str] = uuid4,
     ) -> None:
         self.out = out
         self.session_id = session_id
         self.partial = partial and not results_only
         self.frames = not results_only
-        self.wants_deltas = not results_only
+        # Without partial messages a text block's deltas are needed only when the block must
+        # be shown before its TurnEnd (a tool call follows it); thinking deltas are needed at
+        # once (thinking_tokens). So deltas come raw and are decoded when that is known.
+        self.delta_mode = SKIP if results_only else DECODED if self.partial else RAW
         self.limits = limits  # model -> (context window, max output tokens)
         self.new_id = new_id
         self.model = ""
@@ -245,6 +261,7 @@ class ClaudeCodeEncoder:
         self.emitted = 0  # how many of them have their assistant frame out
         self.holding = False  # completed blocks wait behind a thinking block (see _complete)
         self.results: list[dict[str, Any]] = []  # tool results waiting for the turn's end
+        self.pending: list[Callable[[], list[Event]]] = []  # raw deltas not decoded yet
         self.thinking_tokens = 0
 
     def _emit(self, frame: dict[str, Any]) -> None:
@@ -382,15 +399,45 @@ class ClaudeCodeEncoder:
                 thinking_display="updates",
             )
 
+    def raw_deltas(self, lines: bytes, decode: Callable[[], list[Event]], t: float) -> None:
+        self.pending.append(decode)
+        if THINKING_MARK in lines:
+            self._resolve(t)
+
+    def _resolve(self, t: float) -> None:
+        """Decode the raw deltas kept so far, now that their content is needed."""
+        pending, self.pending = self.pending, []
+        for decode in pending:
+            evs = decode()
+            if len(set(map(_TYPE_AND_BLOCK, evs))) == 1 and evs[0]["type"] == "AssistantTextDelta":
+                # the usual case, one text block's run of deltas: taken whole
+                block = self._current("text", evs[0]["content_block_index"], t)
+                block.parts.extend(map(_TEXT, evs))
+                continue
+            for ev in evs:
+                if ev["type"] == "AssistantTextDelta":
+                    self._text(ev, t)
+                else:
+                    self._thinking(ev, t)
+
     def text_delta(self, ev: Event, t: float) -> None:
-        block = self._current("text", ev["content_block_index"], t)
-        block.parts.append(ev["text"])
-        self._stream(
-            {"type": "content_block_delta", "index": block.index,
-             "delta": {"type": "text_delta", "text": ev["text"]}}
-        )
+        self._resolve(t)
+        self._text(ev, t)
 
     def thinking_delta(self, ev: Event, t: float) -> None:
+        self._resolve(t)
+        self._thinking(ev, t)
+
+    def _text(self, ev: Event, t: float) -> None:
+        block = self._current("text", ev["content_block_index"], t)
+        block.parts.append(ev["text"])
+        if self.partial:
+            self._stream(
+                {"type": "content_block_delta", "index": block.index,
+                 "delta": {"type": "text_delta", "text": ev["text"]}}
+            )
+
+    def _thinking(self, ev: Event, t: float) -> None:
         block = self._current("thinking", ev["content_block_index"], t)
         block.parts.append(ev["text"])
         delta = int(len(ev["text"]) / CHARS_PER_TOKEN + 0.5)
@@ -407,6 +454,7 @@ class ClaudeCodeEncoder:
         )
 
     def tool_start(self, ev: Event, t: float) -> None:
+        self._resolve(t)
         if self.blocks:
             self._complete(self.blocks[-1], t)
         self._release(t)  # text before a tool call shows before the tool runs
@@ -435,6 +483,7 @@ class ClaudeCodeEncoder:
             self._complete(block, t)
 
     def tool_call(self, tool_use_id: str, name: str | None, input: Any, end: Event, t: float) -> None:
+        self._resolve(t)
         block = self._tool(tool_use_id)
         if block is None:  # its start was lost: the call still shows
             index = self.blocks[-1].index + 1 if self.blocks else 0
@@ -475,6 +524,7 @@ class ClaudeCodeEncoder:
         wire = wire_usage(ev["usage"])
         usage = {**wire, "service_tier": "standard"}
         content = ev["assistant_message"]["content"]
+        self.pending = []  # blocks only deltas announced are written from the message below
         # Blocks not written yet are written from the authoritative message (it carries the
         # thinking signatures): its content is indexed like the API's blocks.
         for block in self.blocks[self.emitted :]:
@@ -507,6 +557,7 @@ class ClaudeCodeEncoder:
     # ---------------------------------------------------------------- the result
 
     def result(self, run: RunSummary, t: float) -> None:
+        self.pending = []  # an unfinished block is not written
         self._release(t)  # a run cut off inside a turn: what was proven complete is written
         for pending in self.results:
             self._emit(pending)

@@ -6,11 +6,12 @@ Keys keep the agent's names and order; the Claude Code names (`num_turns`, `usag
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from translator.encoders import RunSummary
+from translator.encoders import DECODED, SKIP, RunSummary
 from translator.events import CACHE_KEYS, Event
 
 _NL = orjson.OPT_APPEND_NEWLINE
@@ -26,7 +27,7 @@ class EnrichedEncoder:
         self._frames = not results_only
         self._partial = partial and not results_only
         self._init_sent = False
-        self.wants_deltas = self._partial
+        self.delta_mode = DECODED if self._partial else SKIP
 
     def _emit(self, frame: dict[str, Any]) -> None:
         self.out.append(orjson.dumps(frame, option=_NL))
@@ -54,6 +55,9 @@ class EnrichedEncoder:
     def thinking_delta(self, ev: Event, t: float) -> None:
         if self._partial:
             self._emit({"type": "thinking", "delta": ev["text"]})
+
+    def raw_deltas(self, lines: bytes, decode: Callable[[], list[Event]], t: float) -> None:
+        pass  # never asked for: this encoder skips deltas or takes them decoded
 
     def tool_start(self, ev: Event, t: float) -> None:
         pass
