@@ -90,6 +90,7 @@ def _watch_rss(pid: int, peak: list[int], done: threading.Event) -> None:
 def throughput(ref: Path, rounds: int) -> dict[str, float]:
     commands: dict[str, tuple[list[str], Path | None]] = {
         "translator": ([TRANSLATOR, "--session-id", "S", str(ref)], None),
+        "translator cc": ([TRANSLATOR, "--format", "claude-code", "--session-id", "S", str(ref)], None),
         "parse-every-line": ([PY, str(HERE / "parse_only.py")], ref),
     }
     if shutil.which("jq"):
@@ -112,29 +113,31 @@ def throughput(ref: Path, rounds: int) -> dict[str, float]:
     if "jq fold" in medians:
         ratio = medians["jq fold"] / mine
         print(f"  translator vs jq:            {ratio:5.1f}x faster   (target >= {TARGETS['jq']:.0f}x)")
-    ratio = medians["parse-every-line"] / mine
-    print(f"  translator vs parse-only:    {ratio:5.2f}x          (target >= {TARGETS['parse']:.2f}x)")
+    for name in ("translator", "translator cc"):
+        ratio = medians["parse-every-line"] / medians[name]
+        print(f"  {name + ' vs parse-only:':29s}{ratio:5.2f}x          (target >= {TARGETS['parse']:.2f}x)")
     return medians
 
 
 def flat_memory(ref: Path) -> None:
     print("\npeak RSS as the stream grows (fed through a pipe):")
-    for copies in (1, 2, 4):
-        _, peak = timed([TRANSLATOR, "--session-id", "S"], feed=["cat", *[str(ref)] * copies])
-        size = ref.stat().st_size * copies / 1e6
-        print(f"  {size:6.0f} MB  peak RSS {peak:6.1f} MiB   (target <= {TARGETS['rss_mb']:.0f} MiB, flat)")
+    for fmt in ("enriched", "claude-code"):
+        for copies in (1, 2, 4):
+            _, peak = timed([TRANSLATOR, "--format", fmt], feed=["cat", *[str(ref)] * copies])
+            size = ref.stat().st_size * copies / 1e6
+            print(f"  {fmt:12s} {size:6.0f} MB  peak RSS {peak:6.1f} MiB   (target <= {TARGETS['rss_mb']:.0f} MiB, flat)")
 
 
 def frames_per_line(lines: list[bytes], args: list[str]) -> list[int]:
     """How many output frames each input line produces, from the core itself."""
+    from translator.encoders.claude_code import ClaudeCodeEncoder
     from translator.encoders.enriched import EnrichedEncoder
     from translator.fold import Options, Translator
     from translator.rates import RateCard
 
-    core = Translator(
-        EnrichedEncoder([], session_id="S", partial="--include-partial-messages" in args),
-        rates=RateCard.bundled(), options=Options(),
-    )
+    partial = "--include-partial-messages" in args
+    make = ClaudeCodeEncoder if "claude-code" in args else EnrichedEncoder
+    core = Translator(make([], session_id="S", partial=partial), rates=RateCard.bundled(), options=Options())
     counts = []
     for line in lines:
         core.feed(line + b"\n", 0.0)
@@ -203,6 +206,7 @@ def main() -> None:
     print("\nlive pipe, one event per millisecond, arrival of an input line to its frame:")
     latency(args.latency_events, [], "default")
     latency(args.latency_events, ["--include-partial-messages"], "--include-partial-messages")
+    latency(args.latency_events, ["--format", "claude-code"], "--format claude-code")
 
 
 if __name__ == "__main__":

@@ -176,3 +176,77 @@ def test_every_frame_is_accepted_by_the_python_sdk(name: str) -> None:
     assert names[-1] == "ResultMessage"
     theirs = [type(parse_message(f)).__name__ for f in captured(name)]
     assert names == theirs
+
+
+def live(data: bytes, *, partial: bool = False) -> list[dict[str, Any]]:
+    """Frames written so far, the input left open (as in a live pipe)."""
+    rates = RateCard.bundled()
+    core = Translator(ClaudeCodeEncoder([], session_id="S", partial=partial, limits=rates.limits), rates=rates)
+    core.feed(data, 0.0)
+    return frames_of(core.take_output())
+
+
+def cut_before(name: str, event_type: str, nth: int = 1) -> bytes:
+    lines = events(name).splitlines(keepends=True)
+    hits = [i for i, ln in enumerate(lines) if ln.startswith(b'{"type":"' + event_type.encode())]
+    return b"".join(lines[: hits[nth - 1]])
+
+
+def test_text_shows_before_the_tool_runs() -> None:
+    # Up to the tool call's start: the text block is proven complete.
+    frames = live(cut_before("tool_use_two_turns", "ToolCallInputDelta"))
+    assert [f["message"]["content"][0]["type"] for f in frames if f["type"] == "assistant"] == ["text"]
+    # Once the tool's input parses, its block is complete too: shown before the tool ran.
+    frames = live(cut_before("tool_use_two_turns", "ToolCallEnd"))
+    blocks = [f["message"]["content"][0] for f in frames if f["type"] == "assistant"]
+    assert blocks[-1] == {"type": "tool_use", "id": "toolu_01Ab3CdE4fGh5iJk6LmN7oPq", "name": "Bash",
+                          "input": {"command": "ls | wc -l"}}
+    assert not any(f["type"] == "user" for f in frames)
+
+
+def test_final_text_waits_for_its_turn_end() -> None:
+    frames = live(cut_before("tool_use_two_turns", "TurnEnd", 2))
+    texts = [f["message"]["content"][0].get("text") for f in frames if f["type"] == "assistant"]
+    assert texts == ["I'll count the files.", None]  # "There are 3 files." is not proven complete
+
+
+def test_thinking_waits_for_the_signature_unless_a_tool_call_comes() -> None:
+    frames = live(cut_before("thinking", "TurnEnd"))
+    assert [f["subtype"] for f in frames if f["type"] == "system"] == ["init"] + ["thinking_tokens"] * 3
+    assert not any(f["type"] == "assistant" for f in frames)
+    thinking = (
+        b'{"type":"TurnStart","turn_index":0,"message_id":"m1","model":"claude-sonnet-4-5"}\n'
+        b'{"type":"AssistantThinkingDelta","turn_index":0,"content_block_index":0,"text":"plan"}\n'
+        b'{"type":"AssistantTextDelta","turn_index":0,"content_block_index":1,"text":"Looking."}\n'
+        b'{"type":"ToolCallStart","turn_index":0,"tool_use_id":"t1","name":"Bash"}\n'
+    )
+    blocks = [f["message"]["content"][0] for f in live(thinking) if f["type"] == "assistant"]
+    assert blocks == [{"type": "thinking", "thinking": "plan", "signature": ""}, {"type": "text", "text": "Looking."}]
+
+
+@pytest.mark.parametrize(
+    ("stopped_for", "reason", "error"),
+    [
+        ("Cancelled", "aborted_streaming", "the run was cancelled"),
+        ({"HookDenied": "no"}, "hook_stopped", "no"),
+        ({"Refusal": "declined"}, "model_error", "declined"),
+        ("MaxTokensExhausted", "model_error", "the run was max_tokens"),
+    ],
+)
+def test_other_stops_are_errors_during_execution(stopped_for: Any, reason: str, error: str) -> None:
+    data = events("thinking").replace(b'"stopped_for":"EndOfTurn"', b'"stopped_for":' + orjson.dumps(stopped_for))
+    rates = RateCard.bundled()
+    core = Translator(ClaudeCodeEncoder([], session_id="S", limits=rates.limits), rates=rates)
+    core.feed(data, 0.0)
+    result = frames_of(core.take_output())[-1]
+    assert (result["subtype"], result["is_error"], result["terminal_reason"]) == ("error_during_execution", True, reason)
+    assert result["errors"] == [error] and "result" not in result
+
+
+def test_signal_while_a_tool_runs_is_aborted_tools() -> None:
+    rates = RateCard.bundled()
+    core = Translator(ClaudeCodeEncoder([], session_id="S", limits=rates.limits), rates=rates)
+    core.feed(cut_before("tool_use_two_turns", "ToolCallEnd"), 0.0)
+    core.cancel(1.0)
+    result = frames_of(core.take_output())[-1]
+    assert (result["subtype"], result["terminal_reason"]) == ("error_during_execution", "aborted_tools")

@@ -212,3 +212,20 @@ def test_closed_downstream_ends_quietly(tmp_path: Path) -> None:
     reader.wait()
     assert proc.returncode == 0
     assert proc.stderr == b""
+
+
+def test_claude_code_format_through_a_pipe() -> None:
+    proc = run("--format", "claude-code", "--exit-status", stdin=events("max_turns"))
+    assert proc.returncode == 75 and proc.stderr == b""
+    frames = frames_of(proc.stdout)
+    assert [f["type"] for f in frames] == ["system", "assistant", "assistant", "user", "result"]
+    result = frames[-1]
+    assert (result["subtype"], result["errors"]) == ("error_max_turns", ["Reached maximum number of turns (1)"])
+    assert result["session_id"] == frames[0]["session_id"]
+
+
+def test_claude_code_results_only_is_one_json_object_per_run() -> None:
+    proc = run("--format", "claude-code", "--results-only", fixture("multi_input_frames"))
+    first, second = frames_of(proc.stdout)
+    assert (first["result"], second["result"]) == ("Hello! How can I help?", "2 + 2 = 4.")
+    assert "model_usage_since_last_result" not in second
