@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.gen import run_events
-from conftest import SCENARIOS, drive, events
+from conftest import FIXTURES, SCENARIOS, drive, events
 
 # Every fixture, a generated multi-turn run, bad lines of each kind, CRLF, blanks, an over-long
 # line and a last line without a newline: the awkward cases all meet chunk boundaries.
@@ -57,3 +57,18 @@ def test_fixed_small_chunks(size: int) -> None:
 @given(st.lists(st.integers(min_value=1, max_value=len(CORPUS) - 1), max_size=30))
 def test_any_chunking_with_partial_messages(cuts: list[int]) -> None:
     assert translate_in(cuts, partial=True) == translate_in([], partial=True)
+
+
+HEADLESS_CORPUS = b"".join(
+    (FIXTURES / "headless" / name).read_bytes()
+    for name in ("multi_input_frames.replay.jsonl", "tool_use_two_turns.partial.pre0049.jsonl",
+                 "max_turns.pre0049.jsonl", "api_error.retries.jsonl")
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=len(HEADLESS_CORPUS) - 1), max_size=40))
+def test_any_chunking_of_a_headless_stream(cuts: list[int]) -> None:
+    bounds = sorted({0, len(HEADLESS_CORPUS), *cuts})
+    chunks = [(HEADLESS_CORPUS[a:b], 0.0) for a, b in zip(bounds, bounds[1:])]
+    assert drive(chunks).output == drive(HEADLESS_CORPUS).output

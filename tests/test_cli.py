@@ -229,3 +229,12 @@ def test_claude_code_results_only_is_one_json_object_per_run() -> None:
     first, second = frames_of(proc.stdout)
     assert (first["result"], second["result"]) == ("Hello! How can I help?", "2 + 2 = 4.")
     assert "model_usage_since_last_result" not in second
+
+
+def test_headless_stream_json_is_detected_and_repaired() -> None:
+    old = (FIXTURES / "headless" / "tool_use_two_turns.pre0049.jsonl").read_bytes()
+    proc = run(stdin=old)
+    assert proc.returncode == 0 and proc.stderr == b""
+    result = frames_of(proc.stdout)[-1]
+    assert (result["result"], result["num_turns"], result["duration_source"]) == ("There are 3 files.", 2, "wall")
+    assert proc.stdout.splitlines()[:-1] == old.splitlines()[:-1]

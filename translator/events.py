@@ -87,6 +87,17 @@ SHAPES: dict[str, tuple[tuple[str, Shape], ...]] = {
     ),
     RUN_END: (("total_usage", _is_usage), ("turn_count", _is_count), ("stopped_for", _is_stop)),
 }
+# The headless stream-json frames the fold reads (headless.py), as far as it uses them.
+SHAPES.update(
+    {
+        "text": (("delta", str),),
+        "thinking": (("delta", str),),
+        "tool_use": (("id", str), ("name", str)),
+        "tool_result": (("tool_use_id", str), ("is_error", bool)),
+        "message": (("content", list),),
+        "result": (("subtype", str),),
+    }
+)
 # Keys with serde defaults: checked only when present.
 OPTIONAL: dict[str, tuple[tuple[str, Shape], ...]] = {
     RUN_END: (("turns_without_edit", _is_count), ("no_edit_nudge_emitted", bool)),

@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from translator import events as E
+from translator import headless as H
 from translator.encoders import DECODED, RAW, SKIP, Encoder, RunSummary
 from translator.events import BadLine, Event
 from translator.rates import RateCard, turn_cost
@@ -30,7 +31,9 @@ JOINT_THINKING = b"}\n" + DELTA_PREFIXES[1]
 TRUNCATED = "the input ended before the run finished (no RunEnd)"
 LOST_RUN_END = "a new run started before this one finished (its RunEnd is missing)"
 THINKING_BUDGET = "thinking budget exhausted — the model kept reasoning without answering"
-FAILED_ERRORS = ("ProviderError", "HookDenied", "CompactionFailed", "Refusal", "ContentFilter")
+# Stops that are errors with a message. ("Error" stands for a headless result's error whose
+# origin the headless dialect does not say.)
+FAILED_ERRORS = ("ProviderError", "HookDenied", "CompactionFailed", "Refusal", "ContentFilter", "Error")
 
 
 @dataclass(slots=True)
@@ -58,6 +61,8 @@ def classify(stopped_for: Any) -> tuple[str, str | None]:
     ((kind, value),) = stopped_for.items()
     if kind == "MaxTurnsReached":
         return "max_turns", None
+    if kind == "BudgetExceeded":  # headless input only: the driver's own decision
+        return "budget_exceeded", None
     if kind in FAILED_ERRORS:
         return "error", value if isinstance(value, str) else orjson.dumps(value).decode()
     if kind == "StreamIdle" and isinstance(value, dict):
@@ -76,7 +81,8 @@ class Frame:
         "t_start", "t_prev_end", "api_s", "turns", "usage", "cost", "tool_calls", "answer",
         "fallback", "saw_turn", "turn_model", "turn_deltas", "turn_open", "last_model_now",
         "last_model_src", "tools", "input_lines", "last_now", "first_model_now", "first_ttft",
-        "stop_reason", "message_ids", "last_text",
+        "stop_reason", "message_ids", "last_text", "since_tool", "tool_ids", "block", "streamed",
+        "results",
     )  # fmt: skip
 
     def __init__(self, t_start: float | None) -> None:
@@ -105,6 +111,13 @@ class Frame:
         self.stop_reason: str | None = None  # the last turn's
         self.message_ids: list[str] = []
         self.last_text: str | None = None  # the last non-empty text block of any turn
+        # Headless input only: text deltas since the last tool boundary (the reply when no
+        # message frame came), the tool calls seen, the kind and index of the streaming block.
+        self.since_tool: list[str] = []
+        self.tool_ids: set[str] = set()
+        self.block = ("", -1)
+        self.streamed = False  # this turn came with deltas (partial messages)
+        self.results: list[dict[str, Any]] = []  # a turn's tool results, until its message
 
 
 class Translator:
@@ -150,6 +163,16 @@ class Translator:
             E.TOOL_END: self._tool_end,
             E.TURN_END: self._turn_end,
             E.RUN_END: self._run_end,
+            H.SYSTEM: self._h_system,
+            H.USER: self._h_user,
+            H.TEXT: self._h_delta,
+            H.THINKING: self._h_delta,
+            H.TOOL_USE: self._h_tool_use,
+            H.TOOL_RESULT: self._h_tool_result,
+            H.MESSAGE: self._h_message,
+            H.RESULT: self._h_result,
+            H.WARNING: self._h_other,
+            H.HOOK_EVENT: self._h_other,
         }
         # Handlers that take the raw line and decode only what they need. Empty until the first
         # event was decoded in full (it decides the clock), and always empty under --strict.
@@ -695,6 +718,159 @@ class Translator:
         self._close_turn_span(fr, now, None)
         subtype, error = classify(ev["stopped_for"])
         self._finish(self._summary(fr, now, subtype, error, ev), self._stamp(now, ev))
+
+
+    # ------------------------------------------------------------------ headless input
+
+    def _headless(self, handler: Callable[..., None], *args: Any) -> None:
+        """Run a raw-event handler for a headless frame. An encoder that passes headless input
+        through must not also write what the handler would: it gets nothing of it."""
+        if self.encoder.translates_headless:
+            handler(*args)
+            return
+        encoder, self.encoder = self.encoder, SILENT
+        try:
+            handler(*args)
+        finally:
+            self.encoder = encoder
+
+    def _h_turn(self, fr: Frame | None, now: float, ev: Event) -> None:
+        """A headless frame of the model's: the turn it belongs to starts if none is open."""
+        if fr is None or not fr.turn_open:
+            index = len(fr.message_ids) if fr is not None else 0
+            start = {"type": E.TURN_START, "turn_index": index, "message_id": "", "model": self.model or ""}
+            self._headless(self._turn_start, start, now, b"")
+
+    def _h_system(self, ev: Event, now: float, line: bytes) -> None:
+        if ev.get("subtype") != "init":
+            self._h_other(ev, now, line)
+            return
+        model = ev.get("model")
+        if isinstance(model, str):
+            self.model = model.rsplit("/", 1)[-1]  # "provider/model"
+        if self._frame is not None and self._frame.saw_turn:
+            self._close(now, "error", LOST_RUN_END)
+        if not self.encoder.translates_headless:
+            self.encoder.headless_frame(ev, line.strip(), self._stamp(now, ev))
+        self._headless(self._frame_for, now, ev)
+
+    def _h_user(self, ev: Event, now: float, line: bytes) -> None:
+        """An echoed prompt: for Claude Code, a new input frame, the previous one answered."""
+        if not self.encoder.translates_headless:
+            self._h_other(ev, now, line)
+            return
+        fr = self._frame
+        if fr is not None and fr.saw_turn:
+            self._close_turn_span(fr, now, None)
+            end = H.run_end({"subtype": "success", "turns": fr.turns})
+            self._finish(self._summary(fr, now, "success", None, end), self._stamp(now, ev))
+        self._frame_for(now, ev)
+
+    def _h_delta(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame
+        if fr is not None and fr.block[0] == H.TOOL_RESULT:
+            self._h_turn_end(fr, now, [], "tool_use")  # a tool's result: the next call began
+        self._h_turn(self._frame, now, ev)
+        fr = self._frame_for(now, ev)
+        fr.streamed = True
+        kind = ev["type"]
+        if fr.block[0] != kind:
+            fr.block = (kind, fr.block[1] + 1)
+        delta = {"type": E.TEXT_DELTA if kind == H.TEXT else E.THINKING_DELTA, "turn_index": 0,
+                 "content_block_index": fr.block[1], "text": ev["delta"]}
+        if kind == H.TEXT:
+            fr.since_tool.append(ev["delta"])
+        self._h_frame(ev, now, line)
+        self._headless(self._text_delta if kind == H.TEXT else self._thinking_delta, delta, now, b"")
+
+    def _h_tool_use(self, ev: Event, now: float, line: bytes) -> None:
+        """Written when the tool call ends (after it ran), with its whole input. Without
+        partial messages the turn's text is not known yet: the call waits for the message."""
+        self._h_turn(self._frame, now, ev)
+        fr = self._frame_for(now, ev)
+        fr.tool_ids.add(ev["id"])
+        fr.since_tool.clear()
+        fr.block = ("tool_use", fr.block[1] + 1)
+        self._h_frame(ev, now, line)
+        if fr.streamed:
+            self._headless(self._tool_start, {"tool_use_id": ev["id"], "name": ev["name"]}, now, b"")
+        fr.tools[ev["id"]] = (ev["name"], [orjson.dumps(ev.get("input", {})).decode()])
+
+    def _h_tool_result(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame_for(now, ev)
+        fr.since_tool.clear()
+        fr.block = (H.TOOL_RESULT, fr.block[1])
+        t_ms = ev.get("t_ms")
+        if type(t_ms) in (int, float) and t_ms > 0:
+            fr.api_s -= t_ms / 1000  # the tool's own run time is not API time
+        self._h_frame(ev, now, line)
+        end = {"tool_use_id": ev["tool_use_id"], "is_error": ev["is_error"], "content": ev.get("content", [])}
+        if fr.streamed:
+            self._headless(self._tool_end, end, now, b"")
+        else:
+            fr.results.append({"type": "tool_result", **end})
+
+    def _h_message(self, ev: Event, now: float, line: bytes) -> None:
+        self._h_turn(self._frame, now, ev)
+        fr = self._frame_for(now, ev)
+        content = ev["content"]
+        tools = [b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and "id" in b]
+        fr.tool_ids.update(tools)
+        self._h_frame(ev, now, line)
+        self._h_turn_end(fr, now, content, "tool_use" if tools else "end_turn", ev.get("role", "assistant"))
+
+    def _h_turn_end(self, fr: Frame, now: float, content: list[Any], stop: str, role: str = "assistant") -> None:
+        """The end of a headless turn: its message frame, or (with partial messages, where
+        there is none) the next call's start or the result. The dialect has no usage per turn."""
+        turn_end = {
+            "type": E.TURN_END, "turn_index": 0,
+            "assistant_message": {"role": role, "content": content},
+            "tool_results": [{"role": "user", "content": fr.results}] if fr.results else [],
+            "stop_reason": stop,
+            "usage": {"input_tokens": 0, "output_tokens": 0}, "ttft": None, "tbt": None,
+        }
+        fr.results = []
+        fr.block = ("", -1)
+        fr.streamed = False
+        self._headless(self._turn_end, turn_end, now, b"")
+
+    def _h_result(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame
+        if fr is None:
+            self._headless(self._frame_for, now, ev)
+            fr = self._frame
+        assert fr is not None
+        fr.last_now = now
+        if fr.streamed:  # streamed with partial messages: the last call's end is now
+            self._h_turn_end(fr, now, [], "end_turn")
+        self._close_turn_span(fr, now, None)
+        if fr.answer is None and fr.since_tool:
+            fr.answer = "".join(fr.since_tool)  # streamed with partial messages: no message frames
+        end = H.run_end(ev)
+        subtype, error = classify(end["stopped_for"])
+        run = self._summary(fr, now, subtype, error, end)
+        run.upstream = ev
+        run.tool_calls = len(fr.tool_ids)
+        self._finish(run, self._stamp(now, ev))
+
+    def _h_frame(self, ev: Event, now: float, line: bytes) -> None:
+        """A headless frame, as it is, to an encoder that passes them through."""
+        if not self.encoder.translates_headless:
+            self.encoder.headless_frame(ev, line.strip(), self._stamp(now, ev))
+
+    def _h_other(self, ev: Event, now: float, line: bytes) -> None:
+        """Frames with no raw-event counterpart (retries, warnings, hooks, echoed prompts)."""
+        self.encoder.headless_frame(ev, line.strip(), self._stamp(now, ev))
+
+
+class _Silent:
+    """An encoder that writes nothing (see Translator._headless)."""
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        return lambda *args, **kwargs: None
+
+
+SILENT: Any = _Silent()
 
 
 def tool_input(raw: str) -> Any:

@@ -41,6 +41,7 @@ class RunSummary:
     message_ids: list[str] | None = None  # the provider's message id of each turn
     last_text: str | None = None  # the last non-empty text block of any turn
     tools_running: bool = False  # the run ended with a tool call started but not finished
+    upstream: dict[str, Any] | None = None  # the agent's own result frame (headless input)
 
 
 class Encoder(Protocol):
@@ -48,6 +49,9 @@ class Encoder(Protocol):
 
     out: list[bytes]
     delta_mode: str  # SKIP, RAW or DECODED
+    # Whether headless stream-json input is translated (through the methods below) or passed
+    # through (each frame to headless_frame, the result to result with `upstream` set).
+    translates_headless: bool
 
     def frame_start(self, model: str | None, t: float) -> None: ...
     def turn_start(self, ev: Event, t: float) -> None: ...
@@ -60,3 +64,4 @@ class Encoder(Protocol):
     def turn_end(self, ev: Event, model: str | None, cost: float, t: float) -> None: ...
     def result(self, run: RunSummary, t: float) -> None: ...
     def passthrough(self, line: bytes) -> None: ...
+    def headless_frame(self, frame: Event, line: bytes, t: float) -> None: ...

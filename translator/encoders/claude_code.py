@@ -90,6 +90,8 @@ TERMINAL_REASONS = {
     "StreamIdle": "model_error",
     "ThinkingBudgetExhausted": "model_error",
 }
+# A headless retry's error category as Claude Code names the error.
+RETRY_ERRORS = {"server_error": "server_error", "overloaded": "server_error", "rate_limit": "rate_limit"}
 _STATUS = re.compile(r"\(HTTP (\d{3})\)")
 SERVER_ERROR_HINT = "This is a server-side issue, usually temporary \u2014 try again in a moment."
 
@@ -237,6 +239,7 @@ class ClaudeCodeEncoder:
         # be shown before its TurnEnd (a tool call follows it); thinking deltas are needed at
         # once (thinking_tokens). So deltas come raw and are decoded when that is known.
         self.delta_mode = SKIP if results_only else DECODED if self.partial else RAW
+        self.translates_headless = True
         self.limits = limits  # model -> (context window, max output tokens)
         self.new_id = new_id
         self.model = ""
@@ -261,6 +264,7 @@ class ClaudeCodeEncoder:
         self.emitted = 0  # how many of them have their assistant frame out
         self.holding = False  # completed blocks wait behind a thinking block (see _complete)
         self.results: list[dict[str, Any]] = []  # tool results waiting for the turn's end
+        self.answered: set[str] = set()  # tool calls whose result frame is out
         self.pending: list[Callable[[], list[Event]]] = []  # raw deltas not decoded yet
         self.thinking_tokens = 0
 
@@ -492,26 +496,27 @@ class ClaudeCodeEncoder:
             block.input = input
             self._complete(block, t)
         self._release(t)  # the call's frame must come before its result
+        self._user(tool_use_id, block.name, end["content"], end["is_error"], t)
+
+    def _user(self, tool_use_id: str, name: str, content: list[Any], is_error: bool, t: float) -> None:
+        """The `user` frame of a tool's result."""
+        self.answered.add(tool_use_id)
         if not self.frames:
             return
-        text = tool_result_content(end["content"])
-        frame = (
-            {
-                "type": "user",
-                "message": {
-                    "role": "user",
-                    "content": [
-                        {"tool_use_id": tool_use_id, "type": "tool_result", "content": text, "is_error": end["is_error"]}
-                    ],
-                },
-                "parent_tool_use_id": None,
-                "session_id": self.session_id,
-                "uuid": self.new_id(),
-                "timestamp": iso(t),
-                "tool_use_result": tool_use_result(block.name, text),
-                "tool_result_meta": [],
-            }
-        )
+        text = tool_result_content(content)
+        frame = {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{"tool_use_id": tool_use_id, "type": "tool_result", "content": text, "is_error": is_error}],
+            },
+            "parent_tool_use_id": None,
+            "session_id": self.session_id,
+            "uuid": self.new_id(),
+            "timestamp": iso(t),
+            "tool_use_result": tool_use_result(name, text),
+            "tool_result_meta": [],
+        }
         if self.partial:
             # Claude Code closes the message stream (message_delta with the turn's stop reason
             # and usage, message_stop) before the results; the agent reports those at TurnEnd,
@@ -530,12 +535,25 @@ class ClaudeCodeEncoder:
         for block in self.blocks[self.emitted :]:
             own = content[block.index] if block.index < len(content) else None
             self._write(block, t, own if isinstance(own, dict) and own.get("type") == block.kind else None, usage)
+        # Blocks no event announced (a headless turn without partial messages, say); a tool
+        # call among them is answered from TurnEnd's own copy of the results.
+        results = {
+            r.get("tool_use_id"): r
+            for message in ev.get("tool_results") or ()
+            for r in message.get("content", ())
+            if isinstance(r, dict)
+        }
         last = self.blocks[-1].index if self.blocks else -1
-        for index in range(last + 1, len(content)):  # blocks no delta announced
+        for index in range(last + 1, len(content)):
             block_content = content[index]
             kind = block_content.get("type") if isinstance(block_content, dict) else None
             block = self._open(kind if kind in ("text", "thinking", "tool_use") else "text", index, t)
+            if kind == "tool_use":
+                block.tool_id, block.name = block_content.get("id", ""), block_content.get("name", "")
             self._write(block, t, block_content, usage)
+            result = results.get(block.tool_id) if kind == "tool_use" else None
+            if result is not None and block.tool_id not in self.answered:
+                self._user(block.tool_id, block.name, result.get("content", []), result.get("is_error", False), t)
         self._stream(
             {"type": "message_delta", "delta": {"stop_reason": ev["stop_reason"], "stop_sequence": None},
              "usage": wire}
@@ -554,11 +572,31 @@ class ClaudeCodeEncoder:
         if self.frames:
             self.out.append(line + b"\n")
 
+    def headless_frame(self, frame: Event, line: bytes, t: float) -> None:
+        """Headless frames with no raw-event counterpart: a retry becomes Claude Code's
+        `api_retry`; warnings, hook events and echoed prompts pass through unchanged."""
+        if not self.frames:
+            return
+        if frame.get("type") == "system" and frame.get("subtype") == "api_retry":
+            status = frame.get("error_status")
+            self._emit(
+                {
+                    "type": "system", "subtype": "api_retry", "attempt": frame.get("attempt"),
+                    "max_retries": frame.get("max_retries"), "retry_delay_ms": frame.get("retry_delay_ms"),
+                    "error_status": status, "error": RETRY_ERRORS.get(frame.get("error_category"), "unknown"),
+                    "session_id": self.session_id, "uuid": self.new_id(),
+                }
+            )
+        elif frame.get("type") != "user":
+            self.out.append(line + b"\n")
+
     # ---------------------------------------------------------------- the result
 
     def result(self, run: RunSummary, t: float) -> None:
         self.pending = []  # an unfinished block is not written
         self._release(t)  # a run cut off inside a turn: what was proven complete is written
+        if run.upstream is not None:  # headless input reports tokens and cost once, at its end
+            self._headless_totals(run.upstream, run.usage)
         for pending in self.results:
             self._emit(pending)
         self.results = []
@@ -585,6 +623,10 @@ class ClaudeCodeEncoder:
         if success:
             answer = run.last_text if run.last_text is not None else (run.answer or run.fallback_text)
             frame.update(subtype="success", api_error_status=None, result=answer, ttft_ms=run.ttft_ms or 0)
+        elif kind == "BudgetExceeded":
+            frame["terminal_reason"] = "budget_exhausted"
+            frame["subtype"] = "error_max_budget_usd"
+            frame["errors"] = [str(stopped[kind])]
         elif kind == "MaxTurnsReached":
             frame["terminal_reason"] = "max_turns"
             frame["subtype"] = "error_max_turns"
@@ -612,6 +654,14 @@ class ClaudeCodeEncoder:
             frame["model_usage_since_last_result"] = self.frame_model_usage
         self.result_index += 1
         self._emit(frame)
+
+    def _headless_totals(self, upstream: dict[str, Any], usage: dict[str, int]) -> None:
+        cost = upstream.get("total_cost_usd")
+        cost = float(cost) if isinstance(cost, (int, float)) else 0.0
+        self.cost += cost
+        wire = wire_usage(usage)
+        for table in (self.model_usage, self.frame_model_usage):
+            add_model_usage(table, self.model, wire, cost, self.limits(self.model))
 
     def _api_error_message(self, status: int | None, err_type: str | None, text: str, t: float) -> None:
         """The synthetic assistant message Claude Code prints before an API-error result."""

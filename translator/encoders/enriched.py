@@ -13,6 +13,7 @@ import orjson
 
 from translator.encoders import DECODED, SKIP, RunSummary
 from translator.events import CACHE_KEYS, Event
+from translator.headless import repair
 
 _NL = orjson.OPT_APPEND_NEWLINE
 COST_DECIMALS = 10  # far below a cent; drops the float noise of summing per-turn costs
@@ -28,6 +29,7 @@ class EnrichedEncoder:
         self._partial = partial and not results_only
         self._init_sent = False
         self.delta_mode = DECODED if self._partial else SKIP
+        self.translates_headless = False
 
     def _emit(self, frame: dict[str, Any]) -> None:
         self.out.append(orjson.dumps(frame, option=_NL))
@@ -88,7 +90,16 @@ class EnrichedEncoder:
         if self._frames:
             self.out.append(line + b"\n")
 
+    def headless_frame(self, frame: Event, line: bytes, t: float) -> None:
+        """Headless input is already this format: every frame but the result passes as it is."""
+        self._init_sent = True  # the stream brings its own init
+        if self._frames:
+            self.out.append(line + b"\n")
+
     def result(self, run: RunSummary, t: float) -> None:
+        if run.upstream is not None:
+            self._emit(repair(run.upstream, run))
+            return
         if not self._init_sent:
             self._init(None)
         self._emit(result_frame(run, self.session_id))

@@ -1,0 +1,166 @@
+"""The agent's headless stream-json as input: repaired and enriched, or translated."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from conftest import EXPECTED, FIXTURES, drive, frames_of
+from test_claude_code import kind, translate as translate_raw_cc
+from translator.encoders.claude_code import ClaudeCodeEncoder
+from translator.fold import Options, Translator
+from translator.rates import RateCard
+
+HEADLESS = FIXTURES / "headless"
+NEW = ["tool_use_two_turns", "max_turns", "api_error", "thinking", "multi_input_frames",
+       "tool_use_two_turns.partial", "thinking.partial"]
+OLD = ["tool_use_two_turns", "max_turns", "thinking", "multi_input_frames", "tool_use_two_turns.partial"]
+# What a headless stream cannot carry: per-turn timing and the cache counters.
+UNKNOWABLE = {"duration_ms", "duration_api_ms", "duration_source", "usage"}
+
+
+def headless(name: str) -> bytes:
+    return (HEADLESS / f"{name}.jsonl").read_bytes()
+
+
+def results(data: bytes) -> list[dict[str, Any]]:
+    return [f for f in frames_of(data) if f["type"] == "result"]
+
+
+@pytest.mark.parametrize("name", NEW)
+def test_a_new_build_passes_unchanged(name: str) -> None:
+    run = drive(headless(name))
+    assert run.output == headless(name)
+    assert run.diagnostics == []
+
+
+@pytest.mark.parametrize("name", OLD)
+def test_an_old_build_is_repaired_like_the_raw_events(name: str) -> None:
+    repaired = results(drive(headless(f"{name}.pre0049")).output)
+    expected = results((EXPECTED / f"{name.split('.')[0]}.enriched.jsonl").read_bytes())
+    assert len(repaired) == len(expected)
+    for ours, theirs in zip(repaired, expected):
+        assert {k: v for k, v in ours.items() if k not in UNKNOWABLE} == {
+            k: v for k, v in theirs.items() if k not in UNKNOWABLE
+        }
+        assert ours["usage"] == {"input_tokens": theirs["usage"]["input_tokens"],
+                                 "output_tokens": theirs["usage"]["output_tokens"]}
+        assert set(ours) == set(theirs)
+
+
+def test_the_repair_fixes_the_adr_0049_bug() -> None:
+    (before,) = results(headless("tool_use_two_turns.pre0049"))
+    (after,) = results(drive(headless("tool_use_two_turns.pre0049")).output)
+    assert before["result"] == "I'll count the files.There are 3 files."
+    assert after["result"] == "There are 3 files."
+    assert (after["num_turns"], after["is_error"]) == (2, False)
+    # every frame but the result passes as it came
+    assert drive(headless("tool_use_two_turns.pre0049")).output.splitlines()[:-1] == \
+        headless("tool_use_two_turns.pre0049").splitlines()[:-1]
+
+
+def test_partial_messages_reply_is_the_text_since_the_last_tool() -> None:
+    (after,) = results(drive(headless("tool_use_two_turns.partial.pre0049")).output)
+    assert after["result"] == "There are 3 files."
+
+
+@pytest.mark.parametrize("name", [f"{n}.pre0049" for n in OLD] + NEW + ["multi_input_frames.replay"])
+def test_the_repair_is_idempotent(name: str) -> None:
+    once = drive(headless(name)).output
+    assert drive(once).output == once
+
+
+def test_non_success_gets_what_it_lacks() -> None:
+    (result,) = results(drive(headless("max_turns.pre0049")).output)
+    assert (result["last_assistant_text"], result["tool_calls_seen"]) == ("Let me check.", 1)
+    assert result["is_error"] is True
+
+
+def test_durations_follow_the_clock_of_the_headless_stream() -> None:
+    lines = headless("tool_use_two_turns.pre0049").splitlines(keepends=True)
+    chunks = [(ln, 10.0 + i) for i, ln in enumerate(lines)]
+    (result,) = results(drive(chunks, clock="wall", started_at=10.0).output)
+    assert result["duration_source"] == "wall"
+    assert result["duration_ms"] == (len(lines) - 1) * 1000
+
+
+def cc(name: str, *, partial: bool = False) -> list[dict[str, Any]]:
+    ids = itertools.count()
+    rates = RateCard.bundled()
+    encoder = ClaudeCodeEncoder([], session_id="SESSION", partial=partial, limits=rates.limits,
+                                new_id=lambda: f"id-{next(ids)}")
+    core = Translator(encoder, rates=rates, options=Options(clock="estimated"))
+    core.feed(headless(name), 0.0)
+    core.end(0.0)
+    assert core.take_diagnostics() == []
+    return frames_of(core.take_output())
+
+
+# What the headless dialect does not carry, and so the Claude Code translation of it cannot.
+HEADLESS_GAPS = {"total_cost_usd", "costUSD", "usage", "model_usage_since_last_result", "modelUsage", "id", "stop_reason",
+                 "duration_ms", "duration_api_ms", "ttft_ms", "ttft_stream_ms", "first_content_frame_ms",
+                 "uuid", "timestamp", "session_id", "thinking_duration_ms"}
+
+
+def strip(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: strip(v) for k, v in value.items() if k not in HEADLESS_GAPS}
+    if isinstance(value, list):
+        return [strip(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("name", ["tool_use_two_turns", "max_turns", "api_error", "thinking", "multi_input_frames"])
+def test_claude_code_from_either_dialect_is_the_same(name: str) -> None:
+    from_headless = cc(f"{name}.pre0049" if name != "api_error" else name)
+    # Without partial messages the headless stream has no thinking deltas to estimate from.
+    from_raw = [f for f in translate_raw_cc(name) if kind(f) != "system/thinking_tokens"]
+    assert [kind(f) for f in from_headless] == [kind(f) for f in from_raw]
+    for ours, theirs in zip(from_headless, from_raw):
+        # the headless result's cost is the agent's own figure (here rounded by this translator)
+        assert ours.get("total_cost_usd") == pytest.approx(theirs.get("total_cost_usd"))
+        assert strip(ours) == strip(theirs)
+
+
+def test_claude_code_from_a_partial_headless_stream() -> None:
+    frames = cc("tool_use_two_turns.partial", partial=True)
+    blocks = [f["message"]["content"][0] for f in frames if f["type"] == "assistant"]
+    assert blocks == [
+        {"type": "text", "text": "I'll count the files."},
+        {"type": "tool_use", "id": "toolu_01Ab3CdE4fGh5iJk6LmN7oPq", "name": "Bash", "input": {"command": "ls | wc -l"}},
+        {"type": "text", "text": "There are 3 files."},
+    ]
+    assert [f["event"]["type"] for f in frames if f["type"] == "stream_event"].count("message_start") == 2
+    assert frames[-1]["result"] == "There are 3 files."
+
+
+def test_echoed_prompts_delimit_input_frames() -> None:
+    frames = cc("multi_input_frames.replay")
+    assert [kind(f) for f in frames] == [
+        "system/init", "assistant", "result", "system/init", "warning", "assistant", "result"]
+    first, second = [f for f in frames if f["type"] == "result"]
+    assert (first["result"], first["num_turns"], first["result_index"]) == ("Hello! How can I help?", 1, 0)
+    assert first["usage"]["input_tokens"] == 0 and first["total_cost_usd"] == 0  # not reported per frame
+    assert (second["result"], second["num_turns"], second["result_index"]) == ("2 + 2 = 4.", 2, 1)
+    assert second["total_cost_usd"] == 0.0055305  # the session's, reported once at the end
+    assert second["usage"]["output_tokens"] == 19
+    assert frames[0]["model"] == "claude-sonnet-4-5"
+
+
+def test_retries_become_claude_code_api_retry_frames() -> None:
+    frames = cc("api_error.retries")
+    assert [kind(f) for f in frames] == ["system/init", "system/api_retry", "system/api_retry", "assistant", "result"]
+    retry = frames[1]
+    assert {k: retry[k] for k in ("attempt", "max_retries", "retry_delay_ms", "error_status", "error")} == {
+        "attempt": 1, "max_retries": 2, "retry_delay_ms": 565, "error_status": 500, "error": "server_error"}
+    assert frames[-1]["api_error_status"] == 500 and frames[-1]["terminal_reason"] == "api_error"
+
+
+def test_bad_headless_frames_are_reported() -> None:
+    data = b'{"type":"text","delta":5}\n{"type":"tool_use","id":"x"}\n' + headless("thinking")
+    run = drive(data)
+    assert [d.split(": ")[2] for d in run.diagnostics] == [
+        "text has a malformed 'delta'", "tool_use without 'name'"]
+    assert run.output == headless("thinking")
