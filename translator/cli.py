@@ -34,7 +34,7 @@ examples:
   replay saved logs (each file is its own stream; durations estimated from ttft/tbt):
     translator logs/run-1.ndjson logs/run-2.ndjson > translated.jsonl
   sidecar next to a worker that appends to a shared log:
-    tail -F -n +1 /shared/stdout.ndjson | translator --clock wall
+    translator --follow /shared/stdout.ndjson
   CI, branching on the run's outcome like the agent itself:
     caliban-worker ... | translator --results-only --exit-status > result.json
   a drop-in for scripts written against Claude Code:
@@ -116,6 +116,13 @@ def build_parser() -> Parser:
         action="store_true",
         help="exit with the agent's own status for the last run's subtype",
     )
+    p.add_argument(
+        "--follow",
+        metavar="FILE",
+        help="keep translating FILE as it grows, like tail -F (a truncated or replaced file is "
+        "a new stream); SIGTERM closes the open run as cancelled",
+    )
+    p.add_argument("--from-end", action="store_true", help="with --follow: skip what FILE holds already")
     p.add_argument("--version", action="version", version=f"translator {__version__}")
     return p
 
@@ -169,7 +176,11 @@ def main(argv: list[str] | None = None) -> int:
         clock=args.clock,
         session_id=args.session_id,
         reject_file=args.reject_file,
+        follow=args.follow,
+        from_end=args.from_end,
     )
+    if args.follow and args.files:
+        build_parser().error("--follow takes no other input files")
     try:
         outcome = anyio.run(translate, cfg)
     except OSError as exc:  # the reject file could not be opened

@@ -15,7 +15,7 @@ import stat
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 
 import anyio
@@ -23,6 +23,7 @@ import anyio.lowlevel
 
 from translator.encoders import Encoder
 from translator.fold import ESTIMATED, WALL, Options, Translator
+from translator.follow import follow
 from translator.rates import RateCard
 
 CHUNK = 1 << 18
@@ -38,6 +39,8 @@ class Config:
     clock: str = "auto"  # auto | wall | recorded | estimated
     session_id: str | None = None
     reject_file: str | None = None
+    follow: str | None = None  # --follow FILE: translate it as it grows (sources unused)
+    from_end: bool = False
 
 
 @dataclass
@@ -117,7 +120,9 @@ class Shell:
         self.read_scope: anyio.CancelScope | None = None
         self.rejects = open(cfg.reject_file, "ab") if cfg.reject_file else None
 
-    async def emit(self, core: Translator) -> None:
+    async def emit(self, core: Translator, write: Callable[[bytes], Awaitable[None]] | None = None) -> None:
+        """Diagnostics to stderr, rejected lines to the reject file, frames to `write`
+        (default: stdout)."""
         diags = core.take_diagnostics()
         if diags:
             _stderr(diags)
@@ -127,16 +132,35 @@ class Shell:
             self.rejects.flush()
         data = core.take_output()
         if data:
-            await self.out.write(data)
+            await (write or self.out.write)(data)
 
-    def options_for(self, pollable: bool) -> Options:
+    def options_for(self, live: bool) -> Options:
         opts = replace(self.cfg.options, epoch=time.time() - time.monotonic())
         if self.cfg.clock == "auto":
-            opts.clock = WALL if pollable else ESTIMATED
+            opts.clock = WALL if live else ESTIMATED
             opts.detect_recorded = True
         else:
             opts.clock = self.cfg.clock
         return opts
+
+    def new_core(self, label: str, live: bool) -> Translator:
+        """A fresh core for one input stream: `live` streams are timed as they arrive."""
+        return Translator(
+            self.cfg.make_encoder(self.cfg.session_id or str(uuid.uuid4())),
+            rates=self.cfg.rates,
+            options=self.options_for(live),
+            started_at=time.monotonic(),
+            source=label,
+        )
+
+    def tally(self, core: Translator) -> None:
+        """Add what a finished stream came to into the outcome."""
+        self.outcome.frames += core.frames_closed
+        self.outcome.bad_lines += core.bad_lines
+        if core.last_subtype is not None:
+            self.outcome.last_subtype = core.last_subtype
+        if core.bad_lines and self.cfg.options.stop_on_invalid:
+            self.outcome.rejected = True
 
     async def source(self, name: str) -> None:
         if name == "-":
@@ -156,13 +180,7 @@ class Shell:
             self.outcome.missing_input = True
             return
         pollable = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
-        core = Translator(
-            self.cfg.make_encoder(self.cfg.session_id or str(uuid.uuid4())),
-            rates=self.cfg.rates,
-            options=self.options_for(pollable),
-            started_at=time.monotonic(),
-            source=label,
-        )
+        core = self.new_core(label, live=pollable)
         try:
             with anyio.CancelScope() as scope:
                 self.read_scope = scope
@@ -176,12 +194,7 @@ class Shell:
         finally:
             if fd != 0:
                 os.close(fd)
-            self.outcome.frames += core.frames_closed
-            self.outcome.bad_lines += core.bad_lines
-            if core.last_subtype is not None:
-                self.outcome.last_subtype = core.last_subtype
-            if core.bad_lines and self.cfg.options.stop_on_invalid:
-                self.outcome.rejected = True
+            self.tally(core)
 
     async def _pump(self, fd: int, pollable: bool, core: Translator) -> None:
         while True:
@@ -207,7 +220,9 @@ class Shell:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch, signals)
                 try:
-                    for name in self.cfg.sources:
+                    if self.cfg.follow is not None:
+                        await follow(self, self.cfg.follow, self.cfg.from_end)
+                    for name in self.cfg.sources if self.cfg.follow is None else ():
                         await self.source(name)
                         if self.outcome.signal is not None or self.outcome.rejected:
                             break

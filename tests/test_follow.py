@@ -1,0 +1,80 @@
+"""--follow FILE: the sidecar mode, with a real file growing, truncated and replaced."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import events, frames_of, lines_of
+from test_cli import TRANSLATOR, Live
+
+
+class Follower(Live):
+    def __init__(self, path: Path, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [TRANSLATOR, "--follow", str(path), *args],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        self.buf = b""
+
+    def stop(self) -> tuple[int, bytes, bytes]:
+        self.proc.send_signal(signal.SIGTERM)
+        status = self.proc.wait(timeout=10)
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        return status, self.buf + self.proc.stdout.read(), self.proc.stderr.read()
+
+
+def append(path: Path, data: bytes) -> None:
+    with open(path, "ab") as f:
+        f.write(data)
+
+
+def test_follows_growth_truncation_and_replacement(tmp_path: Path) -> None:
+    log = tmp_path / "stdout.ndjson"
+    lines = lines_of("tool_use_two_turns")
+    log.write_bytes(b"\n".join(lines[:8]) + b"\n")
+    follower = Follower(log)
+    init, tool_use, _ = follower.read_frames(3)
+    assert init["subtype"] == "init" and tool_use["type"] == "tool_use"
+    append(log, b"\n".join(lines[8:]) + b"\n")  # the run goes on and ends
+    *_, result = follower.read_frames(3)
+    assert result["type"] == "result" and result["result"] == "There are 3 files."
+    assert result["duration_source"] == "wall"
+
+    log.write_bytes(events("thinking"))  # truncated and rewritten: a new stream
+    init2, _, result2 = follower.read_frames(3)
+    assert init2["subtype"] == "init" and init2["session_id"] != init["session_id"]
+    assert result2["result"] == "17 * 23 = 391."
+
+    fresh = tmp_path / "next.ndjson"  # replaced, as a rotating writer does
+    fresh.write_bytes(events("max_turns")[:-1])  # the last line still being written
+    os.replace(fresh, log)
+    init3, *_ = follower.read_frames(4)
+    assert init3["session_id"] not in (init["session_id"], init2["session_id"])
+    append(log, b"\n")
+    assert follower.read_frames(1)[0]["subtype"] == "max_turns"
+
+    append(log, b"\n".join(lines[:3]) + b"\n")  # a run in flight when we are stopped
+    time.sleep(0.5)
+    status, rest, err = follower.stop()
+    assert status == 143 and err == b""
+    assert [f["subtype"] for f in frames_of(rest)] == ["cancelled"]
+
+
+def test_from_end_and_a_file_that_does_not_exist_yet(tmp_path: Path) -> None:
+    log = tmp_path / "later.ndjson"
+    follower = Follower(log)
+    log.write_bytes(events("thinking"))
+    assert follower.read_frames(3)[-1]["result"] == "17 * 23 = 391."
+    status, rest, _ = follower.stop()
+    assert (status, rest) == (143, b"")
+
+    skipping = Follower(log, "--from-end")
+    time.sleep(1.0)  # started and at the end of the file
+    append(log, events("multi_input_frames"))
+    frames = skipping.read_frames(5)
+    assert [f.get("result") for f in frames if f["type"] == "result"] == ["Hello! How can I help?", "2 + 2 = 4."]
+    skipping.stop()
