@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from typing import NoReturn
 
@@ -123,6 +124,15 @@ def build_parser() -> Parser:
         "a new stream); SIGTERM closes the open run as cancelled",
     )
     p.add_argument("--from-end", action="store_true", help="with --follow: skip what FILE holds already")
+    p.add_argument(
+        "--listen",
+        metavar="ADDRESS",
+        help="serve: each connection to unix:PATH or tcp:[HOST:]PORT (loopback unless HOST is "
+        "given) sends an event stream and gets its translation back",
+    )
+    p.add_argument("--max-connections", type=int, default=64, metavar="N", help="with --listen: served at once (default 64)")
+    p.add_argument("--idle-timeout", type=float, default=300.0, metavar="S", help="with --listen: close a connection quiet this long (default 300)")
+    p.add_argument("--grace", type=float, default=10.0, metavar="S", help="with --listen: after SIGTERM, how long open connections may finish (default 10)")
     p.add_argument("--version", action="version", version=f"translator {__version__}")
     return p
 
@@ -178,9 +188,19 @@ def main(argv: list[str] | None = None) -> int:
         reject_file=args.reject_file,
         follow=args.follow,
         from_end=args.from_end,
+        listen=args.listen,
+        max_connections=args.max_connections,
+        idle_timeout=args.idle_timeout,
+        grace=args.grace,
     )
-    if args.follow and args.files:
-        build_parser().error("--follow takes no other input files")
+    if (args.follow or args.listen) and args.files:
+        build_parser().error("--follow and --listen take no input files")
+    if args.follow and args.listen:
+        build_parser().error("--follow and --listen do not go together")
+    if args.listen and not re.fullmatch(r"unix:.+|tcp:(.*:)?\d+", args.listen):
+        build_parser().error(f"--listen {args.listen}: expected unix:PATH or tcp:[HOST:]PORT")
+    if args.max_connections < 1:
+        build_parser().error("--max-connections must be at least 1")
     try:
         outcome = anyio.run(translate, cfg)
     except OSError as exc:  # the reject file could not be opened

@@ -21,9 +21,11 @@ from dataclasses import dataclass, field, replace
 import anyio
 import anyio.lowlevel
 
+from translator.diagnostics import stderr as _stderr
 from translator.encoders import Encoder
 from translator.fold import ESTIMATED, WALL, Options, Translator
 from translator.follow import follow
+from translator.service import Service, open_listener
 from translator.rates import RateCard
 
 CHUNK = 1 << 18
@@ -41,6 +43,10 @@ class Config:
     reject_file: str | None = None
     follow: str | None = None  # --follow FILE: translate it as it grows (sources unused)
     from_end: bool = False
+    listen: str | None = None  # --listen ADDRESS: serve connections (sources unused)
+    max_connections: int = 64
+    idle_timeout: float = 300.0
+    grace: float = 10.0
 
 
 @dataclass
@@ -102,14 +108,6 @@ class Output:
                 os.set_blocking(self.fd, self._was_blocking)
             except OSError:
                 pass
-
-
-def _stderr(lines: list[str]) -> None:
-    try:
-        sys.stderr.write("".join(line + "\n" for line in lines))
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
 
 
 class Shell:
@@ -222,7 +220,16 @@ class Shell:
                 try:
                     if self.cfg.follow is not None:
                         await follow(self, self.cfg.follow, self.cfg.from_end)
-                    for name in self.cfg.sources if self.cfg.follow is None else ():
+                    elif self.cfg.listen is not None:
+                        try:
+                            listener = await open_listener(self.cfg.listen)
+                        except OSError as exc:
+                            _stderr([f"translator: --listen {self.cfg.listen}: {exc.strerror or exc}"])
+                            self.outcome.io_error = True
+                            return
+                        service = Service(self, self.cfg.max_connections, self.cfg.idle_timeout, self.cfg.grace)
+                        await service.serve(listener, self.cfg.listen)
+                    for name in self.cfg.sources if self.cfg.follow is None and self.cfg.listen is None else ():
                         await self.source(name)
                         if self.outcome.signal is not None or self.outcome.rejected:
                             break

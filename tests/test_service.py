@@ -1,0 +1,169 @@
+"""--listen: the translation service, with real sockets, clients and signals."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import EXPECTED, events, frames_of, lines_of
+from test_cli import TRANSLATOR
+
+VOLATILE = ("duration_ms", "duration_api_ms", "duration_source")
+
+
+class Server:
+    def __init__(self, address: str, *args: str) -> None:
+        self.address = address
+        self.proc = subprocess.Popen(
+            [TRANSLATOR, "--listen", address, "--session-id", "SESSION", *args],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self.connect().close()
+                return
+            except OSError:
+                assert time.monotonic() < deadline, "the service did not come up"
+                time.sleep(0.05)
+
+    def connect(self) -> socket.socket:
+        kind, _, where = self.address.partition(":")
+        if kind == "unix":
+            sock = socket.socket(socket.AF_UNIX)
+            sock.connect(where)
+        else:
+            sock = socket.create_connection(("127.0.0.1", int(where.rpartition(":")[2])))
+        sock.settimeout(20)
+        return sock
+
+    def stop(self, signum: int = signal.SIGTERM) -> tuple[int, bytes]:
+        self.proc.send_signal(signum)
+        status = self.proc.wait(timeout=20)
+        assert self.proc.stderr is not None
+        return status, self.proc.stderr.read()
+
+
+def exchange(sock: socket.socket, data: bytes) -> bytes:
+    """Send a whole stream, close our side, read the translation to the end."""
+    sock.sendall(data)
+    sock.shutdown(socket.SHUT_WR)
+    return read_all(sock)
+
+
+def read_all(sock: socket.socket) -> bytes:
+    out = b""
+    while chunk := sock.recv(65536):
+        out += chunk
+    sock.close()
+    return out
+
+
+def without_timing(data: bytes) -> list[dict]:
+    return [{k: v for k, v in f.items() if k not in VOLATILE} for f in frames_of(data)]
+
+
+def expected(name: str) -> list[dict]:
+    return without_timing((EXPECTED / f"{name}.enriched.jsonl").read_bytes())
+
+
+@pytest.fixture
+def server(tmp_path: Path):
+    srv = Server(f"unix:{tmp_path / 'translator.sock'}")
+    yield srv
+    if srv.proc.poll() is None:
+        srv.stop()
+
+
+def test_many_clients_at_once_each_get_their_own_translation(server: Server) -> None:
+    names = ["tool_use_two_turns", "thinking", "multi_input_frames", "max_turns", "api_error"] * 6
+    outputs: dict[int, bytes] = {}
+
+    def client(i: int, name: str) -> None:
+        outputs[i] = exchange(server.connect(), events(name))
+
+    threads = [threading.Thread(target=client, args=(i, n)) for i, n in enumerate(names)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, name in enumerate(names):
+        assert without_timing(outputs[i]) == expected(name)
+    assert frames_of(outputs[0])[-1]["duration_source"] == "wall"
+
+
+def test_bad_bytes_slowness_and_disconnects_stay_with_their_connection(server: Server) -> None:
+    slow = server.connect()  # sends a lot and reads nothing for a while
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    big = events("tool_use_two_turns") * 3000
+    sender = threading.Thread(target=lambda: (slow.sendall(big), slow.shutdown(socket.SHUT_WR)))
+    sender.start()
+    rude = server.connect()  # goes away mid-run
+    rude.sendall(b"\n".join(lines_of("tool_use_two_turns")[:5]) + b"\n")
+    rude.close()
+    garbled = exchange(server.connect(), b"\x00\xffnot json\n" + events("thinking"))
+    assert without_timing(garbled) == expected("thinking")
+    assert without_timing(exchange(server.connect(), events("max_turns"))) == expected("max_turns")
+    out = read_all(slow)  # now it reads: everything is there, in order
+    sender.join()
+    assert out.count(b'"type":"result"') == 3000
+    status, err = server.stop()
+    assert status == 143
+    assert b"invalid UTF-8" in err or b"invalid JSON" in err
+
+
+def test_idle_connections_are_closed(tmp_path: Path) -> None:
+    srv = Server(f"unix:{tmp_path / 's.sock'}", "--idle-timeout", "0.5")
+    sock = srv.connect()
+    sock.sendall(b"\n".join(lines_of("tool_use_two_turns")[:9]) + b"\n")
+    frames = frames_of(read_all(sock))  # no shutdown from us: the service gives up
+    assert frames[-1]["subtype"] == "error" and "ended before the run finished" in frames[-1]["error"]
+    _, err = srv.stop()
+    assert b"nothing for 0.5 s; closing" in err
+
+
+def test_connection_limit_queues_the_next_client(tmp_path: Path) -> None:
+    srv = Server(f"unix:{tmp_path / 's.sock'}", "--max-connections", "1")
+    first = srv.connect()
+    first.sendall(events("thinking"))
+    time.sleep(0.3)
+    second = srv.connect()  # accepted by the kernel, served when a slot frees
+    second.sendall(events("max_turns"))
+    second.shutdown(socket.SHUT_WR)
+    second.settimeout(0.5)
+    with pytest.raises(TimeoutError):
+        second.recv(1)
+    second.settimeout(20)
+    first.shutdown(socket.SHUT_WR)
+    assert without_timing(read_all(first)) == expected("thinking")
+    assert without_timing(read_all(second)) == expected("max_turns")
+    srv.stop()
+
+
+def test_sigterm_stops_accepting_and_cancels_what_outlives_the_grace(tmp_path: Path) -> None:
+    srv = Server(f"unix:{tmp_path / 's.sock'}", "--grace", "0.5")
+    sock = srv.connect()
+    sock.sendall(b"\n".join(lines_of("tool_use_two_turns")[:9]) + b"\n")
+    time.sleep(0.2)
+    srv.proc.send_signal(signal.SIGTERM)
+    frames = frames_of(read_all(sock))
+    assert frames[-1]["subtype"] == "cancelled"
+    assert srv.proc.wait(timeout=10) == 143
+    with pytest.raises(OSError):
+        srv.connect()
+
+
+def test_tcp_on_loopback() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    srv = Server(f"tcp:{port}", "--format", "claude-code")
+    out = frames_of(exchange(srv.connect(), events("tool_use_two_turns")))
+    assert out[-1]["result"] == "There are 3 files." and out[0]["subtype"] == "init"
+    srv.stop()
