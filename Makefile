@@ -19,7 +19,9 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
+	command -v jq >/dev/null || (apt-get update -qq && apt-get install -y -qq jq) || true
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/load.py
 
 clean:
 	rm -rf $(VENV) bench/out

@@ -190,6 +190,29 @@ def latency(n_events: int, args: list[str], label: str) -> None:
     )
 
 
+def idle_follower(seconds: float) -> None:
+    """CPU an idle `--follow` uses: it should sleep in the kernel, not poll."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        log = Path(tmp) / "stdout.ndjson"
+        log.write_bytes((HERE.parent / "fixtures" / "thinking.events.jsonl").read_bytes())
+        proc = subprocess.Popen([TRANSLATOR, "--follow", str(log)], stdout=subprocess.DEVNULL)
+        time.sleep(1.0)
+        before = _cpu_seconds(proc.pid)
+        time.sleep(seconds)
+        used = _cpu_seconds(proc.pid) - before
+        proc.terminate()
+        proc.wait()
+    print(f"\nidle follower: {used * 1000:.1f} ms of CPU in {seconds:.0f} s ({used / seconds * 100:.3f}% of a core)")
+
+
+def _cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mb", type=float, default=100.0)
@@ -207,6 +230,7 @@ def main() -> None:
     latency(args.latency_events, [], "default")
     latency(args.latency_events, ["--include-partial-messages"], "--include-partial-messages")
     latency(args.latency_events, ["--format", "claude-code"], "--format claude-code")
+    idle_follower(10.0)
 
 
 if __name__ == "__main__":
