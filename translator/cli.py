@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from typing import NoReturn
 
 import anyio
 
-from translator import __version__
+from translator import __version__, batch
 from translator.encoders import Encoder
 from translator.encoders.claude_code import ClaudeCodeEncoder
 from translator.encoders.enriched import EnrichedEncoder
@@ -133,6 +134,14 @@ def build_parser() -> Parser:
     p.add_argument("--max-connections", type=int, default=64, metavar="N", help="with --listen: served at once (default 64)")
     p.add_argument("--idle-timeout", type=float, default=300.0, metavar="S", help="with --listen: close a connection quiet this long (default 300)")
     p.add_argument("--grace", type=float, default=10.0, metavar="S", help="with --listen: after SIGTERM, how long open connections may finish (default 10)")
+    p.add_argument(
+        "--out-dir",
+        metavar="DIR",
+        help="batch replay: translate each FILE (or every *.ndjson/*.jsonl[.gz] under a "
+        "directory FILE) into DIR/<name>.<format>.jsonl, in parallel",
+    )
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N", help="with --out-dir: worker processes (default: one per core)")
+    p.add_argument("--force", action="store_true", help="with --out-dir: redo outputs that are up to date")
     p.add_argument("--version", action="version", version=f"translator {__version__}")
     return p
 
@@ -193,6 +202,14 @@ def main(argv: list[str] | None = None) -> int:
         idle_timeout=args.idle_timeout,
         grace=args.grace,
     )
+    if args.out_dir is not None:
+        if args.follow or args.listen or not args.files:
+            build_parser().error("--out-dir takes input files or directories, and no --follow/--listen")
+        template = batch.Job(
+            format=args.format, partial=partial, results_only=results_only, rates=rates,
+            options=cfg.options, clock=args.clock,
+        )
+        return batch.run(args.files, args.out_dir, args.jobs, args.force, template)
     if (args.follow or args.listen) and args.files:
         build_parser().error("--follow and --listen take no input files")
     if args.follow and args.listen:
