@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import orjson
 import pytest
@@ -28,7 +28,7 @@ def stamped(key: str) -> bytes:
         if key == "ts":
             ev["ts"] = t
         else:
-            ev["timestamp"] = datetime.fromtimestamp(t, timezone.utc).isoformat().replace("+00:00", "Z")
+            ev["timestamp"] = datetime.fromtimestamp(t, UTC).isoformat().replace("+00:00", "Z")
         out.append(orjson.dumps(ev))
     return b"\n".join(out) + b"\n"
 

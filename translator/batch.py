@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO
+from typing import BinaryIO
 
 from tqdm import tqdm
 
@@ -104,8 +104,8 @@ def make_encoder(job: Job, session: str) -> Encoder:
     return EnrichedEncoder([], session_id=session, partial=job.partial, results_only=job.results_only)
 
 
-def open_input(path: Path) -> IO[bytes]:
-    return gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
+def open_input(path: Path) -> BinaryIO:
+    return gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")  # type: ignore[return-value]
 
 
 def translate_file(job: Job) -> Done:

@@ -12,6 +12,7 @@ from operator import methodcaller
 from typing import Any
 
 import orjson
+from datetime import UTC
 
 Event = dict[str, Any]
 
@@ -229,18 +230,18 @@ def duration_s(d: dict[str, int] | None) -> float:
 def timestamp_s(ev: Event) -> float | None:
     """The event's recorded time in Unix seconds: a numeric `ts`, or an ISO-8601 `timestamp`."""
     ts = ev.get("ts")
-    if type(ts) in (int, float):
+    if isinstance(ts, (int, float)) and not isinstance(ts, bool):
         return float(ts)
     stamp = ev.get("timestamp")
     if type(stamp) is str:
-        from datetime import datetime, timezone  # only recorded logs pay for it
+        from datetime import datetime  # only recorded logs pay for it
 
         try:
             when = datetime.fromisoformat(stamp)
         except ValueError:
             return None
         if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
+            when = when.replace(tzinfo=UTC)
         return when.timestamp()
     return None
 

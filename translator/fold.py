@@ -722,7 +722,7 @@ class Translator:
 
     # ------------------------------------------------------------------ headless input
 
-    def _headless(self, handler: Callable[..., None], *args: Any) -> None:
+    def _headless(self, handler: Callable[..., object], *args: Any) -> None:
         """Run a raw-event handler for a headless frame. An encoder that passes headless input
         through must not also write what the handler would: it gets nothing of it."""
         if self.encoder.translates_headless:
@@ -801,7 +801,7 @@ class Translator:
         fr.since_tool.clear()
         fr.block = (H.TOOL_RESULT, fr.block[1])
         t_ms = ev.get("t_ms")
-        if type(t_ms) in (int, float) and t_ms > 0:
+        if isinstance(t_ms, (int, float)) and t_ms > 0:
             fr.api_s -= t_ms / 1000  # the tool's own run time is not API time
         self._h_frame(ev, now, line)
         end = {"tool_use_id": ev["tool_use_id"], "is_error": ev["is_error"], "content": ev.get("content", [])}

@@ -85,8 +85,7 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
                     except FileNotFoundError:
                         await wakeup.wait()
                         continue
-                    st = os.fstat(fd)
-                    identity, offset = _identity(st), 0
+                    identity, offset = _identity(os.fstat(fd)), 0
                     if skip_existing:
                         offset = os.lseek(fd, 0, os.SEEK_END)
                     skip_existing = False
@@ -96,10 +95,11 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
                     offset += len(data)
                     core.feed(data, time.monotonic())
                     await shell.emit(core)
+                st: os.stat_result | None = None
                 try:
                     st = os.stat(path)
                 except FileNotFoundError:
-                    st = None
+                    pass
                 replaced = st is not None and _identity(st) != identity
                 if replaced or (st is not None and st.st_size < offset):
                     # a new file, or this one cut back: the stream so far has ended

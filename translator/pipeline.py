@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import stat
-import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from functools import lru_cache
 from operator import itemgetter
 from typing import Any
@@ -100,7 +100,7 @@ SERVER_ERROR_HINT = "This is a server-side issue, usually temporary \u2014 try a
 def iso(t: float) -> str:
     """Claude Code's timestamp format: UTC, milliseconds, `Z`. (The frames of one read share
     their time, hence the cache.)"""
-    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")[:-6] + "Z"
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
 def uuid4() -> str:
@@ -392,7 +392,7 @@ class ClaudeCodeEncoder:
                 {"type": "system", "subtype": "status", "status": "requesting",
                  "session_id": self.session_id, "uuid": self.new_id()}
             )
-            message = {
+            message: dict[str, Any] = {
                 "id": self.message_id, "type": "message", "role": "assistant",
                 "model": self.turn_model, "content": [], "stop_reason": None,
                 "stop_sequence": None, "usage": {**NO_USAGE, "output_tokens": 0, "service_tier": "standard"},
@@ -583,7 +583,7 @@ class ClaudeCodeEncoder:
                 {
                     "type": "system", "subtype": "api_retry", "attempt": frame.get("attempt"),
                     "max_retries": frame.get("max_retries"), "retry_delay_ms": frame.get("retry_delay_ms"),
-                    "error_status": status, "error": RETRY_ERRORS.get(frame.get("error_category"), "unknown"),
+                    "error_status": status, "error": RETRY_ERRORS.get(str(frame.get("error_category")), "unknown"),
                     "session_id": self.session_id, "uuid": self.new_id(),
                 }
             )
