@@ -37,6 +37,10 @@ examples:
     translator logs/run-1.ndjson logs/run-2.ndjson > translated.jsonl
   sidecar next to a worker that appends to a shared log:
     translator --follow /shared/stdout.ndjson
+  a service on a unix socket (clients send a stream, half-close, read the translation):
+    translator --listen unix:/run/translator.sock
+  batch replay of a directory of logs into another, on every core:
+    translator --out-dir translated/ logs/
   CI, branching on the run's outcome like the agent itself:
     caliban-worker ... | translator --results-only --exit-status > result.json
   a drop-in for scripts written against Claude Code:
@@ -44,11 +48,11 @@ examples:
   keep bad input for later, stop at the first bad line:
     translator --reject-file rejects.ndjson --on-invalid fail < events.ndjson
 
-exit status: 0 ok; 64 usage; 65 bad input under --on-invalid fail; 66 an input file could not
-be opened (or, with --exit-status, no run in the input); 74 I/O error; 78 bad --rates file;
-130/143 SIGINT/SIGTERM (open runs are closed as cancelled first). With --exit-status, the
-agent's code for the last run: 0 success, 1 error or max_tokens, 75 max_turns, 124 cancelled,
-137 budget_exceeded.
+exit status: 0 ok; 64 usage; 65 bad input under --on-invalid fail (--out-dir: a file's
+content failed); 66 an input file could not be opened (or, with --exit-status, no run in the
+input); 74 I/O error; 78 bad --rates file; 130/143 SIGINT/SIGTERM (open runs are closed as
+cancelled first). With --exit-status, the agent's code for the last run: 0 success, 1 error
+or max_tokens, 75 max_turns, 124 cancelled, 137 budget_exceeded.
 """
 
 
@@ -118,30 +122,33 @@ def build_parser() -> Parser:
         action="store_true",
         help="exit with the agent's own status for the last run's subtype",
     )
-    p.add_argument(
+    side = p.add_argument_group("sidecar")
+    side.add_argument(
         "--follow",
         metavar="FILE",
         help="keep translating FILE as it grows, like tail -F (a truncated or replaced file is "
         "a new stream); SIGTERM closes the open run as cancelled",
     )
-    p.add_argument("--from-end", action="store_true", help="with --follow: skip what FILE holds already")
-    p.add_argument(
+    side.add_argument("--from-end", action="store_true", help="with --follow: skip what FILE holds already")
+    serve = p.add_argument_group("service")
+    serve.add_argument(
         "--listen",
         metavar="ADDRESS",
         help="serve: each connection to unix:PATH or tcp:[HOST:]PORT (loopback unless HOST is "
         "given) sends an event stream and gets its translation back",
     )
-    p.add_argument("--max-connections", type=int, default=64, metavar="N", help="with --listen: served at once (default 64)")
-    p.add_argument("--idle-timeout", type=float, default=300.0, metavar="S", help="with --listen: close a connection quiet this long (default 300)")
-    p.add_argument("--grace", type=float, default=10.0, metavar="S", help="with --listen: after SIGTERM, how long open connections may finish (default 10)")
-    p.add_argument(
+    serve.add_argument("--max-connections", type=int, default=64, metavar="N", help="with --listen: served at once (default 64)")
+    serve.add_argument("--idle-timeout", type=float, default=300.0, metavar="S", help="with --listen: close a connection quiet this long (default 300)")
+    serve.add_argument("--grace", type=float, default=10.0, metavar="S", help="with --listen: after SIGTERM, how long open connections may finish (default 10)")
+    replay = p.add_argument_group("batch replay")
+    replay.add_argument(
         "--out-dir",
         metavar="DIR",
         help="batch replay: translate each FILE (or every *.ndjson/*.jsonl[.gz] under a "
         "directory FILE) into DIR/<name>.<format>.jsonl, in parallel",
     )
-    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N", help="with --out-dir: worker processes (default: one per core)")
-    p.add_argument("--force", action="store_true", help="with --out-dir: redo outputs that are up to date")
+    replay.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N", help="with --out-dir: worker processes (default: one per core)")
+    replay.add_argument("--force", action="store_true", help="with --out-dir: redo outputs that are up to date")
     p.add_argument("--version", action="version", version=f"translator {__version__}")
     return p
 
