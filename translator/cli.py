@@ -10,9 +10,8 @@ from typing import NoReturn
 
 import anyio
 
-from translator import __version__, batch
+from translator import __version__
 from translator.encoders import Encoder
-from translator.encoders.claude_code import ClaudeCodeEncoder
 from translator.encoders.enriched import EnrichedEncoder
 from translator.fold import Options
 from translator.pipeline import Config, Outcome, translate
@@ -184,6 +183,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def make_encoder(session_id: str) -> Encoder:
         if args.format == "claude-code":
+            from translator.encoders.claude_code import ClaudeCodeEncoder
+
             return ClaudeCodeEncoder(
                 [], session_id=session_id, partial=partial, results_only=results_only,
                 limits=rates.limits,
@@ -212,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.out_dir is not None:
         if args.follow or args.listen or not args.files:
             build_parser().error("--out-dir takes input files or directories, and no --follow/--listen")
+        from translator import batch  # its process pool and progress bar cost the others nothing
+
         template = batch.Job(
             format=args.format, partial=partial, results_only=results_only, rates=rates,
             options=cfg.options, clock=args.clock,

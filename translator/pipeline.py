@@ -23,8 +23,6 @@ import anyio.lowlevel
 from translator.diagnostics import stderr as _stderr
 from translator.encoders import Encoder
 from translator.fold import ESTIMATED, WALL, Options, Translator
-from translator.follow import follow
-from translator.service import Service, open_listener
 from translator.rates import RateCard
 
 CHUNK = 1 << 18
@@ -218,8 +216,12 @@ class Shell:
                 tg.start_soon(self._watch, signals)
                 try:
                     if self.cfg.follow is not None:
+                        from translator.follow import follow
+
                         await follow(self, self.cfg.follow, self.cfg.from_end)
                     elif self.cfg.listen is not None:
+                        from translator.service import Service, open_listener
+
                         try:
                             listener = await open_listener(self.cfg.listen)
                         except OSError as exc:
