@@ -111,9 +111,10 @@ OPTIONAL: dict[str, tuple[tuple[str, Shape], ...]] = {
 # it; the skipped key itself is the first occurrence before that (nothing before it in RunEnd;
 # in TurnEnd the assistant message could hold the marker inside a tool input, so it is looked
 # for from the right as well, within the fixed-shape tool results).
-SKIPPABLE: dict[str, tuple[bytes, bytes]] = {
-    RUN_END: (b',"final_messages":', b',"total_usage":'),
-    TURN_END: (b',"tool_results":', b',"stop_reason":'),
+# Each entry: (skipped key, the key after it, the line length from which skipping pays).
+SKIPPABLE: dict[str, tuple[bytes, bytes, int]] = {
+    RUN_END: (b',"final_messages":', b',"total_usage":', 0),
+    TURN_END: (b',"tool_results":', b',"stop_reason":', 16384),
 }
 
 
@@ -171,6 +172,11 @@ def check(ev: Event, etype: str, skipped: str | None = None) -> Event:
 def all_fit(evs: list[Any], etypes: tuple[str, ...]) -> bool:
     """Whether every decoded value is an event of one of `etypes` (types whose shapes are plain
     types) with every field of the right type: one C-level pass per field, for batches."""
+    if len(evs) < 8:  # a few: checked one by one, cheaper than the set-up below
+        try:
+            return all(type(ev) is dict and ev.get("type") in etypes and check(ev, ev["type"]) for ev in evs)
+        except BadLine:
+            return False
     get = methodcaller("get", "type")
     if not all(type(ev) is dict for ev in evs) or not set(map(get, evs)) <= set(etypes):
         return False
@@ -202,7 +208,7 @@ def split_parse(line: bytes, etype: str) -> Event | None:
     checked; only the skipped value is not. Returns
     None where the line is not laid out as serde writes it (the caller then parses it whole).
     """
-    cut, resume = SKIPPABLE[etype]
+    cut, resume, _ = SKIPPABLE[etype]
     j = line.rfind(resume)
     if j < 0:
         return None

@@ -593,7 +593,7 @@ class Translator:
         try:
             evs = orjson.loads(b"[" + b",".join(line for _, line in kept) + b"]")
             if E.all_fit(evs, types):
-                return [(no, ev) for (no, _), ev in zip(kept, evs)]
+                return [(no, ev) for (no, _), ev in zip(kept, evs, strict=True)]
         except orjson.JSONDecodeError:
             pass
         good = []
@@ -611,11 +611,12 @@ class Translator:
         """A line of a known type, decoded (without its skippable value) straight into its
         handler; anything unexpected takes the general path, which reports it."""
         handler = self._handlers[etype]
-        split = etype in E.SKIPPABLE
+        # Below this size skipping a value costs more (copies, a second decode) than it saves.
+        split_from = E.SKIPPABLE[etype][2] if etype in E.SKIPPABLE else None
 
         def route(line: bytes, now: float) -> None:
             try:
-                ev = E.split_parse(line, etype) if split else None
+                ev = E.split_parse(line, etype) if split_from is not None and len(line) >= split_from else None
                 if ev is None:
                     ev = orjson.loads(line)
                     if type(ev) is not dict or ev.get("type") != etype:
