@@ -164,3 +164,16 @@ def test_bad_headless_frames_are_reported() -> None:
     assert [d.split(": ")[2] for d in run.diagnostics] == [
         "text has a malformed 'delta'", "tool_use without 'name'"]
     assert run.output == headless("thinking")
+
+
+def test_a_partial_stream_ending_on_a_tool_result_has_no_reply_and_no_false_errors() -> None:
+    data = (b'{"type":"system","subtype":"init","session_id":"S","model":"anthropic/claude-sonnet-4-5"}\n'
+            b'{"type":"text","delta":"Checking."}\n'
+            b'{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}\n'
+            b'{"type":"tool_result","tool_use_id":"t1","is_error":false,"content":[{"type":"text","text":"a"}]}\n'
+            b'{"type":"result","subtype":"success","result":"Checking.","session_id":"S","total_cost_usd":0.0,'
+            b'"turns":1,"total_input_tokens":0,"total_output_tokens":0}\n')
+    run = drive(data)
+    assert run.diagnostics == []
+    (result,) = results(run.output)
+    assert result["result"] == "Checking."  # nothing since the tool: the upstream value stays

@@ -751,9 +751,8 @@ class Translator:
             self.model = model.rsplit("/", 1)[-1]  # "provider/model"
         if self._frame is not None and self._frame.saw_turn:
             self._close(now, "error", LOST_RUN_END)
-        if not self.encoder.translates_headless:
-            self.encoder.headless_frame(ev, line.strip(), self._stamp(now, ev))
-        self._headless(self._frame_for, now, ev)
+        self._h_frame(ev, now, line)
+        self._h_open(now, ev)
 
     def _h_user(self, ev: Event, now: float, line: bytes) -> None:
         """An echoed prompt: for Claude Code, a new input frame, the previous one answered."""
@@ -762,17 +761,15 @@ class Translator:
             return
         fr = self._frame
         if fr is not None and fr.saw_turn:
-            self._close_turn_span(fr, now, None)
-            end = H.run_end({"subtype": "success", "turns": fr.turns})
-            self._finish(self._summary(fr, now, "success", None, end), self._stamp(now, ev))
-        self._frame_for(now, ev)
+            self._h_finish(fr, now, None, self._stamp(now, ev))
+        self._h_open(now, ev)
 
     def _h_delta(self, ev: Event, now: float, line: bytes) -> None:
         fr = self._frame
         if fr is not None and fr.block[0] == H.TOOL_RESULT:
             self._h_turn_end(fr, now, [], "tool_use")  # a tool's result: the next call began
-        self._h_turn(self._frame, now, ev)
-        fr = self._frame_for(now, ev)
+        fr = self._h_open(now, ev)
+        self._h_turn(fr, now, ev)
         fr.streamed = True
         kind = ev["type"]
         if fr.block[0] != kind:
@@ -787,8 +784,8 @@ class Translator:
     def _h_tool_use(self, ev: Event, now: float, line: bytes) -> None:
         """Written when the tool call ends (after it ran), with its whole input. Without
         partial messages the turn's text is not known yet: the call waits for the message."""
-        self._h_turn(self._frame, now, ev)
-        fr = self._frame_for(now, ev)
+        fr = self._h_open(now, ev)
+        self._h_turn(fr, now, ev)
         fr.tool_ids.add(ev["id"])
         fr.since_tool.clear()
         fr.block = ("tool_use", fr.block[1] + 1)
@@ -798,7 +795,7 @@ class Translator:
         fr.tools[ev["id"]] = (ev["name"], [orjson.dumps(ev.get("input", {})).decode()])
 
     def _h_tool_result(self, ev: Event, now: float, line: bytes) -> None:
-        fr = self._frame_for(now, ev)
+        fr = self._h_open(now, ev)
         fr.since_tool.clear()
         fr.block = (H.TOOL_RESULT, fr.block[1])
         t_ms = ev.get("t_ms")
@@ -812,8 +809,8 @@ class Translator:
             fr.results.append({"type": "tool_result", **end})
 
     def _h_message(self, ev: Event, now: float, line: bytes) -> None:
-        self._h_turn(self._frame, now, ev)
-        fr = self._frame_for(now, ev)
+        fr = self._h_open(now, ev)
+        self._h_turn(fr, now, ev)
         content = ev["content"]
         tools = [b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and "id" in b]
         fr.tool_ids.update(tools)
@@ -836,23 +833,34 @@ class Translator:
         self._headless(self._turn_end, turn_end, now, b"")
 
     def _h_result(self, ev: Event, now: float, line: bytes) -> None:
+        self._h_finish(self._h_open(now, ev), now, ev, self._stamp(now, ev))
+
+    def _h_open(self, now: float, ev: Event) -> Frame:
+        """The open frame, or a new one. A headless run's reply is found its own way (see
+        _h_finish), never from the raw events' fallback."""
         fr = self._frame
         if fr is None:
             self._headless(self._frame_for, now, ev)
             fr = self._frame
-        assert fr is not None
+            assert fr is not None
+            fr.fallback = None
         fr.last_now = now
-        if fr.streamed:  # streamed with partial messages: the last call's end is now
+        return fr
+
+    def _h_finish(self, fr: Frame, now: float, upstream: Event | None, t: float) -> None:
+        """Close a headless input frame: at the upstream result, or (for Claude Code) at the
+        next echoed prompt, when the agent has evidently answered this one."""
+        if fr.streamed:  # with partial messages the last call ends here
             self._h_turn_end(fr, now, [], "end_turn")
         self._close_turn_span(fr, now, None)
         if fr.answer is None and fr.since_tool:
-            fr.answer = "".join(fr.since_tool)  # streamed with partial messages: no message frames
-        end = H.run_end(ev)
+            fr.answer = "".join(fr.since_tool)  # partial messages: no message frames
+        end = H.run_end(upstream if upstream is not None else {"subtype": "success", "turns": fr.turns})
         subtype, error = classify(end["stopped_for"])
         run = self._summary(fr, now, subtype, error, end)
-        run.upstream = ev
+        run.upstream = upstream
         run.tool_calls = len(fr.tool_ids)
-        self._finish(run, self._stamp(now, ev))
+        self._finish(run, t)
 
     def _h_frame(self, ev: Event, now: float, line: bytes) -> None:
         """A headless frame, as it is, to an encoder that passes them through."""
