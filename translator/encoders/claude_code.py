@@ -89,6 +89,7 @@ TERMINAL_REASONS = {
     "ContentFilter": "model_error",
     "StreamIdle": "model_error",
     "ThinkingBudgetExhausted": "model_error",
+    "Error": "model_error",  # a headless result's error of unstated origin
 }
 # A headless retry's error category as Claude Code names the error.
 RETRY_ERRORS = {"server_error": "server_error", "overloaded": "server_error", "rate_limit": "rate_limit"}
