@@ -80,7 +80,7 @@ class Frame:
     __slots__ = (
         "t_start", "t_prev_end", "api_s", "turns", "usage", "cost", "tool_calls", "answer",
         "fallback", "saw_turn", "turn_model", "turn_deltas", "turn_open", "last_model_now",
-        "last_model_src", "tools", "input_lines", "last_now", "first_model_now", "first_ttft",
+        "last_model_src", "tools", "last_now", "first_model_now", "first_ttft",
         "stop_reason", "message_ids", "last_text", "since_tool", "tool_ids", "block", "streamed",
         "results",
     )  # fmt: skip
@@ -104,7 +104,6 @@ class Frame:
         self.last_model_now = 0.0  # arrival of the turn's latest model-streamed event
         self.last_model_src: bytes | Event | None = None  # that event, for its recorded time
         self.tools: dict[str, tuple[str | None, list[str]]] = {}
-        self.input_lines: list[tuple[int, bytes]] = []  # tool-input deltas not decoded yet
         self.last_now = 0.0
         self.first_model_now: float | None = None  # arrival of the run's first model event
         self.first_ttft: float | None = None  # the first turn's reported ttft (seconds)
@@ -181,14 +180,10 @@ class Translator:
         self._seen_first = False
         self._delta_mode = encoder.delta_mode
         fast: dict[bytes, Callable[[bytes, float], None]] = {}
-        routed = [E.TURN_START, E.TOOL_START, E.TOOL_END, E.TURN_END, E.RUN_END]
+        routed = [E.TURN_START, E.TOOL_START, E.TOOL_INPUT, E.TOOL_END, E.TURN_END, E.RUN_END]
         if encoder.delta_mode != DECODED:
             fast[E.TEXT_DELTA.encode()] = self._fast_delta
             fast[E.THINKING_DELTA.encode()] = self._fast_delta
-        if encoder.delta_mode == SKIP:
-            fast[E.TOOL_INPUT.encode()] = self._fast_tool_input
-        else:
-            routed.append(E.TOOL_INPUT)
         for etype in routed:
             fast[etype.encode()] = self._route(etype)
         # --on-invalid fail promises that every bad line stops the run, so it decodes them all.
@@ -567,20 +562,6 @@ class Translator:
         kept = list(enumerate(region.split(b"\n"), first_no))
         return [ev for _, ev in self._decode_kept(kept, None)]
 
-    def _fast_tool_input(self, line: bytes, now: float) -> None:
-        if self._framed(line):
-            fr = self._frame_for(now, line)
-            self._model_event(fr, now, line)
-            fr.turn_deltas += 1
-            fr.input_lines.append((self.line_no, line))
-
-    def _resolve_inputs(self, fr: Frame) -> None:
-        """Decode the tool-input deltas kept since the last tool call ended, in one go."""
-        kept = fr.input_lines
-        fr.input_lines = []
-        for _, ev in self._decode_kept(kept, E.TOOL_INPUT):
-            fr.tools.setdefault(ev["tool_use_id"], (None, []))[1].append(ev["partial_json"])
-
     def _decode_kept(
         self, kept: list[tuple[int, bytes]], etype: str | None
     ) -> list[tuple[int, Event]]:
@@ -672,7 +653,6 @@ class Translator:
 
     def _tool_end(self, ev: Event, now: float, line: bytes) -> None:
         fr = self._frame_for(now, ev)
-        self._resolve_inputs(fr)
         name, parts = fr.tools.pop(ev["tool_use_id"], (None, []))
         fr.tool_calls += 1
         self.encoder.tool_call(
@@ -711,7 +691,6 @@ class Translator:
         fr.turn_open = False
         fr.turn_deltas = 0
         fr.tools.clear()
-        fr.input_lines.clear()
         self.encoder.turn_end(ev, model, cost, self._stamp(now, ev))
 
     def _run_end(self, ev: Event, now: float, line: bytes) -> None:
