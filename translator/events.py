@@ -256,18 +256,12 @@ def has_timestamp(ev: Event) -> bool:
     return timestamp_s(ev) is not None
 
 
-def last_text_block(message: Event) -> str | None:
-    """The last non-empty text block of a Message (Claude Code's `result`)."""
-    for b in reversed(message["content"]):
-        if type(b) is dict and b.get("type") == "text" and type(b.get("text")) is str and b["text"]:
-            return b["text"]
-    return None
-
-
-def message_text(message: Event) -> str:
-    """The text blocks of a Message, joined: what the agent calls its reply."""
-    return "".join(
+def reply(message: Event) -> tuple[str, str | None]:
+    """A Message's text blocks joined (what the agent calls its reply), and its last non-empty
+    text block (what Claude Code calls its result)."""
+    texts = [
         b["text"]
         for b in message["content"]
         if type(b) is dict and b.get("type") == "text" and type(b.get("text")) is str
-    )
+    ]
+    return "".join(texts), next((t for t in reversed(texts) if t), None)

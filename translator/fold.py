@@ -682,11 +682,11 @@ class Translator:
                 )
         fr.cost += cost
         message = ev["assistant_message"]
-        text = E.message_text(message)
+        text, last_block = E.reply(message)
         if text:
             fr.answer = text
             fr.fallback = None
-            fr.last_text = E.last_text_block(message)
+            fr.last_text = last_block
         fr.stop_reason = ev["stop_reason"]
         fr.turn_open = False
         fr.turn_deltas = 0
