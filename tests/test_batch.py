@@ -64,3 +64,26 @@ def test_failures_are_named_and_leave_nothing_behind(tmp_path: Path) -> None:
     assert b"translator: failed: broken.ndjson.gz:" in proc.stderr
     assert not list(out.rglob("broken*")) and not list(out.rglob(".*tmp"))
     assert (out / "one.enriched.jsonl").exists()
+
+
+def test_progress_is_shown_on_a_terminal(tmp_path: Path) -> None:
+    import os
+    import pty
+
+    src, out = logs(tmp_path), tmp_path / "out"
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: stderr (and stdout) on the pseudo-terminal
+        os.execv(TRANSLATOR, [TRANSLATOR, "--out-dir", str(out), str(src)])
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert b"2/2 files" in seen and b"100%" in seen  # tqdm: files done, bytes, rate, ETA
+    assert b"2 translated, 0 skipped" in seen
