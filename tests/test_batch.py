@@ -67,12 +67,16 @@ def test_failures_are_named_and_leave_nothing_behind(tmp_path: Path) -> None:
 
 
 def test_progress_is_shown_on_a_terminal(tmp_path: Path) -> None:
+    import fcntl
     import os
     import pty
+    import struct
+    import termios
 
     src, out = logs(tmp_path), tmp_path / "out"
     pid, fd = pty.fork()
-    if pid == 0:  # the child: stderr (and stdout) on the pseudo-terminal
+    if pid == 0:  # the child: stderr (and stdout) on a pseudo-terminal 100 columns wide
+        fcntl.ioctl(2, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
         os.execv(TRANSLATOR, [TRANSLATOR, "--out-dir", str(out), str(src)])
     seen = b""
     while True:
