@@ -177,14 +177,16 @@ def all_fit(evs: list[Any], etypes: tuple[str, ...]) -> bool:
             return all(type(ev) is dict and ev.get("type") in etypes and check(ev, ev["type"]) for ev in evs)
         except BadLine:
             return False
-    get = methodcaller("get", "type")
-    if not all(type(ev) is dict for ev in evs) or not set(map(get, evs)) <= set(etypes):
+    if set(map(type, evs)) != {dict} or not set(map(_GET_TYPE, evs)) <= set(etypes):
         return False
     keys, types, _ = _PLANS[etypes[0]]
     return all(
         set(map(type, map(methodcaller("get", key), evs))) <= {shape}
-        for key, shape in zip(keys, types)
+        for key, shape in zip(keys, types, strict=True)
     )
+
+
+_GET_TYPE = methodcaller("get", "type")
 
 
 def parse(line: bytes) -> Event:
