@@ -58,6 +58,10 @@ def _is_duration(v: object) -> bool:
     return v is None or (type(v) is dict and type(v.get("secs")) is int and type(v.get("nanos")) is int)
 
 
+def _is_blocks_or_text(v: object) -> bool:
+    return type(v) is list or type(v) is str
+
+
 def _is_stop(v: object) -> bool:
     return type(v) is str or (type(v) is dict and len(v) == 1)
 
@@ -94,7 +98,7 @@ SHAPES.update(
         "text": (("delta", str),),
         "thinking": (("delta", str),),
         "tool_use": (("id", str), ("name", str)),
-        "tool_result": (("tool_use_id", str), ("is_error", bool)),
+        "tool_result": (("tool_use_id", str), ("is_error", bool), ("content", _is_blocks_or_text)),
         "message": (("content", list),),
         "result": (("subtype", str),),
     }
@@ -150,7 +154,7 @@ def check(ev: Event, etype: str, skipped: str | None = None) -> Event:
         keys, types, preds = plan
         if tuple(map(type, map(ev.get, keys))) == types:
             for key, ok in preds:
-                if key != skipped and not ok(ev.get(key)):
+                if key != skipped and (key not in ev or not ok(ev[key])):
                     break
             else:
                 return ev

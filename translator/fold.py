@@ -349,7 +349,7 @@ class Translator:
         if handler is None:
             self.encoder.passthrough(line.strip())
         else:
-            handler(ev, now, line)
+            self._handle(handler, ev, now, line)
 
     def _first_event(self, ev: Event) -> None:
         self._seen_first = True
@@ -606,9 +606,17 @@ class Translator:
             except (BadLine, orjson.JSONDecodeError):
                 self._general(line, now)
                 return
-            handler(ev, now, line)
+            self._handle(handler, ev, now, line)
 
         return route
+
+    def _handle(self, handler: Callable[[Event, float, bytes], None], ev: Event, now: float, line: bytes) -> None:
+        """Run an event's handler. The shape checks cover what the handlers read; should a
+        value still surprise one, that line is reported and the stream goes on."""
+        try:
+            handler(ev, now, line)
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            self._bad(line, f"cannot be translated ({type(exc).__name__}: {exc})")
 
     def _turn_start(self, ev: Event, now: float, line: bytes) -> None:
         fr = self._frame
@@ -781,7 +789,10 @@ class Translator:
         if isinstance(t_ms, (int, float)) and t_ms > 0:
             fr.api_s -= t_ms / 1000  # the tool's own run time is not API time
         self._h_frame(ev, now, line)
-        end = {"tool_use_id": ev["tool_use_id"], "is_error": ev["is_error"], "content": ev.get("content", [])}
+        content = ev["content"]
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        end = {"tool_use_id": ev["tool_use_id"], "is_error": ev["is_error"], "content": content}
         if fr.streamed:
             self._headless(self._tool_end, end, now, b"")
         else:

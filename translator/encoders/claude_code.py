@@ -538,10 +538,12 @@ class ClaudeCodeEncoder:
             self._write(block, t, own if isinstance(own, dict) and own.get("type") == block.kind else None, usage)
         # Blocks no event announced (a headless turn without partial messages, say); a tool
         # call among them is answered from TurnEnd's own copy of the results.
+        copies = ev.get("tool_results")  # not checked by the fold: it may skip them
         results = {
             r.get("tool_use_id"): r
-            for message in ev.get("tool_results") or ()
-            for r in message.get("content", ())
+            for message in (copies if isinstance(copies, list) else ())
+            if isinstance(message, dict) and isinstance(message.get("content"), list)
+            for r in message["content"]
             if isinstance(r, dict)
         }
         last = self.blocks[-1].index if self.blocks else -1
