@@ -14,18 +14,15 @@ import re
 from collections.abc import Callable
 from datetime import datetime, UTC
 from functools import lru_cache
-from operator import itemgetter
 from typing import Any
 
 import orjson
 
 from translator.encoders import DECODED, RAW, SKIP, RunSummary
-from translator.events import Event
+from translator.events import Event, text_run
 
 _NL = orjson.OPT_APPEND_NEWLINE
 THINKING_MARK = b'"type":"AssistantThinkingDelta"'
-_TYPE_AND_BLOCK = itemgetter("type", "content_block_index")
-_TEXT = itemgetter("text")
 CHARS_PER_TOKEN = 4  # Claude Code's rough token estimate for thinking text
 NO_USAGE = {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 # A turn's usage arrives only with its TurnEnd: frames written before it carry zeros.
@@ -266,7 +263,7 @@ class ClaudeCodeEncoder:
         self.holding = False  # completed blocks wait behind a thinking block (see _complete)
         self.results: list[dict[str, Any]] = []  # tool results waiting for the turn's end
         self.answered: set[str] = set()  # tool calls whose result frame is out
-        self.pending: list[Callable[[], list[Event]]] = []  # raw deltas not decoded yet
+        self.pending: list[tuple[bytes, Callable[[], list[Event]]]] = []  # raw deltas, undecoded
         self.thinking_tokens = 0
 
     def _emit(self, frame: dict[str, Any]) -> None:
@@ -405,21 +402,20 @@ class ClaudeCodeEncoder:
             )
 
     def raw_deltas(self, lines: bytes, decode: Callable[[], list[Event]], t: float) -> None:
-        self.pending.append(decode)
+        self.pending.append((lines, decode))
         if THINKING_MARK in lines:
             self._resolve(t)
 
     def _resolve(self, t: float) -> None:
         """Decode the raw deltas kept so far, now that their content is needed."""
         pending, self.pending = self.pending, []
-        for decode in pending:
-            evs = decode()
-            if len(set(map(_TYPE_AND_BLOCK, evs))) == 1 and evs[0]["type"] == "AssistantTextDelta":
-                # the usual case, one text block's run of deltas: taken whole
-                block = self._current("text", evs[0]["content_block_index"], t)
-                block.parts.extend(map(_TEXT, evs))
+        for lines, decode in pending:
+            run = text_run(lines)
+            if run is not None:  # the usual case, one text block's run of deltas: taken whole
+                block = self._current("text", run[0], t)
+                block.parts.extend(run[1])
                 continue
-            for ev in evs:
+            for ev in decode():
                 if ev["type"] == "AssistantTextDelta":
                     self._text(ev, t)
                 else:
