@@ -270,32 +270,33 @@ class ClaudeCodeEncoder:
         self.out.append(orjson.dumps(frame, option=_NL))
 
     def _stream(self, event: dict[str, Any], **extra: Any) -> None:
-        if self.partial:
-            self._emit(
-                {
-                    "type": "stream_event",
-                    "event": event,
-                    "session_id": self.session_id,
-                    "parent_tool_use_id": None,
-                    "uuid": self.new_id(),
-                    **extra,
-                    "api_message_id": self.message_id,
-                }
-            )
+        """A `stream_event` (callers check `partial`: only partial messages have them)."""
+        self._emit(
+            {
+                "type": "stream_event",
+                "event": event,
+                "session_id": self.session_id,
+                "parent_tool_use_id": None,
+                "uuid": self.new_id(),
+                **extra,
+                "api_message_id": self.message_id,
+            }
+        )
 
     # ---------------------------------------------------------------- blocks
 
     def _open(self, kind: str, index: int, t: float, tool_id: str = "", name: str = "") -> Block:
         block = Block(kind, index, t, tool_id, name)
         self.blocks.append(block)
-        if kind == "text":
-            start: dict[str, Any] = {"type": "text", "text": ""}
-        elif kind == "thinking":
-            start = {"type": "thinking", "thinking": "", "signature": ""}
-        else:
-            start = {"type": "tool_use", "id": tool_id, "name": name, "input": {}}
-        extra = {"thinking_display": "updates"} if kind == "thinking" else {}
-        self._stream({"type": "content_block_start", "index": index, "content_block": start}, **extra)
+        if self.partial:
+            if kind == "text":
+                start: dict[str, Any] = {"type": "text", "text": ""}
+            elif kind == "thinking":
+                start = {"type": "thinking", "thinking": "", "signature": ""}
+            else:
+                start = {"type": "tool_use", "id": tool_id, "name": name, "input": {}}
+            extra = {"thinking_display": "updates"} if kind == "thinking" else {}
+            self._stream({"type": "content_block_start", "index": index, "content_block": start}, **extra)
         return block
 
     def _current(self, kind: str, index: int, t: float) -> Block:
@@ -340,14 +341,15 @@ class ClaudeCodeEncoder:
                 content = {"type": "thinking", "thinking": "".join(block.parts), "signature": ""}
             else:
                 content = {"type": "tool_use", "id": block.tool_id, "name": block.name, "input": block.input}
-        if block.kind == "thinking":  # "" when the block ended before its TurnEnd
+        if self.partial and block.kind == "thinking":  # "" when the block ended before its TurnEnd
             self._stream(
                 {"type": "content_block_delta", "index": block.index,
                  "delta": {"type": "signature_delta", "signature": content.get("signature", "")}}
             )
         if self.frames:
             self._emit(self._assistant(block, t, content, usage))
-        self._stream({"type": "content_block_stop", "index": block.index})
+        if self.partial:
+            self._stream({"type": "content_block_stop", "index": block.index})
 
     def _assistant(self, block: Block, t: float, content: dict[str, Any], usage: dict[str, Any] | None) -> dict[str, Any]:
         frame: dict[str, Any] = {
@@ -448,11 +450,12 @@ class ClaudeCodeEncoder:
                 {"type": "system", "subtype": "thinking_tokens", "estimated_tokens": self.thinking_tokens,
                  "estimated_tokens_delta": delta, "session_id": self.session_id, "uuid": self.new_id()}
             )
-        self._stream(
-            {"type": "content_block_delta", "index": block.index,
-             "delta": {"type": "thinking_delta", "thinking": ev["text"]}},
-            thinking_display="updates",
-        )
+        if self.partial:
+            self._stream(
+                {"type": "content_block_delta", "index": block.index,
+                 "delta": {"type": "thinking_delta", "thinking": ev["text"]}},
+                thinking_display="updates",
+            )
 
     def tool_start(self, ev: Event, t: float) -> None:
         self._resolve(t)
@@ -470,10 +473,11 @@ class ClaudeCodeEncoder:
         if block is None or block.done:
             return
         chunk = ev["partial_json"]
-        self._stream(
-            {"type": "content_block_delta", "index": block.index,
-             "delta": {"type": "input_json_delta", "partial_json": chunk}}
-        )
+        if self.partial:
+            self._stream(
+                {"type": "content_block_delta", "index": block.index,
+                 "delta": {"type": "input_json_delta", "partial_json": chunk}}
+            )
         block.parts.append(chunk)
         # A prefix of a JSON object never parses: once the input does, it is all there.
         if chunk.rstrip().endswith("}"):
@@ -553,11 +557,12 @@ class ClaudeCodeEncoder:
             result = results.get(block.tool_id) if kind == "tool_use" else None
             if result is not None and block.tool_id not in self.answered:
                 self._user(block.tool_id, block.name, result.get("content", []), result.get("is_error", False), t)
-        self._stream(
-            {"type": "message_delta", "delta": {"stop_reason": ev["stop_reason"], "stop_sequence": None},
-             "usage": wire}
-        )
-        self._stream({"type": "message_stop"})
+        if self.partial:
+            self._stream(
+                {"type": "message_delta", "delta": {"stop_reason": ev["stop_reason"], "stop_sequence": None},
+                 "usage": wire}
+            )
+            self._stream({"type": "message_stop"})
         for frame in self.results:
             self._emit(frame)
         name = model or self.turn_model
