@@ -137,7 +137,6 @@ def test_fallback_to_all_deltas_when_no_turn_had_text() -> None:
         line(type="TurnStart", turn_index=0, message_id="m", model="claude-sonnet-4-5")
         + line(type="AssistantTextDelta", turn_index=0, content_block_index=0, text="Hel")
         + line(type="AssistantTextDelta", turn_index=0, content_block_index=0, text="lo")
-        + turn(1, None)[:0]
         + line(
             type="TurnEnd",
             turn_index=0,

@@ -23,8 +23,7 @@ from translator.rates import RateCard, turn_cost
 WALL, RECORDED, ESTIMATED = "wall", "recorded", "estimated"
 DELTA_TYPES = (E.TEXT_DELTA, E.THINKING_DELTA)
 EXCERPT_BYTES = 80
-TEXT_PREFIX = b'{"type":"AssistantTextDelta",'
-DELTA_PREFIXES = (TEXT_PREFIX, b'{"type":"AssistantThinkingDelta",')
+DELTA_PREFIXES = (b'{"type":"AssistantTextDelta",', b'{"type":"AssistantThinkingDelta",')
 # Where one delta line ends and the next begins.
 JOINT_TEXT = b"}\n" + DELTA_PREFIXES[0]
 JOINT_THINKING = b"}\n" + DELTA_PREFIXES[1]
@@ -483,13 +482,12 @@ class Translator:
 
     def _fallback_text(self, kept: list[tuple[int, bytes]]) -> str:
         """The run's text deltas joined: decoded only now, when no turn gave a reply."""
-        text_lines = [
-            (first_no + i, line)
+        return "".join(
+            ev["text"]
             for first_no, block in kept
-            for i, line in enumerate(block.split(b"\n"))
-            if line.startswith(TEXT_PREFIX)
-        ]
-        return "".join(ev["text"] for _, ev in self._decode_kept(text_lines, E.TEXT_DELTA))
+            for ev in self._decode_region(block, first_no)
+            if ev["type"] == E.TEXT_DELTA
+        )
 
     def _finish(self, run: RunSummary, t: float) -> None:
         self.encoder.result(run, t)
@@ -551,41 +549,24 @@ class Translator:
                 (text if ev["type"] == E.TEXT_DELTA else thinking)(ev, t)
 
     def _decode_region(self, region: bytes, first_no: int) -> list[Event]:
-        """Delta lines (newline-separated, numbered from `first_no`) decoded in one go; bad
-        ones are reported and left out."""
+        """Text/thinking delta lines (newline-separated, numbered from `first_no`) whose
+        decoding was deferred: one orjson call when they are all good; otherwise one by one,
+        the bad ones reported with their own line numbers and left out."""
         try:
             evs = orjson.loads(b"[" + region.replace(b"\n", b",") + b"]")
             if E.all_fit(evs, DELTA_TYPES):
                 return evs
         except orjson.JSONDecodeError:
             pass
-        kept = list(enumerate(region.split(b"\n"), first_no))
-        return [ev for _, ev in self._decode_kept(kept, None)]
-
-    def _decode_kept(
-        self, kept: list[tuple[int, bytes]], etype: str | None
-    ) -> list[tuple[int, Event]]:
-        """Decode lines whose decoding was deferred (all of `etype`, or text/thinking deltas
-        when None); bad ones are reported with their own line numbers. One orjson call decodes
-        them all when they are all good."""
-        if not kept:
-            return []
-        types = (etype,) if etype else DELTA_TYPES
-        try:
-            evs = orjson.loads(b"[" + b",".join(line for _, line in kept) + b"]")
-            if E.all_fit(evs, types):
-                return [(no, ev) for (no, _), ev in zip(kept, evs, strict=True)]
-        except orjson.JSONDecodeError:
-            pass
         good = []
-        for no, line in kept:
+        for line_no, line in enumerate(region.split(b"\n"), first_no):
             try:
                 ev = E.parse(line)
-                if ev["type"] not in types:
-                    raise BadLine(f"expected {' or '.join(types)}")
-                good.append((no, ev))
+                if ev["type"] not in DELTA_TYPES:
+                    raise BadLine(f"expected {' or '.join(DELTA_TYPES)}")
+                good.append(ev)
             except BadLine as exc:
-                self._bad(line, exc.reason, no)
+                self._bad(line, exc.reason, line_no)
         return good
 
     def _route(self, etype: str) -> Callable[[bytes, float], None]:
@@ -706,7 +687,6 @@ class Translator:
         self._close_turn_span(fr, now, None)
         subtype, error = classify(ev["stopped_for"])
         self._finish(self._summary(fr, now, subtype, error, ev), self._stamp(now, ev))
-
 
     # ------------------------------------------------------------------ headless input
 
