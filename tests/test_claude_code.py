@@ -250,3 +250,19 @@ def test_signal_while_a_tool_runs_is_aborted_tools() -> None:
     core.cancel(1.0)
     result = frames_of(core.take_output())[-1]
     assert (result["subtype"], result["terminal_reason"]) == ("error_during_execution", "aborted_tools")
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ('server error (HTTP 503): {"error": "busy"}', (503, None)),
+        ("server error (HTTP 502): <html>bad gateway</html>", (502, None)),
+        ("connection reset", (None, None)),
+    ],
+)
+def test_api_errors_without_the_usual_body(message: str, expected: tuple[Any, Any]) -> None:
+    from translator.encoders.claude_code import api_error
+
+    status, err_type, text = api_error(message)
+    assert (status, err_type) == expected
+    assert text.startswith("API Error: ")

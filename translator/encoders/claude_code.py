@@ -183,10 +183,11 @@ def api_error(message: str) -> tuple[int | None, str | None, str]:
     if brace >= 0:
         try:
             body = orjson.loads(message[brace:])
-            err = body.get("error", {}) if isinstance(body, dict) else {}
-            err_type, detail = err.get("type"), err.get("message")
         except orjson.JSONDecodeError:
-            pass
+            body = None
+        err = body.get("error") if isinstance(body, dict) else None
+        if isinstance(err, dict):
+            err_type, detail = err.get("type"), err.get("message")
     if detail is None:
         detail = message
     text = f"API Error: {status} {detail}" if status else f"API Error: {detail}"
@@ -395,7 +396,7 @@ class ClaudeCodeEncoder:
             message: dict[str, Any] = {
                 "id": self.message_id, "type": "message", "role": "assistant",
                 "model": self.turn_model, "content": [], "stop_reason": None,
-                "stop_sequence": None, "usage": {**NO_USAGE, "output_tokens": 0, "service_tier": "standard"},
+                "stop_sequence": None, "usage": UNKNOWN_USAGE,
             }
             self._stream(
                 {"type": "message_start", "message": message},
