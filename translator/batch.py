@@ -11,6 +11,7 @@ derives from the input's relative path and modification time, so a rerun gives t
 from __future__ import annotations
 
 import gzip
+import itertools
 import os
 import sys
 import time
@@ -91,7 +92,7 @@ def session_id(relative: str) -> str:
 def counter_ids(session: str) -> Callable[[], str]:
     """Deterministic frame uuids: the nth of a session is uuid5(session, n)."""
     base = uuid.UUID(session)
-    numbers = iter(range(1 << 62))
+    numbers = itertools.count()
     return lambda: str(uuid.uuid5(base, str(next(numbers))))
 
 

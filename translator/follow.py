@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from translator.pipeline import CHUNK
+
 if TYPE_CHECKING:
     from translator.fold import Translator
     from translator.pipeline import Shell
 
-CHUNK = 1 << 18
 RECHECK_S = 5.0  # even with inotify, a look this often (a volume remounted, an event missed)
 POLL_S = 0.2  # without inotify
 # inotify(7): what may change the file we follow, seen from its directory.
