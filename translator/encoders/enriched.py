@@ -36,6 +36,8 @@ class EnrichedEncoder:
 
     def _init(self, model: str | None) -> None:
         """One init frame per input stream, before anything else."""
+        if self._init_sent:
+            return
         self._init_sent = True
         if self._frames:
             frame: dict[str, Any] = {"type": "system", "subtype": "init", "session_id": self.session_id}
@@ -44,8 +46,7 @@ class EnrichedEncoder:
             self._emit(frame)
 
     def frame_start(self, model: str | None, t: float) -> None:
-        if not self._init_sent:
-            self._init(model)
+        self._init(model)
 
     def turn_start(self, ev: Event, t: float) -> None:
         pass
@@ -85,8 +86,7 @@ class EnrichedEncoder:
             self._emit({"type": "message", **ev["assistant_message"]})
 
     def passthrough(self, line: bytes) -> None:
-        if not self._init_sent:
-            self._init(None)
+        self._init(None)
         if self._frames:
             self.out.append(line + b"\n")
 
@@ -100,8 +100,7 @@ class EnrichedEncoder:
         if run.upstream is not None:
             self._emit(repair(run.upstream, run))
             return
-        if not self._init_sent:
-            self._init(None)
+        self._init(None)
         self._emit(result_frame(run, self.session_id))
 
 
