@@ -12,10 +12,7 @@ import sys
 
 import orjson
 
-WORDS = (
-    "the agent reads a file and counts lines then writes a summary of what it found in the "
-    "repository including tests docs and build scripts before it answers"
-).split()
+WORDS = ["the", "agent", "reads", "a", "file", "and", "counts", "lines", "then", "writes", "a", "summary", "of", "what", "it", "found", "in", "the", "repository", "including", "tests", "docs", "and", "build", "scripts", "before", "it", "answers"]
 TURNS_PER_RUN = 4
 DELTAS_PER_TURN = 40
 

@@ -53,20 +53,19 @@ def peak_rss_kib(pid: int) -> int:
 
 
 async def client(path: str, stream: bytes, want: list[dict], stats: dict[str, int]) -> None:
-    async with await anyio.connect_unix(path) as sock:
-        async with anyio.create_task_group() as tg:
+    async with await anyio.connect_unix(path) as sock, anyio.create_task_group() as tg:
 
-            async def send() -> None:
-                await sock.send(stream)
-                await sock.send_eof()
+        async def send() -> None:
+            await sock.send(stream)
+            await sock.send_eof()
 
-            tg.start_soon(send)
-            out = bytearray()
-            try:
-                while True:
-                    out += await sock.receive()
-            except anyio.EndOfStream:
-                pass
+        tg.start_soon(send)
+        out = bytearray()
+        try:
+            while True:
+                out += await sock.receive()
+        except anyio.EndOfStream:
+            pass
     got = comparable(bytes(out))
     stats["frames"] += len(got)
     stats["ok" if got == want else "bad"] += 1

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from conftest import FIXTURES, events
 from test_cli import TRANSLATOR
+
 from translator.batch import session_id
 
 

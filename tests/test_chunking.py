@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
+from conftest import FIXTURES, SCENARIOS, drive, events
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.gen import run_events
-from conftest import FIXTURES, SCENARIOS, drive, events
 
 # Every fixture, a generated multi-turn run, bad lines of each kind, CRLF, blanks, an over-long
 # line and a last line without a newline: the awkward cases all meet chunk boundaries.
@@ -27,7 +28,7 @@ MAX_LINE = 20000
 
 def translate_in(cuts: list[int], **options: object) -> tuple[bytes, list[str], bytes]:
     bounds = sorted({0, len(CORPUS), *cuts})
-    chunks = [(CORPUS[a:b], 0.0) for a, b in zip(bounds, bounds[1:])]
+    chunks = [(CORPUS[a:b], 0.0) for a, b in itertools.pairwise(bounds)]
     run = drive(chunks, max_line_bytes=MAX_LINE, **options)
     return run.output, run.diagnostics, run.rejects
 
@@ -36,7 +37,7 @@ WHOLE = translate_in([])
 
 
 def test_the_corpus_exercises_the_awkward_cases() -> None:
-    output, diagnostics, rejects = WHOLE
+    output, diagnostics, _rejects = WHOLE
     assert len(diagnostics) == 5  # not json, over-long, malformed TurnStart, \xff, cut last line
     assert output.count(b'"type":"result"') == len(SCENARIOS) + 1 + 1 + 1 + 1
 
@@ -70,5 +71,5 @@ HEADLESS_CORPUS = b"".join(
 @given(st.lists(st.integers(min_value=1, max_value=len(HEADLESS_CORPUS) - 1), max_size=40))
 def test_any_chunking_of_a_headless_stream(cuts: list[int]) -> None:
     bounds = sorted({0, len(HEADLESS_CORPUS), *cuts})
-    chunks = [(HEADLESS_CORPUS[a:b], 0.0) for a, b in zip(bounds, bounds[1:])]
+    chunks = [(HEADLESS_CORPUS[a:b], 0.0) for a, b in itertools.pairwise(bounds)]
     assert drive(chunks).output == drive(HEADLESS_CORPUS).output

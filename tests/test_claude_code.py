@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 import pytest
-
 from conftest import FIXTURES, events, frames_of
+
 from translator.encoders.claude_code import ClaudeCodeEncoder
 from translator.fold import Options, Translator
 from translator.rates import RateCard
@@ -81,7 +81,7 @@ def differences(ours: Any, theirs: Any, frame_kind: str, path: str = "") -> list
             found += differences(ours[key], theirs[key], frame_kind, sub)
         return found
     if isinstance(theirs, list) and isinstance(ours, list) and len(ours) == len(theirs):
-        return [d for i, (a, b) in enumerate(zip(ours, theirs)) for d in differences(a, b, frame_kind, f"{path}[{i}]")]
+        return [d for i, (a, b) in enumerate(zip(ours, theirs, strict=False)) for d in differences(a, b, frame_kind, f"{path}[{i}]")]
     return [] if ours == theirs else [f"{frame_kind} {path}: {ours!r} != {theirs!r}"]
 
 
@@ -95,9 +95,8 @@ def known_deviation(name: str, frame_kind: str, diff: str) -> bool:
         ours, theirs = diff.split(": ", 1)[1].split(" != ")
         # Claude Code appends its own gateway's address to the server-error text
         return theirs.startswith(ours.rstrip("'\"")) and "inference gateway" in theirs
-    if name == "thinking_partial" and diff.split(":")[0].endswith("signature"):
-        return True  # with partial messages the thinking block ends before TurnEnd brings it
-    return False
+    # with partial messages the thinking block ends before TurnEnd brings it
+    return name == "thinking_partial" and diff.split(":")[0].endswith("signature")
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-
 from conftest import EXPECTED, FIXTURES, events, frames_of, lines_of
 
 TRANSLATOR = shutil.which("translator", path=str(Path(sys.executable).parent)) or "translator"
@@ -115,7 +114,7 @@ def test_reject_file_gets_every_bad_line_verbatim(tmp_path: Path) -> None:
 
 
 def test_on_invalid_fail_exits_65_after_closing_the_frame() -> None:
-    data = b"\n".join(lines_of("tool_use_two_turns")[:4] + [b"oops"] + lines_of("tool_use_two_turns")[4:])
+    data = b"\n".join([*lines_of("tool_use_two_turns")[:4], b"oops", *lines_of("tool_use_two_turns")[4:]])
     proc = run("--on-invalid", "fail", stdin=data)
     assert proc.returncode == 65
     result = frames_of(proc.stdout)[-1]

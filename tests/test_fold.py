@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import (
     EXPECTED,
     SCENARIOS,
@@ -15,6 +14,7 @@ from conftest import (
     run_end,
     turn,
 )
+
 from translator.fold import LOST_RUN_END, THINKING_BUDGET, TRUNCATED
 from translator.rates import RateCard
 
@@ -318,8 +318,9 @@ def test_on_invalid_fail_closes_the_open_frame() -> None:
 
 
 def test_every_emitted_line_is_json() -> None:
-    from bench.gen import run_events  # the benchmark's generator: the full agent shape
     import random
+
+    from bench.gen import run_events  # the benchmark's generator: the full agent shape
 
     data = b"\n".join(e for r in range(3) for e in run_events(random.Random(r), r)) + b"\n"
     run = drive(data)

@@ -6,9 +6,10 @@ import itertools
 from typing import Any
 
 import pytest
-
 from conftest import EXPECTED, FIXTURES, drive, frames_of
-from test_claude_code import kind, translate as translate_raw_cc
+from test_claude_code import kind
+from test_claude_code import translate as translate_raw_cc
+
 from translator.encoders.claude_code import ClaudeCodeEncoder
 from translator.fold import Options, Translator
 from translator.rates import RateCard
@@ -41,7 +42,7 @@ def test_an_old_build_is_repaired_like_the_raw_events(name: str) -> None:
     repaired = results(drive(headless(f"{name}.pre0049")).output)
     expected = results((EXPECTED / f"{name.split('.')[0]}.enriched.jsonl").read_bytes())
     assert len(repaired) == len(expected)
-    for ours, theirs in zip(repaired, expected):
+    for ours, theirs in zip(repaired, expected, strict=False):
         assert {k: v for k, v in ours.items() if k not in UNKNOWABLE} == {
             k: v for k, v in theirs.items() if k not in UNKNOWABLE
         }
@@ -118,7 +119,7 @@ def test_claude_code_from_either_dialect_is_the_same(name: str) -> None:
     # Without partial messages the headless stream has no thinking deltas to estimate from.
     from_raw = [f for f in translate_raw_cc(name) if kind(f) != "system/thinking_tokens"]
     assert [kind(f) for f in from_headless] == [kind(f) for f in from_raw]
-    for ours, theirs in zip(from_headless, from_raw):
+    for ours, theirs in zip(from_headless, from_raw, strict=False):
         # the headless result's cost is the agent's own figure (here rounded by this translator)
         assert ours.get("total_cost_usd") == pytest.approx(theirs.get("total_cost_usd"))
         assert strip(ours) == strip(theirs)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import random
 
 import orjson
+from conftest import FIXTURES, SCENARIOS, events
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, SCENARIOS, events
 from translator.encoders.claude_code import ClaudeCodeEncoder
 from translator.encoders.enriched import EnrichedEncoder
 from translator.fold import Options, Translator

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from conftest import EXPECTED, events, frames_of, lines_of
 from test_cli import TRANSLATOR
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 
 import orjson
 import pytest
-
 from conftest import drive, lines_of
 
 # tool_use_two_turns, line by line, with the second at which each line arrives (or was stamped).
@@ -18,12 +17,12 @@ START = 100.0
 def timed_chunks() -> list[tuple[bytes, float]]:
     lines = lines_of("tool_use_two_turns")
     assert len(lines) == len(ARRIVALS)
-    return [(ln + b"\n", t) for ln, t in zip(lines, ARRIVALS)]
+    return [(ln + b"\n", t) for ln, t in zip(lines, ARRIVALS, strict=False)]
 
 
 def stamped(key: str) -> bytes:
     out = []
-    for ln, t in zip(lines_of("tool_use_two_turns"), ARRIVALS):
+    for ln, t in zip(lines_of("tool_use_two_turns"), ARRIVALS, strict=False):
         ev = orjson.loads(ln)
         if key == "ts":
             ev["ts"] = t

@@ -8,11 +8,11 @@ cheapest decoding that still gives it what the output needs; `split_parse` is ho
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC
 from operator import methodcaller
 from typing import Any
 
 import orjson
-from datetime import UTC
 
 Event = dict[str, Any]
 
@@ -48,10 +48,7 @@ def _is_message(v: object) -> bool:
 def _is_usage(v: object) -> bool:
     if type(v) is not dict or "input_tokens" not in v or "output_tokens" not in v:
         return False
-    for count in v.values():
-        if type(count) is not int or count < 0:
-            return False
-    return True
+    return all(not (type(count) is not int or count < 0) for count in v.values())
 
 
 def _is_duration(v: object) -> bool:
@@ -134,14 +131,14 @@ def loads(line: bytes) -> Any:
 
 
 def _fits(value: object, shape: Shape) -> bool:
-    return type(value) is shape if type(shape) is type else shape(value)  # type: ignore[operator]
+    return type(value) is shape if type(shape) is type else shape(value)
 
 
 def _plan(shapes: tuple[tuple[str, Shape], ...]) -> tuple[tuple[str, ...], tuple[type, ...], tuple[tuple[str, Callable[[object], bool]], ...]]:
     """Split a shape list into exact-type fields (checked by one C-level map) and predicates."""
     typed = [(k, s) for k, s in shapes if type(s) is type]
     preds = tuple((k, s) for k, s in shapes if type(s) is not type)
-    return tuple(k for k, _ in typed), tuple(s for _, s in typed), preds  # type: ignore[misc]
+    return tuple(k for k, _ in typed), tuple(s for _, s in typed), preds
 
 
 _PLANS = {etype: _plan(shapes) for etype, shapes in SHAPES.items() if etype not in OPTIONAL}

@@ -77,11 +77,33 @@ class Frame:
     """State of one open input frame (one run). Nothing in it outlives the frame."""
 
     __slots__ = (
-        "t_start", "t_prev_end", "api_s", "turns", "usage", "cost", "tool_calls", "answer",
-        "fallback", "saw_turn", "turn_model", "turn_deltas", "turn_open", "last_model_now",
-        "last_model_src", "tools", "last_now", "first_model_now", "first_ttft",
-        "stop_reason", "message_ids", "last_text", "since_tool", "tool_ids", "block", "streamed",
+        "answer",
+        "api_s",
+        "block",
+        "cost",
+        "fallback",
+        "first_model_now",
+        "first_ttft",
+        "last_model_now",
+        "last_model_src",
+        "last_now",
+        "last_text",
+        "message_ids",
         "results",
+        "saw_turn",
+        "since_tool",
+        "stop_reason",
+        "streamed",
+        "t_prev_end",
+        "t_start",
+        "tool_calls",
+        "tool_ids",
+        "tools",
+        "turn_deltas",
+        "turn_model",
+        "turn_open",
+        "turns",
+        "usage",
     )  # fmt: skip
 
     def __init__(self, t_start: float | None) -> None:
@@ -553,7 +575,7 @@ class Translator:
         decoding was deferred: one orjson call when they are all good; otherwise one by one,
         the bad ones reported with their own line numbers and left out."""
         try:
-            evs = orjson.loads(b"[" + region.replace(b"\n", b",") + b"]")
+            evs: list[dict[str, Any]] = orjson.loads(b"[" + region.replace(b"\n", b",") + b"]")
             if E.all_fit(evs, DELTA_TYPES):
                 return evs
         except orjson.JSONDecodeError:

@@ -8,6 +8,7 @@ follower sleeps in the kernel; elsewhere it polls. Either way it looks again eve
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
@@ -97,10 +98,8 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
                     core.feed(data, time.monotonic())
                     await shell.emit(core)
                 st: os.stat_result | None = None
-                try:
+                with contextlib.suppress(FileNotFoundError):
                     st = os.stat(path)
-                except FileNotFoundError:
-                    pass
                 replaced = st is not None and _identity(st) != identity
                 if replaced or (st is not None and st.st_size < offset):
                     # a new file, or this one cut back: the stream so far has ended

@@ -9,6 +9,7 @@ signal can interrupt a quiet input.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import stat
@@ -101,10 +102,8 @@ class Output:
 
     def close(self) -> None:
         if self._was_blocking is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.set_blocking(self.fd, self._was_blocking)
-            except OSError:
-                pass
 
 
 class Shell:
@@ -113,7 +112,7 @@ class Shell:
         self.out = out
         self.outcome = Outcome()
         self.read_scope: anyio.CancelScope | None = None
-        self.rejects = open(cfg.reject_file, "ab") if cfg.reject_file else None
+        self.rejects = open(cfg.reject_file, "ab") if cfg.reject_file else None  # noqa: SIM115 (closed in close())
 
     async def emit(self, core: Translator, write: Callable[[bytes], Awaitable[None]] | None = None) -> None:
         """Diagnostics to stderr, rejected lines to the reject file, frames to `write`

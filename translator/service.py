@@ -40,11 +40,11 @@ async def open_listener(address: str) -> Listener[ByteStream]:
                 os.unlink(where)  # a socket left by an earlier run
         except FileNotFoundError:
             pass
-        return await anyio.create_unix_listener(where)  # type: ignore[return-value]
+        return await anyio.create_unix_listener(where)
     if kind == "tcp" and where:
         host, _, port = where.rpartition(":")
         host = host.strip("[]") or "127.0.0.1"
-        return await anyio.create_tcp_listener(local_host=host, local_port=int(port))  # type: ignore[return-value]
+        return await anyio.create_tcp_listener(local_host=host, local_port=int(port))
     raise ValueError(f"--listen {address!r}: expected unix:PATH or tcp:[HOST:]PORT")
 
 

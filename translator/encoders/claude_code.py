@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from datetime import datetime, UTC
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -206,7 +206,7 @@ def tool_result_content(blocks: list[Any]) -> Any:
 class Block:
     """One content block of the turn being streamed."""
 
-    __slots__ = ("kind", "index", "parts", "tool_id", "name", "input", "t_start", "done")
+    __slots__ = ("done", "index", "input", "kind", "name", "parts", "t_start", "tool_id")
 
     def __init__(self, kind: str, index: int, t: float, tool_id: str = "", name: str = "") -> None:
         self.kind = kind  # text | thinking | tool_use
