@@ -7,6 +7,9 @@ a pipe), to show it stays flat. Latency: a live pipe fed one event per milliseco
 output frame, the time from the write of the input line that produced it to the frame's arrival.
 
     python bench/run.py [--mb 100] [--rounds 5] [--latency-events 4000]
+
+Every figure with a target is checked; the run ends with a list of the targets missed and exits 1
+when there is any (a figure that could not be measured, e.g. jq not installed, counts as missed).
 """
 
 from __future__ import annotations
@@ -30,7 +33,16 @@ from bench.gen import generate, run_events  # noqa: E402
 
 PY = sys.executable
 TRANSLATOR = str(Path(PY).parent / "translator")
-TARGETS = {"jq": 10.0, "parse": 1.0, "rss_mb": 64.0, "p99_ms": 2.0}
+# Time of the translator as a multiple of the parse-every-line floor (lower is better).
+TARGETS = {"jq": 10.0, "floor": 1.0, "floor_cc": 1.3, "rss_mb": 64.0, "flat": 1.10, "p99_ms": 2.0, "idle_cpu": 0.01}
+MISSED: list[str] = []
+
+
+def check(ok: bool, what: str) -> str:
+    """Record a target; the mark printed beside its figure."""
+    if not ok:
+        MISSED.append(what)
+    return "met" if ok else "MISSED"
 
 
 def timed(cmd: list[str], stdin: Path | None = None, feed: list[str] | None = None) -> tuple[float, float]:
@@ -96,7 +108,8 @@ def throughput(ref: Path, rounds: int) -> dict[str, float]:
     if shutil.which("jq"):
         commands["jq fold"] = (["jq", "-c", "-n", "--arg", "sid", "S", "-f", str(HERE / "fold.jq")], ref)
     else:
-        print("jq is not installed: its row is skipped (apt-get install jq)")
+        print("jq is not installed: the jq comparison cannot be made (install it: apt-get install jq)")
+        check(False, "translator vs jq: jq is not installed (apt-get install jq)")
     times: dict[str, list[float]] = {name: [] for name in commands}
     rss: dict[str, float] = {}
     for _ in range(rounds):
@@ -112,20 +125,29 @@ def throughput(ref: Path, rounds: int) -> dict[str, float]:
     mine = medians["translator"]
     if "jq fold" in medians:
         ratio = medians["jq fold"] / mine
-        print(f"  translator vs jq:            {ratio:5.1f}x faster   (target >= {TARGETS['jq']:.0f}x)")
-    for name in ("translator", "translator cc"):
-        ratio = medians["parse-every-line"] / medians[name]
-        print(f"  {name + ' vs parse-only:':29s}{ratio:5.2f}x          (target >= {TARGETS['parse']:.2f}x)")
+        mark = check(ratio >= TARGETS["jq"], f"translator vs jq {ratio:.1f}x (target >= {TARGETS['jq']:.0f}x)")
+        print(f"  translator vs jq:            {ratio:5.1f}x faster   (target >= {TARGETS['jq']:.0f}x)   {mark}")
+    for name, key in (("translator", "floor"), ("translator cc", "floor_cc")):
+        ratio = medians[name] / medians["parse-every-line"]
+        what = f"{name} {ratio:.2f}x the parse-every-line time (target <= {TARGETS[key]:.2f}x)"
+        mark = check(ratio <= TARGETS[key], what)
+        print(f"  {name + ' / parse-only:':29s}{ratio:5.2f}x the time (target <= {TARGETS[key]:.2f}x)   {mark}")
     return medians
 
 
 def flat_memory(ref: Path) -> None:
     print("\npeak RSS as the stream grows (fed through a pipe):")
     for fmt in ("enriched", "claude-code"):
+        peaks = []
         for copies in (1, 2, 4):
             _, peak = timed([TRANSLATOR, "--format", fmt], feed=["cat", *[str(ref)] * copies])
+            peaks.append(peak)
             size = ref.stat().st_size * copies / 1e6
-            print(f"  {fmt:12s} {size:6.0f} MB  peak RSS {peak:6.1f} MiB   (target <= {TARGETS['rss_mb']:.0f} MiB, flat)")
+            mark = check(peak <= TARGETS["rss_mb"], f"{fmt} peak RSS {peak:.1f} MiB at {size:.0f} MB")
+            print(f"  {fmt:12s} {size:6.0f} MB  peak RSS {peak:6.1f} MiB   (target <= {TARGETS['rss_mb']:.0f} MiB)   {mark}")
+        growth = peaks[-1] / peaks[0]
+        mark = check(growth <= TARGETS["flat"], f"{fmt} peak RSS grows {growth:.2f}x from 1x to 4x the stream")
+        print(f"  {fmt:12s} 4x / 1x stream: peak RSS {growth:.2f}x   (target <= {TARGETS['flat']:.2f}x, flat)   {mark}")
 
 
 def frames_per_line(lines: list[bytes], args: list[str]) -> list[int]:
@@ -184,9 +206,10 @@ def latency(n_events: int, args: list[str], label: str) -> None:
     measured = min(len(owners), len(arrived))
     lat = sorted((arrived[k] - sent[owners[k]]) * 1000 for k in range(measured))
     p = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))]  # noqa: E731
+    mark = check(p(0.99) <= TARGETS["p99_ms"], f"live p99 {p(0.99):.3f} ms with {label}")
     print(
         f"  {label:34s} {len(lines)} events, {measured} frames: p50 {p(0.5):.3f} ms, "
-        f"p99 {p(0.99):.3f} ms, max {lat[-1]:.3f} ms   (target p99 <= {TARGETS['p99_ms']:.0f} ms)"
+        f"p99 {p(0.99):.3f} ms, max {lat[-1]:.3f} ms   (target p99 <= {TARGETS['p99_ms']:.0f} ms)   {mark}"
     )
 
 
@@ -204,7 +227,12 @@ def idle_follower(seconds: float) -> None:
         used = _cpu_seconds(proc.pid) - before
         proc.terminate()
         proc.wait()
-    print(f"\nidle follower: {used * 1000:.1f} ms of CPU in {seconds:.0f} s ({used / seconds * 100:.3f}% of a core)")
+    share = used / seconds
+    mark = check(share <= TARGETS["idle_cpu"], f"idle follower {share * 100:.3f}% of a core")
+    print(
+        f"\nidle follower: {used * 1000:.1f} ms of CPU in {seconds:.0f} s ({share * 100:.3f}% of a core)"
+        f"   (target <= {TARGETS['idle_cpu'] * 100:.0f}%)   {mark}"
+    )
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -231,6 +259,12 @@ def main() -> None:
     latency(args.latency_events, ["--include-partial-messages"], "--include-partial-messages")
     latency(args.latency_events, ["--format", "claude-code"], "--format claude-code")
     idle_follower(10.0)
+    if MISSED:
+        print(f"\n{len(MISSED)} target(s) missed:")
+        for what in MISSED:
+            print(f"  - {what}")
+        raise SystemExit(1)
+    print("\nall targets met")
 
 
 if __name__ == "__main__":
