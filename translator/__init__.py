@@ -1,3 +1,23 @@
-"""translator: a coding agent's raw events in, Claude-Code-compatible stream-json out."""
+"""translator: a coding agent's raw events in, Claude-Code-compatible stream-json out.
 
-__version__ = "0.1.0"
+The library API (see the README, "Use it from Python"): `translate()` for a whole input,
+`Stream` for a live one.
+"""
+
+from translator.api import FORMATS, Clock, Format, Frame, Stream, StreamOptions, translate, translate_bytes
+from translator.rates import RateCard
+
+__version__ = "0.1.0"  # the one place the version is kept (pyproject reads it)
+
+__all__ = [
+    "FORMATS",
+    "Clock",
+    "Format",
+    "Frame",
+    "RateCard",
+    "Stream",
+    "StreamOptions",
+    "__version__",
+    "translate",
+    "translate_bytes",
+]

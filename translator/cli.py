@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import re
 import sys
@@ -11,8 +12,7 @@ from typing import NoReturn
 import anyio
 
 from translator import __version__
-from translator.encoders import Encoder
-from translator.encoders.enriched import EnrichedEncoder
+from translator.api import FORMATS, make_encoder
 from translator.fold import Options
 from translator.pipeline import Config, Outcome, translate
 from translator.rates import RateCard
@@ -72,7 +72,7 @@ def build_parser() -> Parser:
     p.add_argument("files", nargs="*", metavar="FILE", help="inputs in order; '-' or none: stdin")
     p.add_argument(
         "--format",
-        choices=("enriched", "claude-code"),
+        choices=FORMATS,
         default="enriched",
         help="enriched: the agent's stream-json with the ADR 0049 result (default); "
         "claude-code: what the Claude Code CLI prints (claude -p --output-format stream-json "
@@ -181,19 +181,11 @@ def main(argv: list[str] | None = None) -> int:
         return EX_CONFIG
     partial, results_only = args.include_partial_messages, args.results_only
 
-    def make_encoder(session_id: str) -> Encoder:
-        if args.format == "claude-code":
-            from translator.encoders.claude_code import ClaudeCodeEncoder
-
-            return ClaudeCodeEncoder(
-                [], session_id=session_id, partial=partial, results_only=results_only,
-                limits=rates.limits,
-            )
-        return EnrichedEncoder([], session_id=session_id, partial=partial, results_only=results_only)
-
     cfg = Config(
         sources=args.files or ["-"],
-        make_encoder=make_encoder,
+        make_encoder=functools.partial(
+            make_encoder, args.format, include_partial_messages=partial, results_only=results_only, rates=rates
+        ),
         rates=rates,
         options=Options(
             strict=args.strict,

@@ -16,14 +16,15 @@ import stat
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import anyio
 import anyio.lowlevel
 
+from translator.api import core_options
 from translator.diagnostics import stderr as _stderr
 from translator.encoders import Encoder
-from translator.fold import ESTIMATED, WALL, Options, Translator
+from translator.fold import Options, Translator
 from translator.rates import RateCard
 
 CHUNK = 1 << 18
@@ -129,13 +130,7 @@ class Shell:
             await (write or self.out.write)(data)
 
     def options_for(self, live: bool) -> Options:
-        opts = replace(self.cfg.options, epoch=time.time() - time.monotonic())
-        if self.cfg.clock == "auto":
-            opts.clock = WALL if live else ESTIMATED
-            opts.detect_recorded = True
-        else:
-            opts.clock = self.cfg.clock
-        return opts
+        return core_options(self.cfg.options, self.cfg.clock, live, time.time() - time.monotonic())
 
     def new_core(self, label: str, live: bool) -> Translator:
         """A fresh core for one input stream: `live` streams are timed as they arrive."""

@@ -1,0 +1,275 @@
+"""The library API: the stable, typed way to use the translator from Python.
+
+A thin facade over the sans-I/O core (`fold.Translator` and the encoders), so that embedding
+never means wiring an encoder's output list by hand. `translate()` turns a whole input into
+frames; `Stream` translates a live input as it arrives. The command line is built on the same
+pieces (`make_encoder`, `core_options`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
+from os import PathLike, fspath
+from typing import Any, Literal, Protocol, TypedDict, Unpack
+
+import orjson
+
+from translator.encoders import Encoder
+from translator.encoders.enriched import EnrichedEncoder
+from translator.fold import ESTIMATED, WALL, Options, Translator
+from translator.rates import RateCard
+
+Format = Literal["enriched", "claude-code"]
+Clock = Literal["auto", "wall", "recorded", "estimated"]
+Frame = dict[str, Any]  # one output frame, decoded
+FORMATS: tuple[Format, ...] = ("enriched", "claude-code")
+CLOCKS: tuple[Clock, ...] = ("auto", "wall", "recorded", "estimated")
+READ_SIZE = 1 << 18
+
+
+class Readable(Protocol):
+    def read(self, size: int = ..., /) -> bytes: ...
+
+
+Input = bytes | str | Readable | Iterable[bytes | str | Frame]
+Rates = RateCard | str | PathLike[str] | None  # a card, a card's path, or None: the bundled one
+
+
+class StreamOptions(TypedDict, total=False):
+    """The keyword options of `Stream`, as `translate()` takes them."""
+
+    session_id: str | None
+    include_partial_messages: bool
+    results_only: bool
+    rates: Rates
+    on_invalid: Literal["report", "fail"]
+    strict: bool
+    max_line_bytes: int
+    source: str
+
+
+def make_encoder(
+    format: Format,
+    session_id: str,
+    *,
+    include_partial_messages: bool = False,
+    results_only: bool = False,
+    rates: RateCard | None = None,
+    new_id: Callable[[], str] | None = None,
+) -> Encoder:
+    """A fresh encoder of one output format, for one input stream."""
+    if format == "claude-code":
+        from translator.encoders.claude_code import ClaudeCodeEncoder  # only its users pay for it
+
+        card = rates or RateCard.bundled()
+        extra: dict[str, Any] = {} if new_id is None else {"new_id": new_id}
+        return ClaudeCodeEncoder(
+            [], session_id=session_id, partial=include_partial_messages, results_only=results_only,
+            limits=card.limits, **extra,
+        )
+    if format == "enriched":
+        return EnrichedEncoder(
+            [], session_id=session_id, partial=include_partial_messages, results_only=results_only
+        )
+    raise ValueError(f"unknown format {format!r}: expected one of {', '.join(FORMATS)}")
+
+
+def core_options(base: Options, clock: str, live: bool, epoch: float) -> Options:
+    """The core's options for one stream. `auto` is recorded when the first event carries a
+    stamp, else the arrival time for a live input and the ttft/tbt estimate for a replay."""
+    if clock not in CLOCKS:
+        raise ValueError(f"unknown clock {clock!r}: expected one of {', '.join(CLOCKS)}")
+    if clock == "auto":
+        return replace(base, clock=WALL if live else ESTIMATED, detect_recorded=True, epoch=epoch)
+    return replace(base, clock=clock, detect_recorded=False, epoch=epoch)
+
+
+def _card(rates: Rates) -> RateCard:
+    if rates is None:
+        return RateCard.bundled()
+    return rates if isinstance(rates, RateCard) else RateCard.load(fspath(rates))
+
+
+class Stream:
+    """One input stream, translated as it arrives: `feed()` bytes, get the frames they
+    completed; `end()` when the input ends (an open run gets its result), or `cancel()` to
+    close an open run as cancelled. Neither reads nor writes anything itself.
+
+    Each returned frame is one JSON line (bytes ending in a newline), ready to write out;
+    `orjson.loads`/`json.loads` gives the dict. Bad input lines never raise: they are
+    reported through `take_diagnostics()` (and kept verbatim for `take_rejects()`), and the
+    stream goes on, unless `on_invalid="fail"`, which closes the open run and stops."""
+
+    def __init__(
+        self,
+        format: Format = "enriched",
+        *,
+        session_id: str | None = None,
+        include_partial_messages: bool = False,
+        results_only: bool = False,
+        clock: Clock = "auto",
+        live: bool = True,
+        rates: Rates = None,
+        on_invalid: Literal["report", "fail"] = "report",
+        strict: bool = False,
+        max_line_bytes: int = 64 << 20,
+        source: str = "<stream>",
+    ) -> None:
+        card = _card(rates)
+        self.session_id = session_id or str(uuid.uuid4())
+        encoder = make_encoder(
+            format, session_id=self.session_id, include_partial_messages=include_partial_messages,
+            results_only=results_only, rates=card,
+        )
+        base = Options(strict=strict, stop_on_invalid=on_invalid == "fail", max_line_bytes=max_line_bytes)
+        epoch = time.time() - time.monotonic()
+        self._core = Translator(
+            encoder, rates=card, options=core_options(base, clock, live, epoch),
+            started_at=time.monotonic(), source=source,
+        )
+        self._out = encoder.out
+
+    def feed(self, data: bytes, now: float | None = None) -> list[bytes]:
+        """Consume a chunk (any split: lines may span chunks) that arrived at `now`
+        (`time.monotonic()` seconds; default: now). Returns the frames it completed."""
+        self._core.feed(data, time.monotonic() if now is None else now)
+        return self._take()
+
+    def end(self, now: float | None = None) -> list[bytes]:
+        """The input ended: a last line without a newline counts; an open run is closed
+        with an error result ("the input ended before the run finished")."""
+        self._core.end(time.monotonic() if now is None else now)
+        return self._take()
+
+    def cancel(self, now: float | None = None) -> list[bytes]:
+        """Stop (e.g. on a signal): an open run is closed as `cancelled`."""
+        self._core.cancel(time.monotonic() if now is None else now)
+        return self._take()
+
+    def take_diagnostics(self) -> list[str]:
+        """One line per bad input line since the last call: `translator: <source>:<line>: …`."""
+        return self._core.take_diagnostics()
+
+    def take_rejects(self) -> bytes:
+        """The rejected input lines since the last call, verbatim, each with its newline."""
+        return self._core.take_rejects()
+
+    @property
+    def stopped(self) -> bool:
+        """True after `end()`, `cancel()`, or a bad line under `on_invalid="fail"`."""
+        return self._core.stopped
+
+    @property
+    def run_open(self) -> bool:
+        """A run has begun and has not had its result yet."""
+        return self._core.frame_open
+
+    @property
+    def results(self) -> int:
+        """How many runs have had their result frame."""
+        return self._core.frames_closed
+
+    @property
+    def last_subtype(self) -> str | None:
+        """The last result's subtype (success, error, max_turns, cancelled, …)."""
+        return self._core.last_subtype
+
+    @property
+    def bad_lines(self) -> int:
+        return self._core.bad_lines
+
+    @property
+    def clock(self) -> str:
+        """The clock the durations use (wall, recorded or estimated), once the first event has decided it."""
+        return self._core.clock
+
+    def _take(self) -> list[bytes]:
+        frames = self._out[:]
+        self._out.clear()
+        return frames
+
+
+def _chunks(data: Input) -> Iterator[bytes]:
+    if isinstance(data, bytes):
+        yield data
+    elif isinstance(data, str):
+        yield data.encode()
+    elif hasattr(data, "read"):
+        while chunk := data.read(READ_SIZE):
+            yield chunk
+    else:
+        for item in data:
+            if isinstance(item, bytes):
+                yield item
+            elif isinstance(item, str):
+                yield item.encode()
+            else:
+                yield orjson.dumps(item, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def translate_bytes(
+    data: Input,
+    format: Format = "enriched",
+    *,
+    on_diagnostic: Callable[[str], None] | None = None,
+    clock: Clock = "auto",
+    **options: Unpack[StreamOptions],
+) -> Iterator[bytes]:
+    """Like `translate()`, but each frame as its JSON line (bytes ending in a newline)."""
+    stream = Stream(format, clock=clock, live=False, **options)
+    if on_diagnostic is None:
+        import logging  # only a caller that leaves diagnostics to the logger pays for it
+
+        on_diagnostic = logging.getLogger("translator").warning
+    report = on_diagnostic
+    for chunk in _chunks(data):
+        yield from stream.feed(chunk, 0.0)
+        for line in stream.take_diagnostics():
+            report(line)
+        if stream.stopped:
+            break
+    yield from stream.end(0.0)
+    for line in stream.take_diagnostics():
+        report(line)
+
+
+def translate(
+    data: Input,
+    format: Format = "enriched",
+    *,
+    on_diagnostic: Callable[[str], None] | None = None,
+    clock: Clock = "auto",
+    **options: Unpack[StreamOptions],
+) -> Iterator[Frame]:
+    """Translate one whole input stream (a saved log) into its output frames, as dicts.
+
+    `data`: the agent's raw events or headless stream-json, as bytes or str, a binary file
+    object, or an iterable of chunks (bytes/str, joined as they are: a file's lines keep their
+    newlines) or of events as dicts. `format`: "enriched" (default) or "claude-code".
+    `options`: those of `Stream` (session_id, include_partial_messages, results_only, rates,
+    on_invalid, strict, max_line_bytes, source). The clock defaults to the events' own stamps
+    when they have them, else the ttft/tbt estimate, so a replay's durations do not depend on
+    how fast it is read. A bad line is passed to `on_diagnostic` (default: a warning on the
+    "translator" logger) and skipped."""
+    for line in translate_bytes(data, format, on_diagnostic=on_diagnostic, clock=clock, **options):
+        yield orjson.loads(line)
+
+
+__all__ = [
+    "CLOCKS",
+    "FORMATS",
+    "Clock",
+    "Format",
+    "Frame",
+    "Input",
+    "Rates",
+    "Stream",
+    "StreamOptions",
+    "core_options",
+    "make_encoder",
+    "translate",
+    "translate_bytes",
+]
