@@ -13,6 +13,7 @@ import anyio
 
 from translator import __version__
 from translator.api import FORMATS, make_encoder
+from translator.diagnostics import use_json
 from translator.fold import Options
 from translator.pipeline import Config, Outcome, translate
 from translator.rates import RateCard
@@ -139,6 +140,14 @@ def build_parser() -> Parser:
     serve.add_argument("--max-connections", type=int, default=64, metavar="N", help="with --listen: served at once (default 64)")
     serve.add_argument("--idle-timeout", type=float, default=300.0, metavar="S", help="with --listen: close a connection quiet this long (default 300)")
     serve.add_argument("--grace", type=float, default=10.0, metavar="S", help="with --listen: after SIGTERM, how long open connections may finish (default 10)")
+    watch = p.add_argument_group("observability")
+    watch.add_argument(
+        "--log-format",
+        choices=("text", "json"),
+        default="text",
+        help="diagnostics on stderr as text lines (default) or one JSON object per line "
+        "(time, level, source, line, reason, kind, excerpt) for log shippers",
+    )
     replay = p.add_argument_group("batch replay")
     replay.add_argument(
         "--out-dir",
@@ -180,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"translator: --rates {args.rates}: {exc}", file=sys.stderr)
         return EX_CONFIG
     partial, results_only = args.include_partial_messages, args.results_only
+    if args.log_format == "json":
+        use_json()
 
     cfg = Config(
         sources=args.files or ["-"],

@@ -1,14 +1,83 @@
-"""stderr, where diagnostics go: stdout carries data only."""
+"""Diagnostics: what a report on a bad line holds, and stderr, where reports go (stdout carries
+data only). Text is the default; `--log-format json` writes one JSON object per line for log
+shippers. Either way a report quotes at most the first 80 bytes of the line it is about."""
 
 from __future__ import annotations
 
 import sys
+import time
+from typing import Any
+
+import orjson
+
+# The fixed set of reasons a line is rejected for (the `reason` label of the bad-lines metric).
+KINDS = ("invalid_utf8", "invalid_json", "not_an_event", "malformed_event", "too_long", "untranslatable")
+_json = False
 
 
-def stderr(lines: list[str]) -> None:
-    """Write diagnostic lines; a closed or broken stderr is not worth dying for."""
+class Diagnostic(str):
+    """A report on one input line. It is its text line (so it prints, joins and compares as
+    any other diagnostic does) and carries its fields for JSON logs and metrics."""
+
+    source: str
+    line: int
+    reason: str
+    excerpt: str
+
+    def __new__(cls, source: str, line: int, reason: str, excerpt: str) -> Diagnostic:
+        self = super().__new__(cls, f"translator: {source}:{line}: {reason}: {excerpt}")
+        self.source, self.line, self.reason, self.excerpt = source, line, reason, excerpt
+        return self
+
+    def __reduce__(self) -> tuple[type[Diagnostic], tuple[str, int, str, str]]:
+        return Diagnostic, (self.source, self.line, self.reason, self.excerpt)  # batch workers send these
+
+    @property
+    def kind(self) -> str:
+        """Which of KINDS the reason is."""
+        reason = self.reason
+        if reason == "invalid UTF-8":
+            return "invalid_utf8"
+        if reason.startswith("invalid JSON"):
+            return "invalid_json"
+        if reason.startswith("line longer than"):
+            return "too_long"
+        if reason.startswith("cannot be translated"):
+            return "untranslatable"
+        if reason in ("not a JSON object", "no 'type' key", "'type' is not a string"):
+            return "not_an_event"
+        return "malformed_event"
+
+
+def use_json() -> None:
+    """From now on, diagnostics are JSON lines (`--log-format json`)."""
+    global _json
+    _json = True
+
+
+def as_json(line: str, level: str, now: float) -> bytes:
+    """One diagnostic as a JSON line: time, level, then the report's fields (or its message)."""
+    record: dict[str, Any] = {
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z",
+        "level": level,
+    }
+    if isinstance(line, Diagnostic):
+        record |= {"source": line.source, "line": line.line, "reason": line.reason, "kind": line.kind,
+                   "excerpt": line.excerpt}
+    else:
+        record["message"] = line.removeprefix("translator: ")
+    return orjson.dumps(record) + b"\n"
+
+
+def stderr(lines: list[str], level: str = "error") -> None:
+    """Write diagnostic lines; a closed or broken stderr is not worth dying for. `level`
+    (error, warning, info) shows only in JSON."""
     try:
-        sys.stderr.write("".join(line + "\n" for line in lines))
+        if _json:
+            now = time.time()
+            sys.stderr.write(b"".join(as_json(line, level, now) for line in lines).decode())
+        else:
+            sys.stderr.write("".join(line + "\n" for line in lines))
         sys.stderr.flush()
     except (OSError, ValueError):
         pass

@@ -16,6 +16,7 @@ import orjson
 
 from translator import events as E
 from translator import headless as H
+from translator.diagnostics import Diagnostic
 from translator.encoders import DECODED, RAW, SKIP, Encoder, RunSummary
 from translator.events import BadLine, Event
 from translator.rates import RateCard, turn_cost
@@ -387,7 +388,7 @@ class Translator:
         self.bad_lines += 1
         excerpt = line[:EXCERPT_BYTES].decode("utf-8", "backslashreplace").rstrip("\r")
         where = self.line_no if line_no is None else line_no
-        self._diags.append(f"translator: {self.source}:{where}: {reason}: {excerpt}")
+        self._diags.append(Diagnostic(self.source, where, reason, excerpt))
         if self.options.stop_on_invalid and not self.stopped:
             self._close(self._now_guess(), "error", f"input rejected at line {self.line_no}: {reason}")
             self.stopped = True

@@ -120,7 +120,7 @@ class Shell:
         (default: stdout)."""
         diags = core.take_diagnostics()
         if diags:
-            _stderr(diags)
+            _stderr(diags, "warning")
         rejected = core.take_rejects()
         if rejected and self.rejects is not None:
             self.rejects.write(rejected)

@@ -102,7 +102,7 @@ class Service:
                         except anyio.EndOfStream:
                             data = b""
                     if idle.cancelled_caught:
-                        _stderr([f"translator: {label}: nothing for {self.idle_timeout:g} s; closing"])
+                        _stderr([f"translator: {label}: nothing for {self.idle_timeout:g} s; closing"], "info")
                         break
                     if not data:
                         break

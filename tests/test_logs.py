@@ -1,0 +1,63 @@
+"""--log-format json: diagnostics as JSON lines a log shipper can parse, from the installed command."""
+
+from __future__ import annotations
+
+import calendar
+import pickle
+import time
+
+import orjson
+from conftest import events
+from test_cli import run
+
+from translator.diagnostics import KINDS, Diagnostic
+
+BAD = (
+    b"not json\n"  # invalid_json
+    b"\xff\xfe\n"  # invalid_utf8
+    b"[1, 2]\n"  # not_an_event
+    b'{"type":"TurnStart","turn_index":"zero"}\n'  # malformed_event
+    + b'{"type":"AssistantTextDelta","text":"' + b"s" * 1100 + b'"}\n'  # too_long under --max-line-bytes 1000
+)
+
+
+def test_json_diagnostics_carry_the_fields_and_at_most_80_bytes_of_the_line() -> None:
+    before = time.time()
+    proc = run("--log-format", "json", "--max-line-bytes", "1000", stdin=BAD + events("thinking"))
+    assert proc.returncode == 0
+    assert orjson.loads(proc.stdout.splitlines()[-1])["result"] == "17 * 23 = 391."
+    records = [orjson.loads(line) for line in proc.stderr.splitlines()]
+    assert [(r["line"], r["kind"]) for r in records] == [
+        (1, "invalid_json"), (2, "invalid_utf8"), (3, "not_an_event"), (4, "malformed_event"), (5, "too_long"),
+    ]
+    for r in records:
+        assert set(r) == {"time", "level", "source", "line", "reason", "kind", "excerpt"}
+        assert r["level"] == "warning" and r["source"] == "<stdin>"
+        assert r["time"].endswith("Z")
+        stamp = calendar.timegm(time.strptime(r["time"][:19], "%Y-%m-%dT%H:%M:%S"))
+        assert before - 1 <= stamp <= time.time() + 1
+    assert records[0]["excerpt"] == "not json" and records[0]["reason"].startswith("invalid JSON")
+    assert records[4]["reason"] == "line longer than 1000 bytes (1139 bytes)"
+    assert records[4]["excerpt"] == '{"type":"AssistantTextDelta","text":"' + "s" * 43  # 80 bytes, no more
+
+
+def test_text_stays_the_default_with_the_same_report() -> None:
+    proc = run(stdin=BAD[:9])
+    assert proc.stderr.decode().startswith("translator: <stdin>:1: invalid JSON (")
+    assert proc.stderr.decode().endswith("): not json\n")
+
+
+def test_other_messages_are_json_too() -> None:
+    proc = run("--log-format", "json", "/nonexistent/events.ndjson")
+    assert proc.returncode == 66
+    (record,) = [orjson.loads(line) for line in proc.stderr.splitlines()]
+    assert record["level"] == "error"
+    assert record["message"] == "/nonexistent/events.ndjson: No such file or directory"
+
+
+def test_a_diagnostic_is_its_text_line_and_survives_a_trip_to_a_batch_worker() -> None:
+    diag = Diagnostic("a.ndjson", 7, "invalid UTF-8", "\\xff")
+    assert diag == "translator: a.ndjson:7: invalid UTF-8: \\xff"
+    back = pickle.loads(pickle.dumps(diag))
+    assert (back, back.line, back.kind) == (diag, 7, "invalid_utf8")
+    assert diag.kind in KINDS
