@@ -220,6 +220,34 @@ def text_run(region: bytes) -> tuple[int, list[str]] | None:
     return head["content_block_index"], texts
 
 
+ENVELOPE_VERSION = 1
+
+
+def unwrap(value: Any) -> list[Any] | None:
+    """The events inside what the agent's MCP and HTTP adapters deliver (ADR 0055): an envelope
+    `{"v":1,"event":{…}}`, a JSON array of envelopes (or of bare events), or a whole poll
+    response `{"events":[…],"next_cursor":…}`. None when `value` is none of these."""
+    if type(value) is dict and "type" not in value:
+        if "event" in value and "v" in value:
+            items: list[Any] = [value]
+        elif type(value.get("events")) is list:
+            items = value["events"]
+        else:
+            return None
+    elif type(value) is list and all(type(item) is dict for item in value):
+        items = value
+    else:
+        return None
+    events = []
+    for item in items:
+        if type(item) is dict and "type" not in item and "event" in item and "v" in item:
+            if item["v"] != ENVELOPE_VERSION:
+                raise BadLine(f"envelope version {item['v']!r} is not supported")
+            item = item["event"]
+        events.append(item)
+    return events
+
+
 def parse(line: bytes) -> Event:
     """Full decode and shape check of one line."""
     ev = loads(line)

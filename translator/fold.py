@@ -80,9 +80,11 @@ class Frame:
     __slots__ = (
         "answer",
         "api_s",
+        "attempts",
         "block",
         "cost",
         "fallback",
+        "fallback_mark",
         "first_model_now",
         "first_ttft",
         "last_model_now",
@@ -90,6 +92,7 @@ class Frame:
         "last_now",
         "last_text",
         "message_ids",
+        "open_index",
         "results",
         "saw_turn",
         "since_tool",
@@ -119,7 +122,10 @@ class Frame:
         # Blocks of raw delta lines (first line number, lines), kept only while no turn has
         # produced a reply: they are the fallback reply.
         self.fallback: list[tuple[int, bytes]] | None = []
+        self.fallback_mark = 0  # where the open turn's attempt began in `fallback`
         self.saw_turn = False
+        self.open_index: int | None = None  # turn_index of the TurnStart awaiting its TurnEnd
+        self.attempts = 0  # retries of the open turn so far
         self.turn_model: str | None = None
         self.turn_deltas = 0
         self.turn_open = False
@@ -349,6 +355,10 @@ class Translator:
                 f"line longer than {self.options.max_line_bytes} bytes ({len(line)} bytes)", line
             )
             return
+        self._content(line, now)
+
+    def _content(self, line: bytes, now: float) -> None:
+        """One event's bytes (a line, or an event out of an envelope line)."""
         if line.startswith(E.TYPE_PREFIX):
             handler = self._fast.get(line[9 : line.find(b'"', 9)])
             if handler is not None:
@@ -363,7 +373,8 @@ class Translator:
         try:
             ev = E.parse(line)
         except BadLine as exc:
-            self._bad(line, exc.reason)
+            if not self._envelope(line, now):
+                self._bad(line, exc.reason)
             return
         if not self._seen_first:
             self._first_event(ev)
@@ -372,6 +383,22 @@ class Translator:
             self.encoder.passthrough(line.strip())
         else:
             self._handle(handler, ev, now, line)
+
+    def _envelope(self, line: bytes, now: float) -> bool:
+        """Whether the line is an envelope (or a batch) of events; if so, each is handled as if
+        it were a line of its own (same line number)."""
+        try:
+            inner = E.unwrap(E.loads(line))
+        except BadLine as exc:
+            self._bad(line, exc.reason)
+            return True
+        if inner is None:
+            return False
+        for ev in inner:
+            self._content(orjson.dumps(ev), now)
+            if self.stopped:
+                break
+        return True
 
     def _first_event(self, ev: Event) -> None:
         self._seen_first = True
@@ -487,7 +514,7 @@ class Translator:
             answer=fr.answer,
             fallback_text=self._fallback_text(fr.fallback) if fr.answer is None and fr.fallback else "",
             turns=fr.turns if end is None else end["turn_count"],
-            usage=fr.usage if end is None else end["total_usage"],
+            usage=fr.usage,  # the sum of TurnEnd.usage, as the agent's driver reports it
             cost_usd=fr.cost,
             duration_ms=to_ms(duration),
             duration_api_ms=to_ms(fr.api_s),
@@ -624,16 +651,31 @@ class Translator:
 
     def _turn_start(self, ev: Event, now: float, line: bytes) -> None:
         fr = self._frame
-        if fr is not None and fr.saw_turn and ev["turn_index"] == 0:
-            # turn_index restarts at 0 only with a new run: the previous RunEnd was lost.
+        index = ev["turn_index"]
+        retry = fr is not None and fr.open_index == index
+        if fr is not None and not retry and index == 0 and fr.turns:
+            # turn_index restarts at 0 after a completed turn only with a new run: the
+            # previous RunEnd was lost.
             self._close(now, "error", LOST_RUN_END)
         self.model = ev["model"] if self.model is None else self.model
         fr = self._frame_for(now, ev)
         fr.saw_turn = True
         fr.turn_model = ev["model"]
-        fr.turn_deltas = 0
         fr.message_ids.append(ev["message_id"])
         self._model_event(fr, now, ev)
+        if retry:
+            # The same turn sent again (the agent's max_tokens or drain retry): nothing of
+            # the abandoned attempt is the reply. Its deltas still count as API time.
+            fr.attempts += 1
+            if fr.fallback is not None:
+                del fr.fallback[fr.fallback_mark :]
+            fr.tools.clear()
+            self.encoder.turn_retry(ev, fr.attempts, self._stamp(now, ev))
+            return
+        fr.open_index = index
+        fr.attempts = 0
+        fr.fallback_mark = len(fr.fallback) if fr.fallback is not None else 0
+        fr.turn_deltas = 0
         self.encoder.turn_start(ev, self._stamp(now, ev))
 
     def _text_delta(self, ev: Event, now: float, line: bytes) -> None:
@@ -701,6 +743,7 @@ class Translator:
             fr.last_text = last_block
         fr.stop_reason = ev["stop_reason"]
         fr.turn_open = False
+        fr.open_index = None
         fr.turn_deltas = 0
         fr.tools.clear()
         self.encoder.turn_end(ev, model, cost, self._stamp(now, ev))
@@ -851,6 +894,7 @@ class Translator:
         end = H.run_end(upstream if upstream is not None else {"subtype": "success", "turns": fr.turns})
         subtype, error = classify(end["stopped_for"])
         run = self._summary(fr, now, subtype, error, end)
+        run.usage = end["total_usage"]  # the dialect reports tokens once, at its end
         run.upstream = upstream
         run.tool_calls = len(fr.tool_ids)
         self._finish(run, t)

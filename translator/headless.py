@@ -62,12 +62,17 @@ def _count(value: Any) -> int:
 
 
 def repair(upstream: dict[str, Any], run: RunSummary) -> dict[str, Any]:
-    """The upstream result with ADR 0049 applied: `result` is the final assistant message (when
-    the stream showed one), and the keys it lacks are added from what the translator saw and
-    measured. Keys the upstream already has keep their values, so a new build's frame comes
-    out as it went in, and repairing twice is repairing once."""
+    """The upstream result with ADR 0049 applied.
+
+    A frame from a build that has ADR 0049 (it carries one of its keys) is correct as printed:
+    its values pass through and only the translator's own measurements are added
+    (`duration_api_ms`, `duration_source`, after `duration_ms`). An older build's frame gets
+    `result` = the final assistant message (when the stream showed one) and every ADR 0049 key
+    it lacks, from what the translator saw and measured. Repairing twice is repairing once."""
+    success = upstream.get("subtype") == "success"
+    if any(key in upstream for key in ADR_0049_KEYS):
+        return _with_timing(upstream, run)
     frame = dict(upstream)
-    success = frame.get("subtype") == "success"
     if success and run.answer is not None:
         frame["result"] = run.answer
     added: dict[str, Any] = {
@@ -87,4 +92,20 @@ def repair(upstream: dict[str, Any], run: RunSummary) -> dict[str, Any]:
         added["tool_calls_seen"] = run.tool_calls
     for key, value in added.items():
         frame.setdefault(key, value)
+    return frame
+
+
+def _with_timing(upstream: dict[str, Any], run: RunSummary) -> dict[str, Any]:
+    """A post-ADR 0049 frame as it is, plus the translator's API time and clock name (placed
+    after `duration_ms`, as in the results the translator writes itself) unless present."""
+    timing = {"duration_api_ms": run.duration_api_ms, "duration_source": run.duration_source}
+    timing = {k: v for k, v in timing.items() if k not in upstream}
+    if not timing:
+        return upstream
+    frame: dict[str, Any] = {}
+    for key, value in upstream.items():
+        frame[key] = value
+        if key == "duration_ms":
+            frame.update(timing)
+    frame.update({k: v for k, v in timing.items() if k not in frame})
     return frame

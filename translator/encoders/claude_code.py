@@ -404,6 +404,19 @@ class ClaudeCodeEncoder:
                 thinking_display="updates",
             )
 
+    def turn_retry(self, ev: Event, attempt: int, t: float) -> None:
+        """The open turn sent again: its unfinished blocks are never written; Claude Code's
+        `api_retry` (what it prints before re-sending a request) marks the point, and the new
+        attempt streams as a new message (its own id). Blocks of the abandoned attempt already
+        written stay: they were complete, and carry the abandoned attempt's message id."""
+        if self.frames:
+            self._emit(
+                {"type": "system", "subtype": "api_retry", "attempt": attempt, "max_retries": 0,
+                 "retry_delay_ms": 0, "error_status": None, "error": "unknown",
+                 "session_id": self.session_id, "uuid": self.new_id()}
+            )
+        self.turn_start(ev, t)
+
     def raw_deltas(self, lines: bytes, decode: Callable[[], list[Event]], t: float) -> None:
         self.pending.append((lines, decode))
         if THINKING_MARK in lines:

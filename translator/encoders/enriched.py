@@ -51,6 +51,9 @@ class EnrichedEncoder:
     def turn_start(self, ev: Event, t: float) -> None:
         pass
 
+    def turn_retry(self, ev: Event, attempt: int, t: float) -> None:
+        pass  # like the agent's driver: the attempt's deltas were printed, its message never is
+
     def text_delta(self, ev: Event, t: float) -> None:
         if self._partial:
             self._emit({"type": "text", "delta": ev["text"]})
@@ -129,8 +132,9 @@ def result_frame(run: RunSummary, session_id: str) -> dict[str, Any]:
     if not success:
         if run.error is not None:
             frame["error"] = run.error
-        if run.answer is not None:
-            frame["last_assistant_text"] = run.answer
+        last = run.answer if run.answer is not None else run.fallback_text
+        if last:  # no turn had text: the streamed text, as the agent's driver falls back
+            frame["last_assistant_text"] = last
         frame["tool_calls_seen"] = run.tool_calls
     if run.turns_without_edit is not None:
         frame["turns_without_edit"] = run.turns_without_edit
