@@ -1,30 +1,39 @@
-# Two commands do all the set-up from a fresh clone: `make run` and `make test`.
+# Two commands do all the set-up from a fresh clone: `make run` (the runtime only) and
+# `make test` (adds the test extra: pytest, linters, the Agent SDK the tests check against).
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+RUNTIME := $(VENV)/.installed-runtime
+TESTS := $(VENV)/.installed-test
+PIP := $(BIN)/python -m pip install --quiet
 
 .PHONY: run test lint bench clean
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[test]' > $(VENV)/install.log 2>&1 \
-	  || { cat $(VENV)/install.log; exit 1; }
-	touch $(STAMP)
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
 
-run: $(STAMP)
+$(RUNTIME): pyproject.toml | $(BIN)/python
+	$(PIP) -e . > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	touch $@
+
+$(TESTS): pyproject.toml | $(BIN)/python
+	$(PIP) -e '.[test]' > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	touch $(RUNTIME) $@
+
+run: $(RUNTIME)
 	$(BIN)/translator fixtures/tool_use_two_turns.events.jsonl
 
-test: $(STAMP)
+test: $(TESTS)
 	$(BIN)/python -m pytest -q
 
-lint: $(STAMP)
+lint: $(TESTS)
 	$(BIN)/ruff check translator tests bench
 	$(BIN)/mypy
 
-bench: $(STAMP)
-	@command -v jq >/dev/null || echo 'bench: jq is not installed; its comparison will count as missed (apt-get install jq)'
-	$(BIN)/python bench/run.py; status=$$?; $(BIN)/python bench/load.py && exit $$status
+bench: $(TESTS)
+	command -v jq >/dev/null || (apt-get update -qq && apt-get install -y -qq jq) || true
+	$(BIN)/python bench/run.py
+	$(BIN)/python bench/load.py
 
 clean:
 	rm -rf $(VENV) bench/out
