@@ -1,0 +1,285 @@
+"""`caliban-claude` end to end: the real claude-agent-sdk drives the shim, which drives the
+fake caliban (tests/fake_caliban.py) replaying recorded headless output."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from claude_agent_sdk import (
+    AssistantMessage,
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    ResultError,
+    ResultMessage,
+    StreamEvent,
+    SystemMessage,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UserMessage,
+    query,
+)
+from conftest import FIXTURES
+
+SHIM = str(Path(sys.executable).with_name("caliban-claude"))
+FAKE = Path(__file__).with_name("fake_caliban.py")
+RECORDED = FIXTURES / "caliban"
+
+
+@dataclass
+class Caliban:
+    """A fake caliban in a temporary directory, with its invocation log and sessions."""
+
+    root: Path
+
+    @property
+    def sessions(self) -> Path:
+        return self.root / "sessions"
+
+    def options(self, *scripts: dict[str, Any], **kw: Any) -> ClaudeAgentOptions:
+        env = {
+            "CALIBAN_BIN": str(self.root / "caliban"),
+            "CALIBAN_SESSIONS_DIR": str(self.sessions),
+            "FAKE_CALIBAN_LOG": str(self.root / "calls.jsonl"),
+            "FAKE_CALIBAN_SCRIPTS": json.dumps([{**s, "file": str(RECORDED / s["file"])} for s in scripts]),
+        }
+        return ClaudeAgentOptions(cli_path=SHIM, env=env, **kw)
+
+    def calls(self) -> list[dict[str, Any]]:
+        log = self.root / "calls.jsonl"
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+@pytest.fixture
+def caliban(tmp_path: Path) -> Caliban:
+    wrapper = tmp_path / "caliban"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
+    wrapper.chmod(0o755)
+    return Caliban(tmp_path)
+
+
+def flag(argv: list[str], name: str) -> str | None:
+    """The value after `name` in argv (None when absent)."""
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+async def collect(prompt: str, options: ClaudeAgentOptions) -> list[Any]:
+    return [m async for m in query(prompt=prompt, options=options)]
+
+
+async def until_result(client: ClaudeSDKClient) -> list[Any]:
+    return [m async for m in client.receive_response()]
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purposes
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except OSError:
+        return False
+
+
+async def test_query_with_a_tool_call(caliban: Caliban) -> None:
+    messages = await collect("how many files are here?", caliban.options({"file": "tool_use_two_turns.jsonl"}))
+    kinds = [type(m).__name__ for m in messages]
+    assert kinds == [
+        "SystemMessage",
+        "AssistantMessage",
+        "AssistantMessage",
+        "UserMessage",
+        "AssistantMessage",
+        "ResultMessage",
+    ]
+    init, text, call, tool_result, answer, result = messages
+    assert init.subtype == "init" and init.data["claude_code_version"] == "2.1.332"
+    assert init.data["cwd"] == "/home/dev/project" and init.data["tools"] == ["Bash"]
+    assert text.content == [TextBlock(text="I'll count the files.")]
+    assert isinstance(call.content[0], ToolUseBlock) and call.content[0].input == {"command": "ls | wc -l"}
+    assert isinstance(tool_result.content[0], ToolResultBlock) and tool_result.content[0].content == "3"
+    assert answer.content == [TextBlock(text="There are 3 files.")]
+    assert isinstance(result, ResultMessage)
+    assert (result.subtype, result.is_error, result.result, result.num_turns) == (
+        "success",
+        False,
+        "There are 3 files.",
+        2,
+    )
+    assert result.session_id == init.data["session_id"]
+    assert result.total_cost_usd == pytest.approx(0.0259062)
+    (call_log,) = caliban.calls()
+    assert call_log["stdin"] == "how many files are here?"
+    argv = call_log["argv"]
+    assert argv[:4] == ["-p", "-", "--output-format", "stream-json"] and "--no-system" in argv
+    assert flag(argv, "--session") == result.session_id
+
+
+async def test_two_messages_are_two_caliban_runs_of_one_session(caliban: Caliban) -> None:
+    options = caliban.options({"file": "tool_use_two_turns.jsonl"}, {"file": "benign_text.jsonl"}, model="sonnet")
+    async with ClaudeSDKClient(options) as client:
+        await client.query("how many files are here?")
+        first = await until_result(client)
+        await client.query("hi")
+        second = await until_result(client)
+    r1, r2 = first[-1], second[-1]
+    assert isinstance(r1, ResultMessage) and isinstance(r2, ResultMessage)
+    assert (r1.result, r2.result) == ("There are 3 files.", "ok")
+    assert r1.session_id == r2.session_id
+    assert r2.total_cost_usd == pytest.approx(r1.total_cost_usd)  # cumulative; the second run cost 0
+    assert [type(m).__name__ for m in second] == ["SystemMessage", "AssistantMessage", "ResultMessage"]
+    calls = caliban.calls()
+    assert [c["stdin"] for c in calls] == ["how many files are here?", "hi"]
+    assert {flag(c["argv"], "--session") for c in calls} == {r1.session_id}
+    assert all(flag(c["argv"], "--model") == "claude-sonnet-4-5" for c in calls)
+    saved = json.loads((caliban.sessions / f"{r1.session_id}.json").read_text())
+    assert saved["messages"] == ["how many files are here?", "hi"]
+
+
+async def test_interrupt_cancels_the_run_and_the_shim_stays_usable(caliban: Caliban) -> None:
+    options = caliban.options({"file": "tool_use_two_turns.jsonl", "pause_after": 2}, {"file": "benign_text.jsonl"})
+    async with ClaudeSDKClient(options) as client:
+        await client.query("how many files are here?")
+        seen: list[Any] = []
+        async for message in client.receive_response():
+            seen.append(message)
+            if isinstance(message, SystemMessage) and message.subtype == "init":
+                started = time.monotonic()
+                await client.interrupt()
+                assert time.monotonic() - started < 5
+        await client.query("hi")
+        after = await until_result(client)
+    interrupted, result = seen[-2], seen[-1]
+    assert isinstance(interrupted, UserMessage)
+    assert interrupted.content == [TextBlock(text="[Request interrupted by user]")]
+    assert isinstance(result, ResultMessage)
+    assert (result.subtype, result.is_error, result.terminal_reason) == (
+        "error_during_execution",
+        True,
+        "aborted_streaming",
+    )
+    assert isinstance(after[-1], ResultMessage) and after[-1].result == "ok"
+
+
+async def test_max_turns_raises_result_error(caliban: Caliban) -> None:
+    seen: list[Any] = []
+    with pytest.raises(ResultError) as caught:
+        async for message in query(prompt="count", options=caliban.options({"file": "max_turns.jsonl"}, max_turns=1)):
+            seen.append(message)
+    result = seen[-1]
+    assert isinstance(result, ResultMessage) and result.subtype == "error_max_turns"
+    assert result.errors == ["Reached maximum number of turns (1)"]
+    assert caught.value.exit_code == 1
+    assert flag(caliban.calls()[0]["argv"], "--max-turns") == "1"
+
+
+async def test_api_error_is_an_error_result(caliban: Caliban) -> None:
+    seen: list[Any] = []
+    with pytest.raises(ResultError):
+        async for message in query(prompt="hi", options=caliban.options({"file": "api_error.jsonl"})):
+            seen.append(message)
+    synthetic, result = seen[-2], seen[-1]
+    assert isinstance(synthetic, AssistantMessage) and synthetic.model == "<synthetic>"
+    assert isinstance(result, ResultMessage) and result.is_error and result.api_error_status == 500
+
+
+@pytest.mark.xfail(reason="issue-9: the claude-code encoder must give thinking blocks signature ''", strict=False)
+async def test_thinking_without_signature_parses(caliban: Caliban) -> None:
+    messages = await collect("17 * 23?", caliban.options({"file": "thinking.jsonl"}))
+    thinking = [
+        b for m in messages if isinstance(m, AssistantMessage) for b in m.content if isinstance(b, ThinkingBlock)
+    ]
+    assert [t.thinking for t in thinking] == ["The user wants 17 * 23. 17 * 20 = 340, 17 * 3 = 51, 340 + 51 = 391."]
+    assert messages[-1].result == "17 * 23 = 391."
+
+
+async def test_partial_messages_stream_events(caliban: Caliban) -> None:
+    options = caliban.options({"file": "thinking_partial.partial.jsonl"}, include_partial_messages=True)
+    messages = await collect("17 * 23?", options)
+    events = [m.event["type"] for m in messages if isinstance(m, StreamEvent)]
+    assert events[0] == "message_start" and "content_block_delta" in events and events[-1] == "message_stop"
+    assert "--include-partial-messages" in caliban.calls()[0]["argv"]
+    assert messages[-1].result == "17 * 23 = 391."
+
+
+async def test_resume_of_a_missing_session_is_an_error_result(caliban: Caliban) -> None:
+    seen: list[Any] = []
+    with pytest.raises(ResultError):
+        async for message in query(prompt="hi", options=caliban.options({"file": "benign_text.jsonl"}, resume="nope")):
+            seen.append(message)
+    result = seen[-1]
+    assert isinstance(result, ResultMessage) and result.is_error and result.session_id == "nope"
+    assert "status 66" in (result.errors or [""])[0] and "session not found: nope" in result.errors[0]
+    assert flag(caliban.calls()[0]["argv"], "--resume") == "nope"
+
+
+async def test_resume_continues_an_existing_session(caliban: Caliban) -> None:
+    caliban.sessions.mkdir()
+    (caliban.sessions / "earlier.json").write_text(json.dumps({"name": "earlier", "messages": ["before"]}))
+    options = caliban.options({"file": "benign_text.jsonl"}, resume="earlier")
+    async with ClaudeSDKClient(options) as client:
+        for prompt in ("one", "two"):
+            await client.query(prompt)
+            result = (await until_result(client))[-1]
+            assert result.session_id == "earlier" and result.result == "ok"
+    first, second = (c["argv"] for c in caliban.calls())
+    assert flag(first, "--resume") == "earlier" and flag(second, "--session") == "earlier"
+    assert json.loads((caliban.sessions / "earlier.json").read_text())["messages"] == ["before", "one", "two"]
+
+
+async def test_set_model_and_permission_mode_apply_to_the_next_run(caliban: Caliban) -> None:
+    async with ClaudeSDKClient(caliban.options({"file": "benign_text.jsonl"}, permission_mode="dontAsk")) as client:
+        await client.query("one")
+        await until_result(client)
+        await client.set_permission_mode("acceptEdits")
+        await client.set_model("opus")
+        await client.query("two")
+        second = await until_result(client)
+    first, then = (c["argv"] for c in caliban.calls())
+    assert flag(first, "--permission-mode") == "default" and "--model" not in first  # dontAsk → caliban's default
+    assert flag(then, "--permission-mode") == "acceptEdits" and flag(then, "--model") == "claude-opus-4-1"
+    init = second[0]
+    assert isinstance(init, SystemMessage) and init.data["permissionMode"] == "acceptEdits"
+
+
+async def test_unsupported_control_is_answered_at_once(caliban: Caliban) -> None:
+    async with ClaudeSDKClient(caliban.options({"file": "benign_text.jsonl"})) as client:
+        started = time.monotonic()
+        with pytest.raises(Exception, match="get_context_usage is not supported"):
+            await client.get_context_usage()
+        assert time.monotonic() - started < 5
+        status = await client.get_mcp_status()
+        assert status["mcpServers"] == []
+
+
+async def test_disconnect_mid_run_leaves_nothing_behind(caliban: Caliban) -> None:
+    client = ClaudeSDKClient(caliban.options({"file": "tool_use_two_turns.jsonl", "pause_after": 2}))
+    await client.connect()
+    info = await client.get_server_info()
+    assert info is not None
+    shim_pid = info["pid"]
+    await client.query("how many files are here?")
+    async for message in client.receive_messages():
+        if isinstance(message, SystemMessage) and message.subtype == "init":
+            break
+    caliban_pid = caliban.calls()[0]["pid"]
+    started = time.monotonic()
+    await client.disconnect()  # stdin EOF, 5 s, SIGTERM (the shim: SIGINT caliban), 5 s, SIGKILL
+    for _ in range(100):
+        if not alive(shim_pid) and not alive(caliban_pid):
+            break
+        await anyio.sleep(0.1)
+    assert not alive(shim_pid) and not alive(caliban_pid)
+    assert time.monotonic() - started < 10  # within the SDK's grace, before its SIGKILL
+    saved = json.loads((caliban.sessions / f"{flag(caliban.calls()[0]['argv'], '--session')}.json").read_text())
+    assert saved["messages"] == ["how many files are here?"]  # caliban saved its session on SIGINT

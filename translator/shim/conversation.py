@@ -1,0 +1,129 @@
+"""caliban's runs of one conversation, as the Claude Code frames the SDK reads (spec §5).
+
+Each caliban line goes through the translation; the frames that come out are completed with
+what only the shim knows: the installation facts of caliban's own init, the permission mode
+the app asked for, the interrupted-by-user frame, `structured_output`, and a result for a run
+that ended without one. Every frame stays under the SDK's line limit.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import orjson
+
+from translator.shim import control
+from translator.shim.translation import Translation
+
+MAX_LINE = 1_000_000  # bytes; the SDK refuses lines over 1 MiB (its default max_buffer_size)
+TRUNCATED = "\n[… truncated by caliban-claude: the frame exceeded the SDK's 1 MiB line limit]"
+
+
+class Conversation:
+    def __init__(self, session_id: str, *, partial: bool, mode: str) -> None:
+        self.session_id = session_id
+        self.mode = mode  # the permission mode as the app named it
+        self.translation = Translation(session_id, partial=partial)
+        self.caliban_init: dict[str, Any] = {}
+        self.last_is_error = False
+        self.interrupted = False  # the app interrupted the current run
+        self.run_result: dict[str, Any] | None = None  # caliban's own result of the current run
+
+    def start_run(self) -> None:
+        self.interrupted = False
+        self.run_result = None
+
+    def caliban_line(self, line: bytes) -> list[bytes]:
+        """One line of caliban's stdout → the Claude Code frames it completed."""
+        head = line[:40]
+        if head.startswith((b'{"type":"system"', b'{"type":"result"')):
+            try:
+                frame = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                frame = None
+            if isinstance(frame, dict) and frame.get("subtype") == "init":
+                self.caliban_init = frame
+            elif isinstance(frame, dict) and frame.get("type") == "result":
+                self.run_result = frame
+        return self._complete(self.translation.feed(line))
+
+    def end_run(self, status: int, why: str) -> list[bytes]:
+        """caliban exited. Without a result of its own, the app still gets one (an error)."""
+        frames = self.translation.feed(b"\n")  # a last line without its newline counts
+        if self.run_result is None:
+            subtype = "cancelled" if self.interrupted else "error"
+            message = f"caliban exited with status {status} without a result" + (f": {why}" if why else "")
+            synthetic = {"type": "result", "subtype": subtype, "session_id": self.session_id, "total_cost_usd": 0.0,
+                         "turns": 0, "total_input_tokens": 0, "total_output_tokens": 0, "num_turns": 0,
+                         "is_error": True, "error": message}  # fmt: skip
+            frames += self.translation.feed(orjson.dumps(synthetic) + b"\n")
+        return self._complete(frames)
+
+    def diagnostics(self) -> list[str]:
+        return self.translation.take_diagnostics()
+
+    def _complete(self, frames: list[bytes]) -> list[bytes]:
+        out: list[bytes] = []
+        for raw in frames:
+            frame = orjson.loads(raw)
+            kind = frame.get("type")
+            if kind == "system" and frame.get("subtype") == "init":
+                self._init(frame)
+            elif kind == "result":
+                if self.interrupted:
+                    out.append(orjson.dumps(control.interrupted(self.session_id)) + b"\n")
+                if self.run_result is not None and "structured_output" in self.run_result:
+                    frame["structured_output"] = self.run_result["structured_output"]
+                self.last_is_error = frame.get("is_error") is True
+            else:
+                out.append(fit(raw))
+                continue
+            out.append(fit(orjson.dumps(frame) + b"\n"))
+        return out
+
+    def _init(self, frame: dict[str, Any]) -> None:
+        """Claude Code's init, with what caliban's own init says about the installation."""
+        got = self.caliban_init
+        cwd = got.get("cwd")
+        cwd = os.path.abspath(cwd) if isinstance(cwd, str) and cwd else os.getcwd()
+        frame.update(cwd=cwd, original_cwd=cwd, permissionMode=self.mode, claude_code_version=control.CLI_VERSION,
+                     apiKeySource=control.api_key_source())  # fmt: skip
+        if isinstance(got.get("tools"), list):
+            frame["tools"] = got["tools"]
+        frame["mcp_servers"] = self.mcp_servers()
+
+    def mcp_servers(self) -> list[dict[str, Any]]:
+        """caliban's MCP servers as Claude Code lists them: name and status."""
+        servers = self.caliban_init.get("mcp_servers")
+        out = []
+        for server in servers if isinstance(servers, list) else ():
+            if isinstance(server, dict) and "name" in server:
+                out.append({"name": server["name"], "status": server.get("status", "connected")})
+            elif isinstance(server, str):
+                out.append({"name": server, "status": "connected"})
+        return out
+
+
+def fit(line: bytes) -> bytes:
+    """The frame, with its longest strings cut until the line is under the SDK's limit."""
+    if len(line) <= MAX_LINE:
+        return line
+    frame = orjson.loads(line)
+    limit = MAX_LINE // 2
+    while True:
+        cut = _cut(frame, limit)
+        line = orjson.dumps(cut) + b"\n"
+        if len(line) <= MAX_LINE or limit < 64:
+            return line
+        limit //= 2
+
+
+def _cut(value: Any, limit: int) -> Any:
+    if isinstance(value, str):
+        return value[:limit] + TRUNCATED if len(value) > limit else value
+    if isinstance(value, list):
+        return [_cut(v, limit) for v in value]
+    if isinstance(value, dict):
+        return {k: _cut(v, limit) for k, v in value.items()}
+    return value

@@ -1,0 +1,91 @@
+"""The Claude Code command line as the Agent SDKs write it, read tolerantly.
+
+The SDK builds argv from its options (`SubprocessCLITransport._build_command`); newer SDKs add
+flags, and `extra_args` passes anything through. So nothing here is fatal: an unknown flag is
+noted (the caller warns) and skipped, with its value when it evidently has one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Flags that take a value (`--flag value` or `--flag=value`).
+VALUE_FLAGS = frozenset(
+    {
+        "--output-format", "--input-format", "--system-prompt", "--system-prompt-file",
+        "--append-system-prompt", "--tools", "--allowedTools", "--allowed-tools", "--max-turns",
+        "--max-budget-usd", "--disallowedTools", "--disallowed-tools", "--task-budget", "--model",
+        "--fallback-model", "--betas", "--permission-prompt-tool", "--permission-mode", "--resume",
+        "--session-id", "--settings", "--add-dir", "--mcp-config", "--resume-session-at",
+        "--resume-drops-turn", "--setting-sources", "--plugin-dir", "--thinking",
+        "--thinking-display", "--max-thinking-tokens", "--effort", "--json-schema", "--agents",
+    }
+)  # fmt: skip
+# Flags that may be given more than once (every value kept).
+REPEATED = frozenset({"--add-dir", "--plugin-dir", "--mcp-config"})
+# Flags without a value.
+BOOL_FLAGS = frozenset(
+    {
+        "--verbose", "--continue", "--include-partial-messages", "--include-hook-events",
+        "--strict-mcp-config", "--fork-session", "--session-mirror", "--replay-user-messages",
+        "--debug-to-stderr", "--print", "--debug", "--dangerously-skip-permissions",
+        "--allow-dangerously-skip-permissions",
+    }
+)  # fmt: skip
+SHORT = {"-p": "--print", "-c": "--continue", "-r": "--resume", "-d": "--debug"}
+# Spellings Claude Code accepts for the same option.
+CANONICAL = {"--allowed-tools": "--allowedTools", "--disallowed-tools": "--disallowedTools"}
+
+
+@dataclass
+class ClaudeArgs:
+    """What the SDK asked for. `values` holds the last value of each value flag; `lists` every
+    value of a repeated flag; `flags` the boolean flags given."""
+
+    values: dict[str, str] = field(default_factory=dict)
+    lists: dict[str, list[str]] = field(default_factory=dict)
+    flags: set[str] = field(default_factory=set)
+    unknown: list[str] = field(default_factory=list)  # as given, with their values
+    positional: list[str] = field(default_factory=list)
+
+    def get(self, flag: str) -> str | None:
+        return self.values.get(flag)
+
+    def has(self, flag: str) -> bool:
+        return flag in self.flags or flag in self.values
+
+
+def parse(argv: list[str]) -> ClaudeArgs:
+    """Read `argv` (without the program name). Never raises."""
+    args = ClaudeArgs()
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        i += 1
+        if not token.startswith("-") or token == "-":
+            args.positional.append(token)
+            continue
+        name, eq, inline = token.partition("=")
+        name = CANONICAL.get(SHORT.get(name, name), SHORT.get(name, name))
+        if name in VALUE_FLAGS:
+            if eq:
+                value = inline
+            elif i < len(argv):
+                value = argv[i]
+                i += 1
+            else:
+                args.unknown.append(token)  # a value flag at the very end: nothing to take
+                continue
+            args.values[name] = value
+            if name in REPEATED:
+                args.lists.setdefault(name, []).append(value)
+        elif name in BOOL_FLAGS:
+            if not eq or inline.lower() not in ("false", "0", "no"):
+                args.flags.add(name)
+        else:
+            # Unknown: `--k=v`, `--k v` (a value does not start with a dash) or `--k`.
+            if not eq and i < len(argv) and not argv[i].startswith("-"):
+                token = f"{token} {argv[i]}"
+                i += 1
+            args.unknown.append(token)
+    return args

@@ -1,0 +1,222 @@
+"""`caliban-claude`: the program an Agent SDK runs as its `claude` CLI (spec §6).
+
+Three threads: a reader answers control requests the moment they arrive (the SDK waits on
+them) and queues user messages; a worker runs the queued messages one at a time, one caliban
+process each; the main thread waits and handles signals. stdout carries protocol frames only.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import signal
+import sys
+import threading
+from typing import Any, NoReturn
+
+import orjson
+
+from translator.shim import control
+from translator.shim.conversation import Conversation
+from translator.shim.flags import parse
+from translator.shim.mapping import Plan, plan, resolve_model, run_argv
+from translator.shim.process import CalibanRun
+from translator.shim.sessions import Session
+
+EX_USAGE = 64
+GRACE_S = 3.0  # after a signal, how long caliban may take to save its session and print a result
+PROG = "caliban-claude"
+
+
+def warn(message: str) -> None:
+    try:
+        sys.stderr.write(f"{PROG}: warning: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def prompt_text(message: dict[str, Any]) -> tuple[str, int]:
+    """The text of an SDK user message, and how many non-text blocks were left out."""
+    content = (message.get("message") or {}).get("content", "")
+    if isinstance(content, str):
+        return content, 0
+    blocks = content if isinstance(content, list) else []
+    texts = [
+        b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
+    return "\n".join(texts), len(blocks) - len(texts)
+
+
+class Shim:
+    def __init__(self, binary: str, p: Plan, session: Session) -> None:
+        self.binary, self.plan, self.session = binary, p, session
+        self.model = p.model
+        self.mode = p.permission_mode
+        self.conversation = Conversation(session.id, partial=p.partial, mode=self.mode)
+        self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.current: CalibanRun | None = None
+        self.stopping = threading.Event()
+        self.signal: int | None = None
+        self._out = threading.Lock()
+        self._closed = False  # the SDK stopped reading
+
+    # ------------------------------------------------------------------ output
+
+    def write(self, frames: list[bytes]) -> None:
+        data = memoryview(b"".join(frames))
+        with self._out:
+            while data and not self._closed:
+                try:
+                    data = data[os.write(1, data) :]
+                except OSError:
+                    self._closed = True
+
+    def send(self, *frames: dict[str, Any]) -> None:
+        self.write([orjson.dumps(f) + b"\n" for f in frames])
+
+    # ------------------------------------------------------------------ stdin
+
+    def read_stdin(self) -> None:
+        pending = b""
+        while True:
+            try:
+                chunk = os.read(0, 1 << 16)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                self.message(line)
+        self.message(pending)
+        self.inbox.put(None)
+
+    def message(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            msg = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            warn(f"stdin: not JSON, ignored: {line[:80]!r}")
+            return
+        kind = msg.get("type") if isinstance(msg, dict) else None
+        if kind == "control_request":
+            self.control(msg.get("request_id", ""), msg.get("request") or {})
+        elif kind == "user":
+            self.inbox.put(msg)
+        elif kind not in ("control_response", "control_cancel_request", "keep_alive"):
+            warn(f"stdin: message of type {kind!r} ignored")
+
+    def control(self, rid: str, request: dict[str, Any]) -> None:
+        """Answer at once: the SDK blocks on every control request."""
+        subtype = request.get("subtype")
+        if subtype == "initialize":
+            hooks = bool(request.get("hooks"))
+            if hooks:
+                warn("SDK hook callbacks cannot be bridged: caliban -p will not call them")
+            for key in ("agents", "skills"):
+                if request.get(key):
+                    warn(f"SDK {key} cannot be passed to caliban; ignored")
+            self.send(control.success(rid, control.initialize(self.mode, hooks)))
+        elif subtype == "interrupt":
+            self.send(control.success(rid, {"still_queued": []}))
+            run = self.current
+            if run is not None:
+                self.conversation.interrupted = True
+                run.interrupt()
+        elif subtype == "set_permission_mode" and isinstance(request.get("mode"), str):
+            self.mode = self.conversation.mode = request["mode"]
+            self.send(control.success(rid, {"mode": self.mode}), control.status(self.mode, self.session.id))
+        elif subtype == "set_model":
+            model = request.get("model")
+            self.model = resolve_model(model if isinstance(model, str) else None)
+            self.send(control.success(rid, {}))
+        elif subtype == "mcp_status":
+            self.send(control.success(rid, {"mcpServers": self.conversation.mcp_servers()}))
+        else:
+            self.send(control.unsupported(rid, str(subtype)))
+
+    # ------------------------------------------------------------------ runs
+
+    def work(self) -> None:
+        while not self.stopping.is_set():
+            msg = self.inbox.get()
+            if msg is None or self.stopping.is_set():
+                return
+            self.run_message(msg)
+
+    def run_message(self, msg: dict[str, Any]) -> None:
+        prompt, dropped = prompt_text(msg)
+        if dropped:
+            warn(f"{dropped} non-text content block(s) (images, documents) dropped: caliban -p takes text only")
+        conv = self.conversation
+        if self.plan.replay_user:
+            self.send(control.user_echo(msg, self.session.id))
+        conv.start_run()
+        run = CalibanRun(run_argv(self.binary, self.plan, self.model, self.mode, self.session.args()))
+        self.current = run
+        status = run.run(prompt, lambda line: self.write(conv.caliban_line(line)))
+        self.current = None
+        self.write(conv.end_run(status, run.stderr_tail))
+        self.session.ran(conv.run_result is not None)
+        for line in conv.diagnostics():
+            warn(line)
+
+    # ------------------------------------------------------------------ lifetime
+
+    def serve(self) -> int:
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, self._on_signal)
+        threading.Thread(target=self.read_stdin, name="stdin", daemon=True).start()
+        worker = threading.Thread(target=self.work, name="runs", daemon=True)
+        worker.start()
+        while worker.is_alive():
+            worker.join(0.1)
+            if self.signal is not None:
+                return self.stop(worker, self.signal)
+        return 1 if self.conversation.last_is_error else 0
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.signal = signum
+
+    def stop(self, worker: threading.Thread, signum: int) -> int:
+        """SIGINT caliban (it saves its session and prints its result; SIGTERM would kill it
+        without either), give it a grace period, then SIGKILL: no caliban outlives the shim."""
+        self.stopping.set()
+        run = self.current
+        if run is not None:
+            run.interrupt()
+            worker.join(GRACE_S)
+            if worker.is_alive():
+                run.kill()
+                worker.join(1.0)
+        return 128 + signum
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    for flag in ("--output-format", "--input-format"):
+        if args.get(flag) != "stream-json":
+            print(f"{PROG}: {flag} stream-json is required (this is the Agent SDK's protocol)", file=sys.stderr)
+            return EX_USAGE
+    binary = os.environ.get("CALIBAN_BIN") or "caliban"
+    if os.sep not in binary and shutil.which(binary) is None:
+        warn(f"{binary} not found on PATH (set CALIBAN_BIN); every message will get an error result")
+    p = plan(args, keep_system_prompt=os.environ.get("CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT") == "1")
+    session = Session(args, p.warnings)
+    for message in p.warnings:
+        warn(message)
+    return Shim(binary, p, session).serve()
+
+
+def run() -> NoReturn:
+    """Console-script entry point. Leaves at once, without waiting for the reader thread,
+    which may still be blocked on stdin."""
+    status = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(status)
