@@ -1,6 +1,7 @@
 """caliban's runs of one conversation, as the Claude Code frames the SDK reads (spec §5).
 
-Each caliban line goes through the translation; the frames that come out are completed with
+Each caliban line goes through the project's translation (the library's `Stream`, in process,
+as it arrives); the frames that come out are completed with
 what only the shim knows: the installation facts of caliban's own init, the permission mode
 the app asked for, the interrupted-by-user frame, `structured_output`, and a result for a run
 that ended without one. Every frame stays under the SDK's line limit.
@@ -13,8 +14,8 @@ from typing import Any
 
 import orjson
 
+from translator.api import Stream
 from translator.shim import control
-from translator.shim.translation import Translation
 
 MAX_LINE = 1_000_000  # bytes; the SDK refuses lines over 1 MiB (its default max_buffer_size)
 TRUNCATED = "\n[… truncated by caliban-claude: the frame exceeded the SDK's 1 MiB line limit]"
@@ -24,7 +25,11 @@ class Conversation:
     def __init__(self, session_id: str, *, partial: bool, mode: str) -> None:
         self.session_id = session_id
         self.mode = mode  # the permission mode as the app named it
-        self.translation = Translation(session_id, partial=partial)
+        # One translation for the whole conversation, so `result_index` counts and the cost adds
+        # up across caliban runs, as in one Claude Code session.
+        self.translation = Stream(
+            "claude-code", session_id=session_id, include_partial_messages=partial, clock="wall", source="caliban"
+        )
         self.caliban_init: dict[str, Any] = {}
         self.last_is_error = False
         self.interrupted = False  # the app interrupted the current run
