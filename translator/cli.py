@@ -142,6 +142,12 @@ def build_parser() -> Parser:
     serve.add_argument("--grace", type=float, default=10.0, metavar="S", help="with --listen: after SIGTERM, how long open connections may finish (default 10)")
     watch = p.add_argument_group("observability")
     watch.add_argument(
+        "--metrics",
+        metavar="ADDRESS",
+        help="serve Prometheus metrics at http://ADDRESS/metrics and a health probe at /healthz; "
+        "ADDRESS is tcp:[HOST:]PORT (loopback unless HOST is given; default: off)",
+    )
+    watch.add_argument(
         "--log-format",
         choices=("text", "json"),
         default="text",
@@ -212,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         max_connections=args.max_connections,
         idle_timeout=args.idle_timeout,
         grace=args.grace,
+        metrics=args.metrics,
     )
     if args.out_dir is not None:
         if args.follow or args.listen or not args.files:
@@ -229,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
         build_parser().error("--follow and --listen do not go together")
     if args.listen and not re.fullmatch(r"unix:.+|tcp:(.*:)?\d+", args.listen):
         build_parser().error(f"--listen {args.listen}: expected unix:PATH or tcp:[HOST:]PORT")
+    if args.metrics and not re.fullmatch(r"tcp:(.*:)?\d+", args.metrics):
+        build_parser().error(f"--metrics {args.metrics}: expected tcp:[HOST:]PORT")
     if args.max_connections < 1:
         build_parser().error("--max-connections must be at least 1")
     try:

@@ -168,6 +168,8 @@ class Translator:
         self.bad_lines = 0
         self.frames_closed = 0
         self.last_subtype: str | None = None
+        # Set to [] by a shell that wants each closed run with its last turn's model (metrics).
+        self.closed: list[tuple[RunSummary, str | None]] | None = None
         self.stopped = False  # after --on-invalid fail, or end()/cancel()
         self.model: str | None = None
         self._started_at = started_at
@@ -541,6 +543,8 @@ class Translator:
 
     def _finish(self, run: RunSummary, t: float) -> None:
         self.encoder.result(run, t)
+        if self.closed is not None:
+            self.closed.append((run, (self._frame and self._frame.turn_model) or self.model))
         self._frame = None
         self.frames_closed += 1
         self.last_subtype = run.subtype

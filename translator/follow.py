@@ -92,10 +92,14 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
                         offset = os.lseek(fd, 0, os.SEEK_END)
                     skip_existing = False
                     core = shell.new_core(path, live=True)
+                    if shell.metrics is not None:
+                        shell.metrics.follow_offset = offset
                 assert core is not None
                 while data := os.read(fd, CHUNK):
                     offset += len(data)
-                    core.feed(data, time.monotonic())
+                    shell.feed(core, data)
+                    if shell.metrics is not None:
+                        shell.metrics.follow_offset = offset
                     await shell.emit(core)
                 st: os.stat_result | None = None
                 with contextlib.suppress(FileNotFoundError):
@@ -103,6 +107,8 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
                 replaced = st is not None and _identity(st) != identity
                 if replaced or (st is not None and st.st_size < offset):
                     # a new file, or this one cut back: the stream so far has ended
+                    if shell.metrics is not None:
+                        shell.metrics.restarted("replaced" if replaced else "truncated")
                     core.end(time.monotonic())
                     await shell.emit(core)
                     shell.tally(core)

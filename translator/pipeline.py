@@ -17,6 +17,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.lowlevel
@@ -26,6 +27,9 @@ from translator.diagnostics import stderr as _stderr
 from translator.encoders import Encoder
 from translator.fold import Options, Translator
 from translator.rates import RateCard
+
+if TYPE_CHECKING:
+    from translator.metrics import Metrics
 
 CHUNK = 1 << 18
 WRITE_GRACE_S = 5.0  # after a signal, how long a blocked downstream may hold up the last frames
@@ -46,6 +50,7 @@ class Config:
     max_connections: int = 64
     idle_timeout: float = 300.0
     grace: float = 10.0
+    metrics: str | None = None  # --metrics ADDRESS: serve /metrics and /healthz there
 
 
 @dataclass
@@ -114,6 +119,7 @@ class Shell:
         self.outcome = Outcome()
         self.read_scope: anyio.CancelScope | None = None
         self.rejects = open(cfg.reject_file, "ab") if cfg.reject_file else None  # noqa: SIM115 (closed in close())
+        self.metrics: Metrics | None = None  # with --metrics, fed once per chunk
 
     async def emit(self, core: Translator, write: Callable[[bytes], Awaitable[None]] | None = None) -> None:
         """Diagnostics to stderr, rejected lines to the reject file, frames to `write`
@@ -126,6 +132,8 @@ class Shell:
             self.rejects.write(rejected)
             self.rejects.flush()
         data = core.take_output()
+        if self.metrics is not None:
+            self.metrics.update(core, diags, data)
         if data:
             await (write or self.out.write)(data)
 
@@ -134,13 +142,22 @@ class Shell:
 
     def new_core(self, label: str, live: bool) -> Translator:
         """A fresh core for one input stream: `live` streams are timed as they arrive."""
-        return Translator(
+        core = Translator(
             self.cfg.make_encoder(self.cfg.session_id or str(uuid.uuid4())),
             rates=self.cfg.rates,
             options=self.options_for(live),
             started_at=time.monotonic(),
             source=label,
         )
+        if self.metrics is not None:
+            core.closed = []  # its closed runs, for the metrics
+        return core
+
+    def feed(self, core: Translator, data: bytes) -> None:
+        """A chunk read, to the core (and its size to the metrics)."""
+        core.feed(data, time.monotonic())
+        if self.metrics is not None:
+            self.metrics.read(len(data))
 
     def tally(self, core: Translator) -> None:
         """Add what a finished stream came to into the outcome."""
@@ -199,15 +216,31 @@ class Shell:
                 return
             if not data:
                 return
-            core.feed(data, time.monotonic())
+            self.feed(core, data)
             await self.emit(core)
             if core.stopped:
                 return
 
+    def observe(self) -> bool:
+        """--metrics: start serving them; False (reported) when the address cannot be served."""
+        from translator.metrics import Metrics
+
+        try:
+            self.metrics = Metrics.serve(self, self.cfg.metrics or "")
+        except (OSError, ValueError) as exc:
+            _stderr([f"translator: --metrics {self.cfg.metrics}: {getattr(exc, 'strerror', None) or exc}"])
+            self.outcome.io_error = True
+            return False
+        return True
+
     async def run(self) -> None:
+        if self.cfg.metrics is not None and not self.observe():
+            return
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch, signals)
+                if self.metrics is not None:
+                    tg.start_soon(self.metrics.heartbeat)
                 try:
                     if self.cfg.follow is not None:
                         from translator.follow import follow
@@ -257,4 +290,6 @@ async def translate(cfg: Config, out_fd: int = 1) -> Outcome:
         out.close()
         if shell.rejects is not None:
             shell.rejects.close()
+        if shell.metrics is not None:
+            shell.metrics.close()
     return shell.outcome

@@ -83,6 +83,8 @@ class Service:
             except BaseException:
                 self.slots.release()
                 raise
+            if self.shell.metrics is not None:
+                self.shell.metrics.accepted.inc()
             connections.start_soon(self.connection, stream, f"{label}#{next(numbers)}")
 
     async def connection(self, stream: ByteStream, label: str) -> None:
@@ -92,6 +94,9 @@ class Service:
             await stream.send(data)
 
         scope = anyio.CancelScope()
+        metrics = self.shell.metrics
+        if metrics is not None:
+            metrics.active.inc()
         try:
             with scope:
                 self.open.add(scope)
@@ -103,10 +108,12 @@ class Service:
                             data = b""
                     if idle.cancelled_caught:
                         _stderr([f"translator: {label}: nothing for {self.idle_timeout:g} s; closing"], "info")
+                        if metrics is not None:
+                            metrics.timed_out.inc()
                         break
                     if not data:
                         break
-                    core.feed(data, time.monotonic())
+                    self.shell.feed(core, data)
                     await self.shell.emit(core, send)
             if scope.cancelled_caught:
                 core.cancel(time.monotonic())  # the grace period after SIGTERM ran out
@@ -117,6 +124,9 @@ class Service:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass  # the client went away: its stream ends here, nobody else's
         finally:
+            if metrics is not None:
+                metrics.active.dec()
+                metrics.forget(core)
             self.open.discard(scope)
             self.served += 1
             self.slots.release()

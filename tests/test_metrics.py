@@ -1,0 +1,242 @@
+"""--metrics: the installed command in pipe, follow and service modes, scraped over HTTP and
+parsed with prometheus_client's own parser; every value is checked against what was sent."""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import events, frames_of, lines_of
+from prometheus_client.parser import text_string_to_metric_families
+from test_cli import Live, run
+from test_follow import Follower, append
+from test_service import Server, exchange, read_all
+
+from translator import __version__
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+BAD = b'not json\n\xff\n[1]\n{"type":"TurnStart","turn_index":"zero"}\n'
+BAD_KINDS = {"invalid_json": 1, "invalid_utf8": 1, "not_an_event": 1, "malformed_event": 1}
+METRICS = ("--metrics", "tcp:127.0.0.1:0")
+
+
+def port_of(proc: subprocess.Popen[bytes]) -> int:
+    """The port the command says it serves metrics on (its first stderr line)."""
+    assert proc.stderr is not None
+    line = proc.stderr.readline().decode()
+    assert line.startswith("translator: metrics on http://127.0.0.1:"), line
+    return int(line.split("127.0.0.1:")[1].split("/")[0])
+
+
+def scrape(port: int) -> Samples:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples[(name, tuple(sorted(labels.items())))]
+
+
+def health(port: int) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()
+
+
+def poll(condition: Callable[[], Any], timeout: float = 20.0) -> Any:
+    """Wait for `condition()` to be truthy (the command works at its own pace on a busy machine)."""
+    deadline = time.monotonic() + timeout
+    while not (result := condition()):
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+    return result
+
+
+def settled(port: int, name: str, expected: float, **labels: str) -> Samples:
+    """A scrape in which `name` has reached `expected`."""
+    def reached() -> Samples | None:
+        samples = scrape(port)
+        return samples if value(samples, name, **labels) == expected else None
+
+    return poll(reached)  # type: ignore[no-any-return]
+
+
+def totals(frames: list[dict[str, Any]]) -> tuple[dict[str, int], dict[str, float], dict[str, int]]:
+    """Runs by subtype, cost by model and tokens by kind, as the result frames tell them."""
+    runs: dict[str, int] = {}
+    tokens: dict[str, int] = {}
+    for f in frames:
+        if f["type"] == "result":
+            runs[f["subtype"]] = runs.get(f["subtype"], 0) + 1
+            for key, n in f["usage"].items():
+                kind = key.removesuffix("_tokens").removesuffix("_input")
+                tokens[kind] = tokens.get(kind, 0) + n
+    models = {f["model"] for f in frames if f.get("subtype") == "init"}
+    cost = {model: sum(f["total_cost_usd"] for f in frames if f["type"] == "result") for model in models}
+    return runs, cost, tokens
+
+
+def check_totals(samples: Samples, frames: list[dict[str, Any]]) -> None:
+    runs, cost, tokens = totals(frames)
+    for subtype in ("success", "error", "max_turns", "cancelled"):
+        assert value(samples, "translator_runs_closed_total", subtype=subtype) == runs.get(subtype, 0)
+    for model, usd in cost.items():
+        assert value(samples, "translator_cost_usd_total", model=model) == pytest.approx(usd, abs=1e-9)
+    for kind in ("input", "output", "cache_read", "cache_creation"):
+        assert value(samples, "translator_tokens_total", kind=kind) == tokens.get(kind, 0)
+    assert value(samples, "translator_frames_written_total") == len(frames)
+
+
+def test_pipe_mode_counts_lines_bytes_bad_lines_runs_tokens_cost_and_frames() -> None:
+    live = Live(*METRICS)
+    port = port_of(live.proc)
+    open_run = b"\n".join(lines_of("max_turns")[:3]) + b"\n"
+    sent = BAD + events("tool_use_two_turns") + events("max_turns") + open_run
+    live.send(sent)
+    samples = settled(port, "translator_open_runs", 1)
+    samples = settled(port, "translator_input_lines_total", sent.count(b"\n"))
+    assert value(samples, "translator_input_bytes_total") == len(sent)
+    for kind in ("invalid_json", "invalid_utf8", "not_an_event", "malformed_event", "too_long", "untranslatable"):
+        assert value(samples, "translator_bad_lines_total", reason=kind) == BAD_KINDS.get(kind, 0)
+    frames = live.read_frames(int(value(samples, "translator_frames_written_total")))
+    assert not select.select([live.proc.stdout], [], [], 0.2)[0]  # and nothing more was written
+    assert [f["subtype"] for f in frames if f["type"] == "result"] == ["success", "max_turns"]
+    check_totals(samples, frames)
+    assert value(samples, "translator_build_info", version=__version__, mode="pipe",
+                 python=samples_python(samples)) == 1
+    assert health(port) == (200, "ok\n")
+    assert ("translator_follow_lag_bytes", ()) not in samples  # only where it applies
+    assert live.proc.stdin is not None
+    live.proc.stdin.close()
+    assert live.proc.wait(timeout=20) == 0
+
+
+def samples_python(samples: Samples) -> str:
+    ((_, labels),) = [key for key in samples if key[0] == "translator_build_info"]
+    return dict(labels)["python"]
+
+
+def test_follow_mode_lag_restarts_and_health_when_the_directory_goes(tmp_path: Path) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    log = logs / "stdout.ndjson"
+    first = BAD + events("tool_use_two_turns")
+    log.write_bytes(first)
+    follower = Follower(log, *METRICS)
+    port = port_of(follower.proc)
+    frames = follower.read_frames(6)
+    samples = settled(port, "translator_input_lines_total", first.count(b"\n"))
+    assert value(samples, "translator_input_bytes_total") == len(first)
+    assert value(samples, "translator_follow_lag_bytes") == 0
+    assert 0 <= value(samples, "translator_follow_lag_seconds") < 60
+    assert sum(value(samples, "translator_bad_lines_total", reason=k) for k in BAD_KINDS) == 4
+    check_totals(samples, frames)
+    assert health(port) == (200, "ok\n")
+
+    log.write_bytes(events("thinking"))  # truncated and rewritten
+    frames += follower.read_frames(3)
+    samples = settled(port, "translator_follow_restarts_total", 1, cause="truncated")
+    fresh = logs / "next.ndjson"
+    fresh.write_bytes(events("max_turns"))
+    os.replace(fresh, log)  # replaced
+    frames += follower.read_frames(5)
+    samples = settled(port, "translator_follow_restarts_total", 1, cause="replaced")
+    samples = settled(port, "translator_input_lines_total", (first + events("thinking") + events("max_turns")).count(b"\n"))
+    assert value(samples, "translator_follow_restarts_total", cause="truncated") == 1
+    check_totals(samples, frames)
+
+    append(log, b"\n".join(lines_of("thinking")[:2]) + b"\n")  # a run in flight
+    settled(port, "translator_open_runs", 1)
+    gone = tmp_path / "gone"
+    logs.rename(gone)  # the volume vanished
+    status, body = poll(lambda: (h := health(port))[0] == 503 and h)
+    assert body == f"unhealthy: {logs}: the followed file's directory is missing or unreadable\n"
+    gone.rename(logs)
+    assert poll(lambda: health(port)[0] == 200)
+    status, rest, err = follower.stop()
+    assert status == 143 and [f["subtype"] for f in frames_of(rest)] == ["cancelled"]
+    assert [line.split(b":")[2] for line in err.splitlines()] == [b"1", b"2", b"3", b"4"]  # the bad lines only
+
+
+def test_follow_from_the_end_counts_what_it_skipped_as_read(tmp_path: Path) -> None:
+    log = tmp_path / "stdout.ndjson"
+    log.write_bytes(events("thinking"))
+    follower = Follower(log, "--from-end", *METRICS)
+    port = port_of(follower.proc)
+    samples = settled(port, "translator_follow_lag_bytes", 0)
+    assert value(samples, "translator_input_bytes_total") == 0
+    follower.stop()
+
+
+def test_service_mode_connections_accepted_timed_out_and_active(tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        service_port = probe.getsockname()[1]
+    server = Server(f"tcp:127.0.0.1:{service_port}", *METRICS, "--idle-timeout", "2", "--grace", "30")
+    port = port_of(server.proc)
+    # the Server helper connected once to see the service up: an empty stream, no run
+    settled(port, "translator_connections_active", 0)
+    out = exchange(server.connect(), events("tool_use_two_turns"))
+    out += exchange(server.connect(), BAD + events("thinking"))
+    quiet = server.connect()
+    quiet.sendall(b"\n".join(lines_of("max_turns")[:3]) + b"\n")
+    samples = settled(port, "translator_open_runs", 1)
+    assert value(samples, "translator_connections_active") == 1
+    out += read_all(quiet)  # the idle timeout closes it, its run ended as input that stopped
+    samples = settled(port, "translator_connections_timed_out_total", 1)
+    sent = events("tool_use_two_turns") + BAD + events("thinking") + b"\n".join(lines_of("max_turns")[:3]) + b"\n"
+    assert value(samples, "translator_connections_accepted_total") == 4
+    assert value(samples, "translator_connections_active") == 0
+    assert value(samples, "translator_connections_refused_total") == 0
+    assert value(samples, "translator_open_runs") == 0
+    assert value(samples, "translator_input_lines_total") == sent.count(b"\n")
+    assert value(samples, "translator_input_bytes_total") == len(sent)
+    assert sum(value(samples, "translator_bad_lines_total", reason=k) for k in BAD_KINDS) == 4
+    frames = frames_of(out)
+    assert [f["subtype"] for f in frames if f["type"] == "result"] == ["success", "success", "error"]
+    check_totals(samples, frames)
+    assert health(port) == (200, "ok\n")
+
+    held = server.connect()  # open while the service is told to stop: health says so at once
+    held.sendall(lines_of("thinking")[0] + b"\n")
+    settled(port, "translator_connections_active", 1)
+    server.proc.send_signal(signal.SIGTERM)
+    assert poll(lambda: health(port) == (503, "unhealthy: stopping\n"))
+    held.shutdown(socket.SHUT_WR)
+    read_all(held)
+    assert server.proc.wait(timeout=20) == 143
+
+
+def test_an_address_that_cannot_be_served_is_one_line_and_74() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        proc = run("--metrics", f"tcp:127.0.0.1:{taken.getsockname()[1]}", stdin=b"")
+    assert proc.returncode == 74
+    assert proc.stderr.decode().startswith("translator: --metrics tcp:127.0.0.1:") and proc.stderr.count(b"\n") == 1
+    proc = run("--metrics", "localhost:9464", stdin=b"")
+    assert proc.returncode == 64 and b"expected tcp:[HOST:]PORT" in proc.stderr
+
+
+def test_without_metrics_prometheus_client_is_not_imported() -> None:
+    code = "import sys, translator.cli as c; c.main(['/dev/null']); print('prometheus_client' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=30)
+    assert proc.stdout == b"False\n"
