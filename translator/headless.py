@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from translator.encoders import RunSummary
+from translator.provider_errors import recognise
 
 # The dialect's frame types (snake_case; the raw events' are PascalCase).
 SYSTEM, USER, TEXT, THINKING = "system", "user", "text", "thinking"
@@ -34,12 +35,7 @@ def stopped_for(result: dict[str, Any]) -> Any:
         return "MaxTokensExhausted"
     if subtype == "budget_exceeded":
         return {"BudgetExceeded": error or "budget exceeded"}
-    return {"ProviderError" if is_provider_error(error) else "Error": error or str(subtype)}
-
-
-def is_provider_error(error: Any) -> bool:
-    """The agent's provider failures read `server error (HTTP n): …` or `invalid request: …`."""
-    return isinstance(error, str) and (error.startswith("server error") or error.startswith("invalid request"))
+    return {"ProviderError" if recognise(error) else "Error": error or str(subtype)}
 
 
 def run_end(result: dict[str, Any]) -> dict[str, Any]:

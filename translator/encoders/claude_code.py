@@ -10,7 +10,6 @@ agent's events do not carry the value, are listed in the README's field table.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -19,7 +18,15 @@ from typing import Any
 import orjson
 
 from translator.encoders import DECODED, RAW, SKIP, RunSummary
+from translator.encoders.content import (
+    claude_block,
+    is_empty_text,
+    match_blocks,
+    tool_result_content,
+    tool_use_result,
+)
 from translator.events import Event, text_run
+from translator.provider_errors import ApiError, api_error
 
 _NL = orjson.OPT_APPEND_NEWLINE
 THINKING_MARK = b'"type":"AssistantThinkingDelta"'
@@ -90,8 +97,6 @@ TERMINAL_REASONS = {
 }
 # A headless retry's error category as Claude Code names the error.
 RETRY_ERRORS = {"server_error": "server_error", "overloaded": "server_error", "rate_limit": "rate_limit"}
-_STATUS = re.compile(r"\(HTTP (\d{3})\)")
-SERVER_ERROR_HINT = "This is a server-side issue, usually temporary \u2014 try again in a moment."
 
 
 @lru_cache(maxsize=64)
@@ -99,6 +104,12 @@ def iso(t: float) -> str:
     """Claude Code's timestamp format: UTC, milliseconds, `Z`. (The frames of one read share
     their time, hence the cache.)"""
     return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+
+
+def cc_turns(turns: int, stop: str | None) -> int:
+    """`num_turns` as Claude Code counts: the call that failed (API error), or the turn it
+    declined to start (max turns), counts as a turn too."""
+    return turns + 1 if stop in ("ProviderError", "MaxTurnsReached") else turns
 
 
 def uuid4() -> str:
@@ -170,37 +181,6 @@ def add_model_usage(
     entry["cacheReadInputTokens"] += wire["cache_read_input_tokens"]
     entry["cacheCreationInputTokens"] += wire["cache_creation_input_tokens"]
     entry["costUSD"] += cost
-
-
-def api_error(message: str) -> tuple[int | None, str | None, str]:
-    """HTTP status, error type and Claude Code's error text, from a ProviderError message such as
-    `server error (HTTP 500): {"type":"error","error":{"type":"api_error","message":"…"}}` or
-    `invalid request: {…}`."""
-    match = _STATUS.search(message)
-    status = int(match.group(1)) if match else (400 if message.startswith("invalid request") else None)
-    err_type = detail = None
-    brace = message.find("{")
-    if brace >= 0:
-        try:
-            body = orjson.loads(message[brace:])
-        except orjson.JSONDecodeError:
-            body = None
-        err = body.get("error") if isinstance(body, dict) else None
-        if isinstance(err, dict):
-            err_type, detail = err.get("type"), err.get("message")
-    if detail is None:
-        detail = message
-    text = f"API Error: {status} {detail}" if status else f"API Error: {detail}"
-    if status is not None and status >= 500:
-        text = f"API Error: {status} {detail}. {SERVER_ERROR_HINT}"
-    return status, err_type, text
-
-
-def tool_result_content(blocks: list[Any]) -> Any:
-    """A tool result's content as Claude Code writes it: a plain string when it is all text."""
-    if all(isinstance(b, dict) and b.get("type") == "text" for b in blocks):
-        return "\n".join(b.get("text", "") for b in blocks)
-    return blocks
 
 
 class Block:
@@ -335,7 +315,9 @@ class ClaudeCodeEncoder:
         given); with partial messages, after its signature and before its content_block_stop."""
         self.emitted += 1
         block.done = True
-        if content is None:
+        if content is not None:
+            content = claude_block(content)
+        else:
             if block.kind == "text":
                 content = {"type": "text", "text": "".join(block.parts)}
             elif block.kind == "thinking":
@@ -347,7 +329,7 @@ class ClaudeCodeEncoder:
                 {"type": "content_block_delta", "index": block.index,
                  "delta": {"type": "signature_delta", "signature": content.get("signature", "")}}
             )
-        if self.frames:
+        if self.frames and not is_empty_text(content):  # the agent drops empty text blocks
             self._emit(self._assistant(block, t, content, usage))
         if self.partial:
             self._stream({"type": "content_block_stop", "index": block.index})
@@ -508,7 +490,7 @@ class ClaudeCodeEncoder:
             index = self.blocks[-1].index + 1 if self.blocks else 0
             block = self._open("tool_use", index, t, tool_use_id, name or "")
         if not block.done:
-            block.input = input
+            block.input = input if isinstance(input, dict) else {}  # as the agent's message has it
             self._complete(block, t)
         self._release(t)  # the call's frame must come before its result
         self._user(tool_use_id, block.name, end["content"], end["is_error"], t)
@@ -546,10 +528,10 @@ class ClaudeCodeEncoder:
         content = ev["assistant_message"]["content"]
         self.pending = []  # blocks only deltas announced are written from the message below
         # Blocks not written yet are written from the authoritative message (it carries the
-        # thinking signatures): its content is indexed like the API's blocks.
-        for block in self.blocks[self.emitted :]:
-            own = content[block.index] if block.index < len(content) else None
-            self._write(block, t, own if isinstance(own, dict) and own.get("type") == block.kind else None, usage)
+        # thinking signatures), each matched to its block there by content.
+        matched = match_blocks(self.blocks, content)
+        for block, at in zip(self.blocks[self.emitted :], matched[self.emitted :], strict=True):
+            self._write(block, t, None if at is None else content[at], usage)
         # Blocks no event announced (a headless turn without partial messages, say); a tool
         # call among them is answered from TurnEnd's own copy of the results.
         copies = ev.get("tool_results")  # not checked by the fold: it may skip them
@@ -560,9 +542,12 @@ class ClaudeCodeEncoder:
             for r in message["content"]
             if isinstance(r, dict)
         }
-        last = self.blocks[-1].index if self.blocks else -1
-        for index in range(last + 1, len(content)):
-            block_content = content[index]
+        index = self.blocks[-1].index if self.blocks else -1
+        taken = set(matched)
+        for at, block_content in enumerate(content):
+            if at in taken or is_empty_text(block_content):
+                continue
+            index += 1
             kind = block_content.get("type") if isinstance(block_content, dict) else None
             block = self._open(kind if kind in ("text", "thinking", "tool_use") else "text", index, t)
             if kind == "tool_use":
@@ -635,7 +620,7 @@ class ClaudeCodeEncoder:
             "subagent_stats": SUBAGENT_STATS,
             "safety_stops": 0,
             "is_error": run.subtype != "success",
-            "num_turns": run.turns,
+            "num_turns": cc_turns(run.turns, kind),
         }
         success = kind == "EndOfTurn"
         if success:
@@ -650,10 +635,10 @@ class ClaudeCodeEncoder:
             frame["subtype"] = "error_max_turns"
             frame["errors"] = [f"Reached maximum number of turns ({stopped[kind]})"]
         elif kind == "ProviderError":
-            status, err_type, text = api_error(str(stopped[kind]))
-            self._api_error_message(status, err_type, text, t)
+            error = api_error(str(stopped[kind]))
+            self._api_error_message(error, t)
             frame.update(stop_reason="stop_sequence", terminal_reason="api_error", subtype="success")
-            frame.update(api_error_status=status, api_error_type=err_type, result=text)
+            frame.update(api_error_status=error.status, api_error_type=error.type, result=error.text)
         else:
             if kind is None and run.subtype == "cancelled":  # our own cancellation (a signal)
                 frame["terminal_reason"] = "aborted_tools" if run.tools_running else "aborted_streaming"
@@ -681,7 +666,7 @@ class ClaudeCodeEncoder:
         for table in (self.model_usage, self.frame_model_usage):
             add_model_usage(table, self.model, wire, cost, self.limits(self.model))
 
-    def _api_error_message(self, status: int | None, err_type: str | None, text: str, t: float) -> None:
+    def _api_error_message(self, error: ApiError, t: float) -> None:
         """The synthetic assistant message Claude Code prints before an API-error result."""
         if not self.frames:
             return
@@ -706,31 +691,16 @@ class ClaudeCodeEncoder:
                     "diagnostics": None, "id": self.new_id(), "container": None, "model": "<synthetic>",
                     "role": "assistant", "stop_details": None, "stop_reason": "stop_sequence",
                     "stop_sequence": "", "type": "message", "usage": usage,
-                    "content": [{"type": "text", "text": text}], "context_management": None,
+                    "content": [{"type": "text", "text": error.text}], "context_management": None,
                 },
                 "parent_tool_use_id": None,
                 "session_id": self.session_id,
                 "uuid": self.new_id(),
                 "timestamp": iso(t),
-                "error": "server_error" if status is not None and status >= 500 else "unknown",
+                "error": error.category,
                 "request_id": None,
                 "is_api_error_message": True,
-                "api_error_status": status,
-                "api_error_type": err_type,
+                "api_error_status": error.status,
+                "api_error_type": error.type,
             }
         )
-
-
-_CALIBAN_BASH = re.compile(r"\A→ Bash command: .*?\n→ Exit code: (-?\d+)\n→ Stdout:\n(.*)\n\n→ Stderr:\n(.*)\Z", re.S)
-
-
-def tool_use_result(name: str | None, text: Any) -> Any:
-    """Claude Code's `tool_use_result`: Bash gets its structured result (split out of the
-    agent's formatted Bash output when it is in that format); other tools get the text."""
-    if name == "Bash" and isinstance(text, str):
-        match = _CALIBAN_BASH.match(text)
-        stdout, stderr = (match.group(2), match.group(3)) if match else (text, "")
-        if stderr == "(empty)":
-            stderr = ""
-        return {"stdout": stdout, "stderr": stderr, "interrupted": False, "isImage": False, "noOutputExpected": False}
-    return text

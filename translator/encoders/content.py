@@ -1,0 +1,102 @@
+"""Content blocks as Claude Code writes them, from the agent's messages and tool results.
+
+The agent's blocks differ in ways Claude Code's consumers reject or trip on: its headless
+frames write block keys alphabetically; a thinking block has no `signature` from non-Anthropic
+models, in logs before 2026-07-11 and in every headless frame (the SDK's parser requires the
+key); and since 2026-07-11 it drops empty text blocks from the message, so a block's position
+in the message need not be its streamed `content_block_index`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+# Claude Code's key order per block type; other keys follow in the agent's order.
+KEY_ORDER = {
+    "text": ("type", "text"),
+    "thinking": ("type", "thinking", "signature"),
+    "tool_use": ("type", "id", "name", "input"),
+}
+
+
+def claude_block(block: Any) -> Any:
+    """A content block in Claude Code's shape: its key order; a thinking block's `signature`
+    present (`""` when the agent had none, as Claude Code writes one it has not received);
+    a tool input that is not an object is `{}`, as in the agent's authoritative message."""
+    if not isinstance(block, dict):
+        return block
+    order = KEY_ORDER.get(block.get("type"))  # type: ignore[arg-type]
+    if order is None:
+        return block
+    out: dict[str, Any] = {key: block.get(key) for key in order}
+    out.update((k, v) for k, v in block.items() if k not in out)
+    if order[1] == "thinking":
+        out["thinking"] = out["thinking"] or ""
+        out["signature"] = out["signature"] or ""
+    elif order[1] == "text":
+        out["text"] = out["text"] or ""
+    elif not isinstance(out["input"], dict):
+        out["input"] = {}
+    return out
+
+
+def is_empty_text(block: Any) -> bool:
+    """An empty text block, which the agent drops from its messages (OpenAI's `"content":""`)."""
+    return isinstance(block, dict) and block.get("type") == "text" and not block.get("text")
+
+
+class Streamed(Protocol):
+    kind: str
+    tool_id: str
+    parts: list[str]
+
+
+def match_blocks(blocks: Sequence[Streamed], content: list[Any]) -> list[int | None]:
+    """For each streamed block, in order, the position of its block in the authoritative
+    message (None: not there, e.g. an empty text block the agent dropped). Matched by
+    content, never by position: a tool call by its id; text or thinking by equal text, else
+    the next unmatched block of its kind (a streamed block with no text matches none)."""
+    taken: set[int] = set()
+    found: list[int | None] = []
+    cursor = 0
+    for block in blocks:
+        kinds = [i for i, c in enumerate(content)
+                 if i not in taken and isinstance(c, dict) and c.get("type") == block.kind]
+        pick: int | None = None
+        if block.kind == "tool_use":
+            pick = next((i for i in kinds if content[i].get("id") == block.tool_id), None)
+        else:
+            text = "".join(block.parts)
+            ahead = [i for i in kinds if i >= cursor]
+            pick = next((i for i in ahead if content[i].get(block.kind) == text), None)
+            if pick is None and text and ahead:
+                pick = ahead[0]
+        if pick is not None:
+            taken.add(pick)
+            cursor = max(cursor, pick + 1)
+        found.append(pick)
+    return found
+
+
+def tool_result_content(blocks: list[Any]) -> Any:
+    """A tool result's content as Claude Code writes it: a plain string when it is all text."""
+    if all(isinstance(b, dict) and b.get("type") == "text" for b in blocks):
+        return "\n".join(b.get("text", "") for b in blocks)
+    return blocks
+
+
+_CALIBAN_BASH = re.compile(r"\A→ Bash command: .*?\n→ Exit code: (-?\d+)\n→ Stdout:\n(.*)\n\n→ Stderr:\n(.*)\Z", re.S)
+
+
+def tool_use_result(name: str | None, text: Any) -> Any:
+    """Claude Code's `tool_use_result`: Bash gets its structured result (split out of the
+    agent's formatted Bash output when it is in that format); other tools get the text."""
+    if name == "Bash" and isinstance(text, str):
+        match = _CALIBAN_BASH.match(text)
+        stdout, stderr = (match.group(2), match.group(3)) if match else (text, "")
+        if stderr == "(empty)":
+            stderr = ""
+        return {"stdout": stdout, "stderr": stderr, "interrupted": False, "isImage": False, "noOutputExpected": False}
+    return text
