@@ -140,3 +140,17 @@ def turn(
 @pytest.fixture
 def bundled_rates() -> RateCard:
     return RateCard.bundled()
+
+
+def drive_cc(data: bytes, *, partial: bool = False) -> tuple[list[dict[str, Any]], list[str]]:
+    """Translate `data` in one chunk to the Claude Code format (estimated clock): the frames and
+    the diagnostics (the unknown-model warnings of mock models left out)."""
+    from translator.encoders.claude_code import ClaudeCodeEncoder
+
+    rates = RateCard.bundled()
+    core = Translator(ClaudeCodeEncoder([], session_id="S", partial=partial, limits=rates.limits),
+                      rates=rates, options=Options(clock="estimated"))
+    core.feed(data, 0.0)
+    core.end(0.0)
+    diagnostics = [d for d in core.take_diagnostics() if "no rate for model" not in d]
+    return frames_of(core.take_output()), diagnostics

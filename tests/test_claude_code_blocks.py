@@ -6,23 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, frames_of, line, run_end
-
-from translator.encoders.claude_code import ClaudeCodeEncoder
-from translator.fold import Options, Translator
-from translator.rates import RateCard
+from conftest import FIXTURES, drive_cc, line, run_end
 
 SAMPLES = FIXTURES / "samples"
 
 
 def claude_code(data: bytes, partial: bool = False) -> list[dict[str, Any]]:
-    rates = RateCard.bundled()
-    core = Translator(ClaudeCodeEncoder([], session_id="S", partial=partial, limits=rates.limits),
-                      rates=rates, options=Options(clock="estimated"))
-    core.feed(data, 0.0)
-    core.end(0.0)
-    assert [d for d in core.take_diagnostics() if "no rate for model" not in d] == []
-    return frames_of(core.take_output())
+    frames, diagnostics = drive_cc(data, partial=partial)
+    assert diagnostics == []
+    return frames
 
 
 def blocks(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:

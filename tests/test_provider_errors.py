@@ -7,12 +7,9 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import drive, frames_of, run_end
+from conftest import drive, drive_cc, run_end
 
-from translator.encoders.claude_code import ClaudeCodeEncoder
-from translator.fold import Options, Translator
 from translator.provider_errors import KINDS, api_error, recognise
-from translator.rates import RateCard
 
 # One message per kind, as the agent's Display impls write them: (message, status, type, category)
 MESSAGES = [
@@ -62,13 +59,10 @@ def headless(message: str) -> bytes:
     return orjson.dumps(result) + b"\n"
 
 
-def claude_code(data: bytes) -> list[dict[str, Any]]:
-    rates = RateCard.bundled()
-    core = Translator(ClaudeCodeEncoder([], session_id="S", limits=rates.limits), rates=rates,
-                      options=Options(clock="estimated"))
-    core.feed(data, 0.0)
-    core.end(0.0)
-    return frames_of(core.take_output())
+def claude_code(data: bytes, partial: bool = False) -> list[dict[str, Any]]:
+    frames, diagnostics = drive_cc(data, partial=partial)
+    assert diagnostics == []
+    return frames
 
 
 FIELDS = ("subtype", "is_error", "terminal_reason", "api_error_status", "api_error_type", "result", "num_turns")

@@ -6,11 +6,9 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import drive, frames_of, line, run_end, turn
+from conftest import drive, drive_cc, frames_of, line, run_end, turn
 
-from translator.encoders.claude_code import ClaudeCodeEncoder
-from translator.fold import LOST_RUN_END, Options, Translator
-from translator.rates import RateCard
+from translator.fold import LOST_RUN_END
 
 
 def start(index: int, message_id: str = "m") -> bytes:
@@ -26,13 +24,9 @@ def results(data: bytes) -> list[dict[str, Any]]:
 
 
 def claude_code(data: bytes, partial: bool = False) -> list[dict[str, Any]]:
-    rates = RateCard.bundled()
-    core = Translator(ClaudeCodeEncoder([], session_id="S", partial=partial, limits=rates.limits),
-                      rates=rates, options=Options(clock="estimated"))
-    core.feed(data, 0.0)
-    core.end(0.0)
-    assert core.take_diagnostics() == []
-    return frames_of(core.take_output())
+    frames, diagnostics = drive_cc(data, partial=partial)
+    assert diagnostics == []
+    return frames
 
 
 # A retry of turn 0 (the #245 drain retry, or Stage A), then a retry of turn 1 after a tool.
