@@ -1,20 +1,31 @@
-"""--out-dir: batch replay of a directory of saved logs."""
+"""--out-dir: batch replay of saved logs, end to end through the installed command."""
 
 from __future__ import annotations
 
 import gzip
+import io
+import os
+import re
 import shutil
+import signal
 import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from conftest import FIXTURES, events
 from test_cli import TRANSLATOR
 
-from translator.batch import session_id
+from bench.gen import generate
+from translator.batch import LocalStore
+from translator.rates import RateCard
+from translator.replay import Job, session_id, translate_file
 
 
 def batch(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([TRANSLATOR, *args], capture_output=True, timeout=60)
+    return subprocess.run([TRANSLATOR, *args], capture_output=True, timeout=120)
 
 
 def logs(tmp_path: Path) -> Path:
@@ -26,18 +37,21 @@ def logs(tmp_path: Path) -> Path:
     return src
 
 
+def listing(out: Path) -> list[str]:
+    """What a user sees in the output directory (the hidden up-to-date markers aside)."""
+    return sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if not p.name.startswith("."))
+
+
 def test_a_directory_is_translated_file_by_file_and_reruns_are_identical(tmp_path: Path) -> None:
     src, out = logs(tmp_path), tmp_path / "out"
     proc = batch("--out-dir", str(out), "--jobs", "2", str(src))
     assert proc.returncode == 0, proc.stderr
-    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == [
-        "one.enriched.jsonl", "team", "team/two.enriched.jsonl"]
+    assert listing(out) == ["one.enriched.jsonl", "team", "team/two.enriched.jsonl"]
     single = subprocess.run(
         [TRANSLATOR, "--session-id", session_id("one.ndjson"), str(src / "one.ndjson")], capture_output=True
     )
     assert (out / "one.enriched.jsonl").read_bytes() == single.stdout
-    assert proc.stderr.decode().splitlines() == [
-        proc.stderr.decode().splitlines()[0]]  # a summary and nothing else when not a terminal
+    assert len(proc.stderr.splitlines()) == 1  # a summary and nothing else when not a terminal
     assert proc.stderr.startswith(b"translator: 2 translated, 0 skipped (up to date), 0 failed")
 
     first = {p: p.read_bytes() for p in out.rglob("*.jsonl")}
@@ -57,28 +71,174 @@ def test_claude_code_batch_output_is_deterministic(tmp_path: Path) -> None:
     assert first.count(b'"type":"result"') == 2
 
 
-def test_failures_are_named_and_leave_nothing_behind(tmp_path: Path) -> None:
+def test_inputs_with_the_same_name_get_outputs_and_session_ids_of_their_own(tmp_path: Path) -> None:
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        shutil.copy(FIXTURES / "tool_use_two_turns.events.jsonl", tmp_path / folder / "run.jsonl")
+    for args in (["a/run.jsonl", "b/run.jsonl"], ["a", "b"], ["a/", "b/run.jsonl"]):
+        out = tmp_path / f"out-{len(os.listdir(tmp_path))}"
+        proc = subprocess.run([TRANSLATOR, "--out-dir", str(out), *args], capture_output=True, cwd=tmp_path)
+        assert proc.returncode == 0 and b"2 translated" in proc.stderr, (args, proc.stderr)
+        assert listing(out) == ["a", "a/run.enriched.jsonl", "b", "b/run.enriched.jsonl"]
+        ids = {(out / f / "run.enriched.jsonl").read_bytes().split(b'"session_id":"')[1][:36] for f in "ab"}
+        assert ids == {session_id("a/run.jsonl").encode(), session_id("b/run.jsonl").encode()}
+
+
+def test_two_inputs_that_would_share_an_output_are_refused(tmp_path: Path) -> None:
+    shutil.copy(FIXTURES / "tool_use_two_turns.events.jsonl", tmp_path / "x.jsonl")
+    shutil.copy(FIXTURES / "tool_use_two_turns.events.jsonl", tmp_path / "x.ndjson")
+    proc = batch("--out-dir", str(tmp_path / "out"), str(tmp_path))
+    assert proc.returncode == 64
+    assert proc.stderr.decode() == f"translator: {tmp_path}/x.jsonl and {tmp_path}/x.ndjson would both be written to x.enriched.jsonl\n"
+    assert not list((tmp_path / "out").iterdir())
+
+
+def test_up_to_date_means_made_with_the_same_options_rates_and_input(tmp_path: Path) -> None:
+    src, out = logs(tmp_path), tmp_path / "out"
+    assert batch("--out-dir", str(out), str(src)).returncode == 0
+    rates = tmp_path / "rates.json"
+    rates.write_text('{"rates": [{"model": "*", "input": 1, "output": 2}]}')
+    for extra in (["--include-partial-messages"], ["--results-only"], ["--rates", str(rates)], [], ["--strict"]):
+        proc = batch("--out-dir", str(out), *extra, str(src))
+        assert b"2 translated, 0 skipped" in proc.stderr, (extra, proc.stderr)
+        again = batch("--out-dir", str(out), *extra, str(src))
+        assert b"0 translated, 2 skipped" in again.stderr, extra
+    with_card = batch("--out-dir", str(out), "--force", "--rates", str(rates), str(src))
+    assert with_card.returncode == 0
+    assert b'"total_cost_usd":0.0,' not in (out / "one.enriched.jsonl").read_bytes()  # the new card's prices
+    os.utime(src / "one.ndjson")  # touched: a new input
+    assert b"1 translated, 1 skipped" in batch("--out-dir", str(out), "--rates", str(rates), str(src)).stderr
+
+
+def test_an_empty_selection_warns(tmp_path: Path) -> None:
+    (tmp_path / "logs").mkdir()
+    proc = batch("--out-dir", str(tmp_path / "out"), str(tmp_path / "logs"))
+    assert proc.returncode == 0
+    assert proc.stderr.splitlines()[0] == f"translator: warning: no *.ndjson or *.jsonl files (optionally .gz) under {tmp_path}/logs".encode()
+
+
+def test_user_errors_are_one_line_with_their_sysexit(tmp_path: Path) -> None:
+    log = tmp_path / "f.jsonl"
+    shutil.copy(FIXTURES / "tool_use_two_turns.events.jsonl", log)
+    cases = [
+        (["--out-dir", str(tmp_path / "o"), "/nonexistent"], 66, "translator: /nonexistent: No such file or directory"),
+        (["--out-dir", str(tmp_path / "o"), "-"], 64,
+         "translator: -: standard input cannot be batch-translated; name files or directories"),
+        (["--out-dir", "/dev/full/x", str(log)], 73, "translator: --out-dir /dev/full/x: Not a directory"),
+    ]
+    for args, status, message in cases:
+        proc = batch(*args)
+        assert (proc.returncode, proc.stderr.decode()) == (status, message + "\n"), args
+
+
+def test_a_failing_file_is_named_and_the_others_finish(tmp_path: Path) -> None:
     src, out = logs(tmp_path), tmp_path / "out"
     (src / "broken.ndjson.gz").write_bytes(gzip.compress(events("thinking"))[:-12])  # cut short
     proc = batch("--out-dir", str(out), str(src))
     assert proc.returncode == 65
-    assert b"translator: failed: broken.ndjson.gz:" in proc.stderr
-    assert not list(out.rglob("broken*")) and not list(out.rglob(".*tmp"))
-    assert (out / "one.enriched.jsonl").exists()
+    lines = proc.stderr.decode().splitlines()
+    assert lines[0].startswith("translator: 2 translated, 0 skipped (up to date), 1 failed;")
+    assert lines[1].startswith("translator: failed: broken.ndjson.gz: broken gzip:")
+    assert not list(out.rglob("broken*")) and not list(out.rglob("*.tmp"))
+    assert listing(out) == ["one.enriched.jsonl", "team", "team/two.enriched.jsonl"]
 
 
-def test_progress_is_shown_on_a_terminal(tmp_path: Path) -> None:
+class Exploding:
+    """A store whose input fails in the middle with an exception the core never expects:
+    the last-resort guard of a worker, proven by injecting the failure."""
+
+    def __init__(self, inner: LocalStore) -> None:
+        self.inner = inner
+
+    @contextmanager
+    def open_input(self, path: str) -> Iterator[BinaryIO]:
+        class Boom(io.BytesIO):
+            def read(self, n: int | None = -1) -> bytes:
+                if self.tell():
+                    raise RuntimeError("the poison")
+                return super().read(n)
+
+        yield Boom(Path(path).read_bytes())
+
+    def writer(self, path: str) -> AbstractContextManager[BinaryIO]:
+        return self.inner.writer(path)
+
+    def read_marker(self, path: str) -> bytes | None:
+        return self.inner.read_marker(path)
+
+    def write_marker(self, path: str, data: bytes) -> None:
+        self.inner.write_marker(path, data)
+
+
+def test_an_unexpected_exception_fails_only_its_file(tmp_path: Path, bundled_rates: RateCard) -> None:
+    from translator.fold import Options
+
+    source = FIXTURES / "tool_use_two_turns.events.jsonl"
+    job = Job(format="enriched", partial=False, results_only=False, rates=bundled_rates, rates_digest="",
+              options=Options(), clock="auto", source=str(source), relative="x.ndjson",
+              target=str(tmp_path / "x.enriched.jsonl"), size=source.stat().st_size)
+    done = translate_file(job, Exploding(LocalStore()))  # type: ignore[arg-type]
+    assert (done.error, done.data_error) == ("RuntimeError: the poison", True)
+    assert list(tmp_path.iterdir()) == []  # no output, no temporary, no marker
+    assert translate_file(job, LocalStore()).error is None
+
+
+def test_stale_temporaries_are_removed_and_live_ones_kept(tmp_path: Path) -> None:
+    src, out = logs(tmp_path), tmp_path / "out"
+    (out / "team").mkdir(parents=True)
+    dead = 2**22 + 12345  # above the default pid_max: never alive
+    stale = out / "team" / f".two.enriched.jsonl.{dead}.tmp"
+    live = out / f".one.enriched.jsonl.{os.getpid()}.tmp"
+    stale.write_text("half")
+    live.write_text("being written")
+    assert batch("--out-dir", str(out), str(src)).returncode == 0
+    assert not stale.exists() and live.exists()
+
+
+def children(pid: int) -> set[int]:
+    found = set()
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.add(int(entry.name))
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def wait_for(condition: object, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_workers_die_with_the_batch(tmp_path: Path) -> None:
+    src = tmp_path / "logs"
+    src.mkdir()
+    for n in range(6):
+        generate(str(src / f"big-{n}.ndjson"), 25)
+    proc = subprocess.Popen([TRANSLATOR, "--out-dir", str(tmp_path / "out"), "--jobs", "2", str(src)],
+                            stderr=subprocess.DEVNULL)
+    wait_for(lambda: len(children(proc.pid)) >= 2)
+    workers = children(proc.pid)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in workers), 30)
+
+
+def test_progress_is_in_bytes_within_a_file_on_a_terminal(tmp_path: Path) -> None:
     import fcntl
-    import os
     import pty
     import struct
     import termios
 
     src, out = logs(tmp_path), tmp_path / "out"
+    generate(str(src / "big.ndjson"), 60)
     pid, fd = pty.fork()
     if pid == 0:  # the child: stderr (and stdout) on a pseudo-terminal 100 columns wide
         fcntl.ioctl(2, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-        os.execv(TRANSLATOR, [TRANSLATOR, "--out-dir", str(out), str(src)])
+        os.execv(TRANSLATOR, [TRANSLATOR, "--out-dir", str(out), "--jobs", "1", str(src)])
     seen = b""
     while True:
         try:
@@ -90,5 +250,8 @@ def test_progress_is_shown_on_a_terminal(tmp_path: Path) -> None:
         seen += chunk
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert b"2/2 files" in seen and b"100%" in seen  # tqdm: files done, bytes, rate, ETA
-    assert b"2 translated, 0 skipped" in seen
+    assert b"3/3 files" in seen and b"100%" in seen  # tqdm: files done, bytes, rate, ETA
+    assert b"3 translated, 0 skipped" in seen
+    shown = {int(p) for p in re.findall(rb"\r\d/3 files: +(\d+)%", seen)}
+    assert any(5 < p < 95 for p in shown), seen  # the bar moved while the one big file was read
+    assert b"MB" in seen and b"MiB" not in seen  # one unit, as in the summary

@@ -1,186 +1,229 @@
 """`--out-dir DIR`: batch replay of saved logs, one output per input, in parallel.
 
-Inputs are files, or directories searched for `*.ndjson` / `*.jsonl` (optionally `.gz`). Each
-is translated by the same core and encoders as a stream, in a pool of worker processes (one per
-core by default), into `DIR/<relative path>.<format>.jsonl`, written to a temporary file and
-renamed into place, so a crash never leaves half an output. An output newer than its input is
-skipped unless forced. The session id (and, for Claude Code, every frame's uuid and timestamp)
-derives from the input's relative path and modification time, so a rerun gives the same bytes.
+Inputs are files, directories searched for `*.ndjson` / `*.jsonl` (optionally gzipped), or
+globs; each output mirrors its input's relative path (selection.py). Files are translated by
+replay.py in a pool of worker processes (one per core by default) that die with this process;
+object storage and a Dask cluster go through fleet.py instead, with the same per-file work.
 """
 
 from __future__ import annotations
 
-import gzip
-import itertools
+import ctypes
+import multiprocessing
 import os
+import re
+import signal
+import stat
 import sys
 import time
-import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, replace
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager, suppress
+from dataclasses import replace
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from tqdm import tqdm
 
 from translator.diagnostics import stderr
-from translator.encoders import Encoder
-from translator.encoders.claude_code import ClaudeCodeEncoder
-from translator.encoders.enriched import EnrichedEncoder
-from translator.fold import ESTIMATED, Options, Translator
-from translator.rates import RateCard
+from translator.replay import Done, Job, translate_file
+from translator.selection import Found, Input, SelectionError, check_distinct, select, target_name
 
-CHUNK = 1 << 20
-SUFFIXES = (".ndjson", ".jsonl")
-FORMATS = ("enriched", "claude-code")
-NAMESPACE = uuid.UUID("7b7c2f0e-49a1-4b5e-9c1d-0c6a1e5d2b49")  # this tool's uuid5 namespace
+EX_DATAERR, EX_CANTCREAT, EX_IOERR = 65, 73, 74
+PR_SET_PDEATHSIG = 1
+TEMPORARY = re.compile(r"^\..+\.(\d+)\.tmp$")  # `.<output name>.<pid>.tmp`
 
 
-@dataclass(frozen=True)
-class Job:
-    """One file to translate, with everything a worker process needs."""
+class LocalStore:
+    """Local disk: inputs read directly, outputs written to a temporary file beside the
+    target and renamed over it, so a crash never leaves half an output."""
 
-    format: str
-    partial: bool
-    results_only: bool
-    rates: RateCard
-    options: Options
-    clock: str
-    source: Path = Path()
-    relative: str = ""
-    target: Path = Path()
+    def absolute(self, name: str) -> str:
+        return os.path.abspath(name)
 
+    def kind(self, path: str) -> str | None:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            return None
+        return "dir" if stat.S_ISDIR(mode) else "file"
 
-@dataclass
-class Done:
-    relative: str
-    size: int
-    diagnostics: list[str]
-    error: str | None = None  # why the file failed
-    data_error: bool = False  # it failed on its content, not on I/O
+    def stat(self, path: str) -> Found:
+        st = os.stat(path)
+        return Found(path, st.st_size, st.st_mtime)
 
+    def files_under(self, path: str) -> list[Found]:
+        return [self.stat(str(p)) for p in Path(path).rglob("*") if p.is_file()]
 
-def inputs(paths: list[str]) -> Iterator[tuple[Path, str]]:
-    """(file, name relative to what was named) for every log under `paths`."""
-    for name in paths:
-        path = Path(name)
-        if path.is_dir():
-            for found in sorted(path.rglob("*")):
-                if found.is_file() and is_log(found.name):
-                    yield found, found.relative_to(path).as_posix()
-        else:
-            yield path, path.name
+    def glob(self, pattern: str) -> list[Found]:
+        import glob
 
+        return [self.stat(p) for p in glob.glob(pattern, recursive=True) if os.path.isfile(p)]
 
-def is_log(name: str) -> bool:
-    bare = name.removesuffix(".gz")
-    return bare.endswith(SUFFIXES) and not any(bare.endswith(f".{fmt}.jsonl") for fmt in FORMATS)
+    @contextmanager
+    def open_input(self, path: str) -> Iterator[BinaryIO]:
+        with open(path, "rb") as f:
+            yield f
 
+    @contextmanager
+    def writer(self, path: str) -> Iterator[BinaryIO]:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "wb") as out:
+                yield out
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
 
-def target(out_dir: Path, relative: str, fmt: str) -> Path:
-    stem = relative.removesuffix(".gz")
-    for suffix in SUFFIXES:
-        stem = stem.removesuffix(suffix)
-    return out_dir / f"{stem}.{fmt}.jsonl"
+    def read_marker(self, path: str) -> bytes | None:
+        try:
+            return Path(path).read_bytes()
+        except OSError:
+            return None
 
-
-def session_id(relative: str) -> str:
-    return str(uuid.uuid5(NAMESPACE, relative))
-
-
-def counter_ids(session: str) -> Callable[[], str]:
-    """Deterministic frame uuids: the nth of a session is uuid5(session, n)."""
-    base = uuid.UUID(session)
-    numbers = itertools.count()
-    return lambda: str(uuid.uuid5(base, str(next(numbers))))
+    def write_marker(self, path: str, data: bytes) -> None:
+        with self.writer(path) as out:
+            out.write(data)
 
 
-def make_encoder(job: Job, session: str) -> Encoder:
-    if job.format == "claude-code":
-        return ClaudeCodeEncoder(
-            [], session_id=session, partial=job.partial, results_only=job.results_only,
-            limits=job.rates.limits, new_id=counter_ids(session),
-        )
-    return EnrichedEncoder([], session_id=session, partial=job.partial, results_only=job.results_only)
-
-
-def open_input(path: Path) -> BinaryIO:
-    return gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")  # type: ignore[return-value]
-
-
-def translate_file(job: Job) -> Done:
-    """Translate one file (in a worker process). Time is the file's own: the estimated clock
-    unless its events are stamped, and its modification time for the frames' timestamps."""
-    session = session_id(job.relative)
-    size = job.source.stat().st_size
-    options = replace(job.options, epoch=job.source.stat().st_mtime)
-    if job.clock == "auto":
-        options = replace(options, clock=ESTIMATED, detect_recorded=True)
-    else:
-        options = replace(options, clock=job.clock)
-    core = Translator(make_encoder(job, session), rates=job.rates, options=options, source=str(job.source))
-    job.target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = job.target.with_name(f".{job.target.name}.{os.getpid()}.tmp")
-    diagnostics: list[str] = []
-    try:
-        with open_input(job.source) as src, open(tmp, "wb") as out:
-            while chunk := src.read(CHUNK):
-                core.feed(chunk, 0.0)
-                out.write(core.take_output())
-                diagnostics += core.take_diagnostics()
-                if core.stopped:
-                    break
-            core.end(0.0)
-            out.write(core.take_output())
-            diagnostics += core.take_diagnostics()
-            out.flush()
-            os.fsync(out.fileno())
-        if core.bad_lines and job.options.stop_on_invalid:
-            tmp.unlink()
-            return Done(job.relative, size, diagnostics, "rejected: --on-invalid fail", data_error=True)
-        os.replace(tmp, job.target)
-        return Done(job.relative, size, diagnostics)
-    except (OSError, EOFError) as exc:
-        tmp.unlink(missing_ok=True)
-        bad_gzip = isinstance(exc, (EOFError, gzip.BadGzipFile))
-        return Done(job.relative, size, diagnostics, str(exc) or type(exc).__name__, data_error=bad_gzip)
-
-
-def run(paths: list[str], out_dir: str, jobs: int, force: bool, template: Job) -> int:
-    """Translate everything under `paths` as `template` says (its paths are filled in per
-    file); the exit status: 0, 65 a file's content failed, 74 a file could not be read or
-    written."""
-    out = Path(out_dir)
-    todo: list[Job] = []
-    skipped = 0
-    for source, relative in inputs(paths):
-        dest = target(out, relative, template.format)
-        if not force and dest.exists() and dest.stat().st_mtime >= source.stat().st_mtime:
-            skipped += 1
+def sweep_temporaries(out_dir: str) -> int:
+    """Remove the temporaries of writers that are gone (killed, or a lost machine's pid that
+    is not alive here); a live writer's are left alone."""
+    removed = 0
+    for tmp in Path(out_dir).rglob(".*.tmp"):
+        match = TEMPORARY.match(tmp.name)
+        if match is None or _alive(int(match.group(1))):
             continue
-        todo.append(replace(template, source=source, relative=relative, target=dest))
-    total = sum(job.source.stat().st_size for job in todo)
-    failed: list[Done] = []
-    started = time.monotonic()
-    bar = tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024, file=sys.stderr,
-               disable=not sys.stderr.isatty(), desc=f"0/{len(todo)} files")
-    with bar, ProcessPoolExecutor(max_workers=max(1, min(jobs, len(todo) or 1))) as pool:
-        futures = [pool.submit(translate_file, job) for job in todo]
-        for count, future in enumerate(as_completed(futures), 1):
-            done = future.result()
-            for line in done.diagnostics:
-                bar.write(line, file=sys.stderr)
-            if done.error is not None:
-                failed.append(done)
-            bar.set_description(f"{count}/{len(todo)} files")
-            bar.update(done.size)
-    elapsed = time.monotonic() - started
+        tmp.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return pid != 0
+
+
+def plan(names: list[str], lister: Any, out_dir: str | None, template: Job,
+         url: Callable[[str], str] = lambda p: p) -> list[Job]:
+    """One job per selected input (raises SelectionError); `url` turns a store path into what
+    the store opens."""
+    picked: list[Input] = select(names, lister)
+    check_distinct(picked, template.format)
+    if not picked:
+        stderr([f"translator: warning: no *.ndjson or *.jsonl files (optionally .gz) under {' '.join(names)}"])
+    return [
+        replace(template, source=url(item.path), relative=item.relative, size=item.size, mtime=item.mtime,
+                target=None if out_dir is None else f"{out_dir.rstrip('/')}/{target_name(item.relative, template.format)}")
+        for item in picked
+    ]
+
+
+def summary(done: list[Done], elapsed: float, interrupted: bool = False) -> int:
+    """Print the summary and failures; the exit status: 0, 65 a file's content failed, 74 a
+    file could not be read or written."""
+    failed = [d for d in done if d.error is not None]
+    skipped = sum(d.skipped for d in done)
+    total = sum(d.size for d in done)
     stderr(
-        [f"translator: {len(todo) - len(failed)} translated, {skipped} skipped (up to date), "
-         f"{len(failed)} failed; {total / 1e6:.1f} MB in {elapsed:.2f} s"]
+        [f"translator: {len(done) - len(failed) - skipped} translated, {skipped} skipped (up to date), "
+         f"{len(failed)} failed; {total / 1e6:.1f} MB in {elapsed:.2f} s" + (" (interrupted)" if interrupted else "")]
         + [f"translator: failed: {d.relative}: {d.error}" for d in failed]
     )
+    if interrupted:
+        return 128 + signal.SIGINT
     if any(not d.data_error for d in failed):
-        return 74
-    return 65 if failed else 0
+        return EX_IOERR
+    return EX_DATAERR if failed else 0
+
+
+def prepare_out_dir(out_dir: str) -> None:
+    """Create the output directory (a user error, 73, if it cannot be) and clear the
+    temporaries a killed run left."""
+    try:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SelectionError(f"--out-dir {out_dir}: {exc.strerror}", EX_CANTCREAT) from exc
+    sweep_temporaries(out_dir)
+
+
+_progress: Any = None  # a worker's shared byte counter (set by _worker_init)
+
+
+def _worker_init(counter: Any, parent: int) -> None:
+    """Die with the parent (Linux: the kernel sends SIGKILL when it goes), leave Ctrl-C to
+    it, and report progress through the shared counter."""
+    global _progress
+    _progress = counter
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent went before prctl took effect
+        os._exit(1)
+
+
+def _advance(n: int) -> None:
+    with _progress.get_lock():
+        _progress.value += n
+
+
+def _work(job: Job) -> Done:
+    return translate_file(job, LocalStore(), _advance)
+
+
+def run_local(jobs: list[Job], workers: int, bar: tqdm) -> tuple[list[Done], bool]:
+    """Translate `jobs` in a process pool; the bar follows the bytes read inside each file."""
+    counter = multiprocessing.get_context("fork").Value("q", 0)
+    done: list[Done] = []
+    pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(jobs) or 1)),
+                               mp_context=multiprocessing.get_context("fork"),
+                               initializer=_worker_init, initargs=(counter, os.getpid()))
+    futures: dict[Future[Done], Job] = {pool.submit(_work, job): job for job in jobs}
+    pending = set(futures)
+    try:
+        while pending:
+            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            for future in finished:
+                try:
+                    result = future.result()
+                except BrokenProcessPool:
+                    job = futures[future]
+                    result = Done(job.relative, job.size, error="its worker process died")
+                for line in result.diagnostics:
+                    bar.write(line, file=sys.stderr)
+                done.append(result)
+                bar.set_description(f"{len(done)}/{len(jobs)} files")
+            bar.update(counter.value - bar.n)
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
+        return done, True
+    pool.shutdown()
+    return done, False
+
+
+def run(names: list[str], out_dir: str | None, workers: int, template: Job) -> int:
+    """Translate everything under `names` as `template` says; the exit status."""
+    try:
+        if out_dir is not None:
+            prepare_out_dir(out_dir)
+        todo = plan(names, LocalStore(), out_dir, template)
+    except SelectionError as exc:
+        stderr([f"translator: {exc}"])
+        return exc.status
+    started = time.monotonic()
+    with tqdm(total=sum(job.size for job in todo), unit="B", unit_scale=True, file=sys.stderr,
+              disable=not sys.stderr.isatty(), desc=f"0/{len(todo)} files") as bar:
+        done, interrupted = run_local(todo, workers, bar)
+    return summary(done, time.monotonic() - started, interrupted)
+

@@ -223,13 +223,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.out_dir is not None:
         if args.follow or args.listen or not args.files:
             build_parser().error("--out-dir takes input files or directories, and no --follow/--listen")
-        from translator import batch  # its process pool and progress bar cost the others nothing
+        from translator import batch, replay  # the pool and progress bar cost the others nothing
 
-        template = batch.Job(
+        template = replay.Job(
             format=args.format, partial=partial, results_only=results_only, rates=rates,
-            options=cfg.options, clock=args.clock,
+            rates_digest=replay.digest(args.rates), options=cfg.options, clock=args.clock, force=args.force,
         )
-        return batch.run(args.files, args.out_dir, args.jobs, args.force, template)
+        return batch.run(args.files, args.out_dir, args.jobs, template)
     if (args.follow or args.listen) and args.files:
         build_parser().error("--follow and --listen take no input files")
     if args.follow and args.listen:

@@ -1,0 +1,227 @@
+"""One saved log translated into one output, the same way on every engine (process pool or
+Dask) and every store (local disk or object storage).
+
+The work of a file is a pure function of its bytes and its `Job`: the session id comes from its
+relative path, time from its modification time, so a rerun (or a retry on another machine)
+writes the same bytes. An output is committed only whole (`Store.writer`), then a small marker
+beside it records the key it was made under (input, options, rate card, version) and its
+results, so "up to date" is a comparison of keys and a skipped file still has its rows.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import itertools
+import uuid
+import zlib
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, BinaryIO, Protocol
+
+import orjson
+
+from translator import __version__
+from translator.encoders import Encoder
+from translator.encoders.claude_code import ClaudeCodeEncoder
+from translator.encoders.enriched import EnrichedEncoder
+from translator.fold import ESTIMATED, Options, Translator
+from translator.rates import BUNDLED, RateCard
+from translator.results import Recorder
+
+CHUNK = 1 << 20
+NAMESPACE = uuid.UUID("7b7c2f0e-49a1-4b5e-9c1d-0c6a1e5d2b49")  # this tool's uuid5 namespace
+
+
+class Store(Protocol):
+    """Where inputs are read and outputs committed: local disk, or fsspec (fleet.py)."""
+
+    def open_input(self, path: str) -> AbstractContextManager[BinaryIO]: ...
+    def writer(self, path: str) -> AbstractContextManager[BinaryIO]:
+        """A file whose content appears at `path` only if the block ends without an exception."""
+        ...
+    def read_marker(self, path: str) -> bytes | None: ...
+    def write_marker(self, path: str, data: bytes) -> None: ...
+
+
+@dataclass(frozen=True)
+class Job:
+    """One file to translate, with everything a worker needs (it crosses process boundaries)."""
+
+    format: str
+    partial: bool
+    results_only: bool
+    rates: RateCard
+    rates_digest: str  # the card's bytes, hashed: a new card makes every output stale
+    options: Options
+    clock: str
+    force: bool = False
+    source: str = ""
+    relative: str = ""
+    target: str | None = None  # None: no output, only results (--results-table alone)
+    size: int = 0
+    mtime: float = 0.0
+
+    def key(self) -> str:
+        """What the output depends on; equal keys, equal bytes."""
+        o = self.options
+        parts = [__version__, self.format, self.partial, self.results_only, self.clock, o.strict,
+                 o.stop_on_invalid, o.max_line_bytes, self.rates_digest, self.relative, self.size, self.mtime]
+        return hashlib.sha256(orjson.dumps(parts)).hexdigest()
+
+
+@dataclass
+class Done:
+    """What became of one file."""
+
+    relative: str
+    size: int
+    diagnostics: list[str] = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)  # one row per run (results.py)
+    skipped: bool = False  # up to date: nothing was read but the marker
+    error: str | None = None  # why the file failed
+    data_error: bool = False  # it failed on its content, not on I/O
+
+
+def digest(rates_file: str | None) -> str:
+    """The rate card's identity: its file's bytes (the bundled card when none is named)."""
+    path = Path(rates_file) if rates_file else BUNDLED
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class Rejected(Exception):
+    """--on-invalid fail tripped: the output is discarded."""
+
+
+def marker_path(target: str) -> str:
+    head, _, name = target.rpartition("/")
+    return f"{head}/.{name}.done" if head else f".{name}.done"
+
+
+def session_id(relative: str) -> str:
+    return str(uuid.uuid5(NAMESPACE, relative))
+
+
+def counter_ids(session: str) -> Callable[[], str]:
+    """Deterministic frame uuids: the nth of a session is uuid5(session, n)."""
+    base = uuid.UUID(session)
+    numbers = itertools.count()
+    return lambda: str(uuid.uuid5(base, str(next(numbers))))
+
+
+def make_encoder(job: Job, session: str, results_only: bool) -> Encoder:
+    if job.format == "claude-code":
+        return ClaudeCodeEncoder(
+            [], session_id=session, partial=job.partial, results_only=results_only,
+            limits=job.rates.limits, new_id=counter_ids(session),
+        )
+    return EnrichedEncoder([], session_id=session, partial=job.partial, results_only=results_only)
+
+
+def chunks(raw: BinaryIO, progress: Callable[[int], None]) -> Iterator[bytes]:
+    """The file's bytes, gunzipped when it starts with the gzip magic; `progress` is told how
+    many bytes of the file itself (compressed or not) each chunk took."""
+    head = raw.read(2)
+    raw.seek(0)
+    src: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if head == b"\x1f\x8b" else raw  # type: ignore[assignment]
+    pos = 0
+    while chunk := src.read(CHUNK):
+        now = raw.tell()
+        progress(now - pos)
+        pos = now
+        yield chunk
+
+
+class _Sink:
+    """The output of a run with no --out-dir: only its results are kept."""
+
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+
+def translate_file(job: Job, store: Store, progress: Callable[[int], None] = lambda n: None,
+                   raise_io: bool = False) -> Done:
+    """Translate one file (in a worker). Content that fails (a broken gzip, --on-invalid fail,
+    or anything the core could not survive) is a data error; I/O trouble is an I/O error, or
+    is raised with `raise_io` so that an engine that retries can retry it."""
+    done = Done(job.relative, job.size)
+    seen = 0
+
+    def tick(n: int) -> None:
+        nonlocal seen
+        seen += n
+        progress(n)
+
+    try:
+        key = job.key()
+        if job.target is not None and not job.force and (found := _up_to_date(job, store, key)) is not None:
+            done.results, done.skipped = found, True
+            return done
+        recorder = _translate(job, store, tick, done)
+        done.results = recorder.rows
+        if job.target is not None:
+            store.write_marker(marker_path(job.target), orjson.dumps({"key": key, "results": recorder.rows}))
+    except Rejected:
+        done.error, done.data_error = "rejected: --on-invalid fail", True
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        done.error, done.data_error = f"broken gzip: {exc or type(exc).__name__}", True
+    except OSError as exc:
+        if raise_io:
+            raise
+        done.error = exc.strerror or str(exc) or type(exc).__name__
+    except Exception as exc:  # a poison file: named and failed, never the whole batch
+        done.error, done.data_error = f"{type(exc).__name__}: {exc}", True
+    finally:
+        if seen < job.size:
+            progress(job.size - seen)  # skipped, failed or grown: the bar still ends at 100%
+    return done
+
+
+def _up_to_date(job: Job, store: Store, key: str) -> list[dict[str, Any]] | None:
+    """The results recorded with the output, if it was made under the same key."""
+    data = store.read_marker(marker_path(job.target or ""))
+    try:
+        marker = orjson.loads(data) if data is not None else None
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(marker, dict) or marker.get("key") != key:
+        return None
+    rows = marker.get("results")
+    return rows if isinstance(rows, list) else None
+
+
+def _translate(job: Job, store: Store, progress: Callable[[int], None], done: Done) -> Recorder:
+    session = session_id(job.relative)
+    options = replace(job.options, epoch=job.mtime)
+    if job.clock == "auto":
+        options = replace(options, clock=ESTIMATED, detect_recorded=True)
+    else:
+        options = replace(options, clock=job.clock)
+    # With no output, the encoder writes only results: the cheapest pass that still sees them.
+    encoder = make_encoder(job, session, job.results_only or job.target is None)
+    recorder = Recorder(encoder, session, job.source, job.mtime)
+    core = Translator(recorder, rates=job.rates, options=options, source=job.source)
+    sink: AbstractContextManager[Any] = store.writer(job.target) if job.target is not None else _null()
+    with store.open_input(job.source) as raw, sink as out:
+        for chunk in chunks(raw, progress):
+            core.feed(chunk, 0.0)
+            out.write(core.take_output())
+            done.diagnostics += core.take_diagnostics()
+            if core.stopped:
+                break
+        core.end(0.0)
+        out.write(core.take_output())
+        done.diagnostics += core.take_diagnostics()
+        if core.bad_lines and job.options.stop_on_invalid:
+            raise Rejected
+    return recorder
+
+
+class _null(AbstractContextManager[_Sink]):
+    def __enter__(self) -> _Sink:
+        return _Sink()
+
+    def __exit__(self, *exc: object) -> None:
+        return None
