@@ -17,17 +17,16 @@ import uuid
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, cast
 
 import orjson
 
 from translator import __version__
+from translator.api import core_options, make_encoder
 from translator.encoders import Encoder
-from translator.encoders.claude_code import ClaudeCodeEncoder
-from translator.encoders.enriched import EnrichedEncoder
-from translator.fold import ESTIMATED, Options, Translator
+from translator.fold import Options, Translator
 from translator.rates import BUNDLED, RateCard
 from translator.results import Recorder
 
@@ -111,15 +110,6 @@ def counter_ids(session: str) -> Callable[[], str]:
     return lambda: str(uuid.uuid5(base, str(next(numbers))))
 
 
-def make_encoder(job: Job, session: str, results_only: bool) -> Encoder:
-    if job.format == "claude-code":
-        return ClaudeCodeEncoder(
-            [], session_id=session, partial=job.partial, results_only=results_only,
-            limits=job.rates.limits, new_id=counter_ids(session),
-        )
-    return EnrichedEncoder([], session_id=session, partial=job.partial, results_only=results_only)
-
-
 def chunks(raw: BinaryIO, progress: Callable[[int], None]) -> Iterator[bytes]:
     """The file's bytes, gunzipped when it starts with the gzip magic; `progress` is told how
     many bytes of the file itself (compressed or not) each chunk took."""
@@ -194,15 +184,13 @@ def _up_to_date(job: Job, store: Store, key: str) -> list[dict[str, Any]] | None
 
 def _translate(job: Job, store: Store, progress: Callable[[int], None], done: Done) -> Recorder:
     session = session_id(job.relative)
-    options = replace(job.options, epoch=job.mtime)
-    if job.clock == "auto":
-        options = replace(options, clock=ESTIMATED, detect_recorded=True)
-    else:
-        options = replace(options, clock=job.clock)
+    options = core_options(job.options, job.clock, live=False, epoch=job.mtime)
     # With no output, the encoder writes only results: the cheapest pass that still sees them.
-    encoder = make_encoder(job, session, job.results_only or job.target is None)
+    encoder = make_encoder(job.format, session, include_partial_messages=job.partial,  # type: ignore[arg-type]
+                           results_only=job.results_only or job.target is None, rates=job.rates,
+                           new_id=counter_ids(session) if job.format == "claude-code" else None)
     recorder = Recorder(encoder, session, job.source, job.mtime)
-    core = Translator(recorder, rates=job.rates, options=options, source=job.source)
+    core = Translator(cast(Encoder, recorder), rates=job.rates, options=options, source=job.source)
     sink: AbstractContextManager[Any] = store.writer(job.target) if job.target is not None else _null()
     with store.open_input(job.source) as raw, sink as out:
         for chunk in chunks(raw, progress):

@@ -8,7 +8,6 @@ outputs agree field for field whatever `--format` was asked for).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,19 +37,20 @@ def _ms(seconds: float | None) -> int | None:
 
 
 class Recorder:
-    """An encoder that forwards to `inner` and keeps one row per result."""
+    """An encoder that forwards to `inner` and keeps one row per result. What it does not
+    watch (deltas, tools, and whatever the Encoder protocol grows) goes straight through."""
 
     def __init__(self, inner: Encoder, session_id: str, source: str, mtime: float) -> None:
         self.inner = inner
-        self.out = inner.out
-        self.delta_mode = inner.delta_mode
-        self.translates_headless = inner.translates_headless
         self.rows: list[dict[str, Any]] = []
         self._session = session_id
         self._source = source
         self._mtime = mtime
         self._models: list[str] = []
         self._first_t: float | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
 
     def _model(self, model: Any) -> None:
         if isinstance(model, str) and model and model not in self._models:
@@ -65,30 +65,9 @@ class Recorder:
         self._model(ev.get("model"))
         self.inner.turn_start(ev, t)
 
-    def text_delta(self, ev: Event, t: float) -> None:
-        self.inner.text_delta(ev, t)
-
-    def thinking_delta(self, ev: Event, t: float) -> None:
-        self.inner.thinking_delta(ev, t)
-
-    def raw_deltas(self, lines: bytes, decode: Callable[[], list[Event]], t: float) -> None:
-        self.inner.raw_deltas(lines, decode, t)
-
-    def tool_start(self, ev: Event, t: float) -> None:
-        self.inner.tool_start(ev, t)
-
-    def tool_input(self, ev: Event, t: float) -> None:
-        self.inner.tool_input(ev, t)
-
-    def tool_call(self, tool_use_id: str, name: str | None, input: Any, end: Event, t: float) -> None:
-        self.inner.tool_call(tool_use_id, name, input, end, t)
-
     def turn_end(self, ev: Event, model: str | None, cost: float, t: float) -> None:
         self._model(model)
         self.inner.turn_end(ev, model, cost, t)
-
-    def passthrough(self, line: bytes) -> None:
-        self.inner.passthrough(line)
 
     def headless_frame(self, frame: Event, line: bytes, t: float) -> None:
         if frame.get("type") == "system":

@@ -14,8 +14,9 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
+from translator.api import FORMATS
+
 SUFFIXES = (".ndjson", ".jsonl")
-FORMATS = ("enriched", "claude-code")
 WILDCARD = re.compile(r"[*?[]")
 EX_USAGE, EX_NOINPUT = 64, 66
 
