@@ -283,3 +283,98 @@ async def test_disconnect_mid_run_leaves_nothing_behind(caliban: Caliban) -> Non
     assert time.monotonic() - started < 10  # within the SDK's grace, before its SIGKILL
     saved = json.loads((caliban.sessions / f"{flag(caliban.calls()[0]['argv'], '--session')}.json").read_text())
     assert saved["messages"] == ["how many files are here?"]  # caliban saved its session on SIGINT
+
+
+async def test_a_caliban_that_dies_without_a_result_gives_an_error_result(caliban: Caliban) -> None:
+    crash = {"file": "tool_use_two_turns.jsonl", "exit_after": 2, "exit": 101, "stderr": "thread 'main' panicked"}
+    async with ClaudeSDKClient(caliban.options(crash, {"file": "benign_text.jsonl"})) as client:
+        await client.query("how many files are here?")
+        first = await until_result(client)
+        await client.query("hi")
+        second = await until_result(client)
+    result = first[-1]
+    assert isinstance(result, ResultMessage) and result.is_error and result.subtype == "error_during_execution"
+    assert result.errors == ["caliban exited with status 101 without a result: thread 'main' panicked"]
+    assert second[-1].result == "ok"  # the shim stays usable
+
+
+async def test_a_usage_error_and_a_missing_caliban_are_error_results(caliban: Caliban) -> None:
+    usage = {
+        "file": "benign_text.jsonl",
+        "exit_after": 0,
+        "exit": 2,
+        "stderr": "error: unexpected argument '--x' found",
+    }
+    seen = []
+    with pytest.raises(ResultError, match="status 2 without a result: error: unexpected argument"):
+        async for message in query(prompt="hi", options=caliban.options(usage)):
+            seen.append(message)
+    options = caliban.options({"file": "benign_text.jsonl"})
+    options.env["CALIBAN_BIN"] = str(caliban.root / "no-such-caliban")
+    with pytest.raises(ResultError, match="status 127 without a result: cannot run"):
+        await collect("hi", options)
+
+
+async def test_stderr_reaches_the_app_with_the_shims_warnings(caliban: Caliban) -> None:
+    lines: list[str] = []
+    script = {"file": "benign_text.jsonl", "stderr": "[caliban] a note from caliban"}
+    options = caliban.options(script, stderr=lines.append, add_dirs=["/srv"], extra_args={"replay-user-messages": None})
+    messages = await collect("hi", options)
+    assert "[caliban] a note from caliban" in lines
+    assert any(line.startswith("caliban-claude: warning: --add-dir") for line in lines)
+    echo = messages[0]  # --replay-user-messages: the prompt comes back first
+    assert isinstance(echo, UserMessage) and echo.content == "hi"
+
+
+async def test_callbacks_are_warned_about_and_the_run_completes(caliban: Caliban) -> None:
+    from claude_agent_sdk import HookMatcher, PermissionResultAllow
+
+    async def allow(name: str, tool_input: dict[str, Any], context: Any) -> PermissionResultAllow:
+        return PermissionResultAllow()
+
+    async def hook(tool_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        return {}
+
+    lines: list[str] = []
+    options = caliban.options(
+        {"file": "tool_use_two_turns.jsonl"}, stderr=lines.append, can_use_tool=allow,
+        hooks={"PreToolUse": [HookMatcher(matcher=None, hooks=[hook])]},
+    )  # fmt: skip
+    async with ClaudeSDKClient(options) as client:
+        await client.query("how many files are here?")
+        result = (await until_result(client))[-1]
+    assert result.result == "There are 3 files."
+    assert any("can_use_tool" in line for line in lines) and any("hook callbacks" in line for line in lines)
+
+
+async def test_non_text_content_is_dropped_with_a_warning(caliban: Caliban) -> None:
+    async def prompt() -> Any:
+        content = [
+            {"type": "text", "text": "what is this?"},
+            {"type": "image", "source": {"type": "base64", "data": ""}},
+        ]
+        yield {"type": "user", "message": {"role": "user", "content": content}, "parent_tool_use_id": None}
+
+    lines: list[str] = []
+    messages = [
+        m
+        async for m in query(
+            prompt=prompt(), options=caliban.options({"file": "benign_text.jsonl"}, stderr=lines.append)
+        )
+    ]
+    assert messages[-1].result == "ok"
+    assert caliban.calls()[0]["stdin"] == "what is this?"
+    assert any("1 non-text content block(s)" in line for line in lines)
+
+
+def test_stream_json_in_and_out_are_required() -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [SHIM, "--output-format", "text", "--input-format", "stream-json"], capture_output=True, timeout=30
+    )
+    assert done.returncode == 64 and done.stdout == b""
+    assert (
+        done.stderr.decode()
+        == "caliban-claude: --output-format stream-json is required (this is the Agent SDK's protocol)\n"
+    )

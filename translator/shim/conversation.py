@@ -41,8 +41,8 @@ class Conversation:
 
     def caliban_line(self, line: bytes) -> list[bytes]:
         """One line of caliban's stdout → the Claude Code frames it completed."""
-        head = line[:40]
-        if head.startswith((b'{"type":"system"', b'{"type":"result"')):
+        head = line[:48]  # caliban writes `type` first: only its init and result are decoded here
+        if b'"system"' in head or b'"result"' in head:
             try:
                 frame = orjson.loads(line)
             except orjson.JSONDecodeError:
