@@ -5,9 +5,10 @@ output, signals and exit codes (caliban-ai/caliban f33a2d0: `caliban/src/args.rs
 Environment:
 - FAKE_CALIBAN_LOG: a file; each invocation appends `{"argv": [...], "stdin": "...", "pid": n}`.
 - FAKE_CALIBAN_SCRIPTS: a JSON list, used in turn per invocation (round robin): each
-  `{"file": path, "pause_after": n?, "exit_after": n?, "exit": status?, "stderr": text?}` —
-  replay `file`; after `pause_after` lines wait for a signal (up to 30 s); after `exit_after`
-  lines exit with `exit` without a result (a crash); write `stderr` first.
+  `{"file": path, "pause_after": n?, "exit_after": n?, "exit": status?, "stderr": text?,
+  "ignore_sigint": bool?}` — replay `file`; after `pause_after` lines wait for a signal (up to
+  30 s); after `exit_after` lines exit with `exit` without a result (a crash); write `stderr`
+  first; a stuck caliban ignores SIGINT.
 
 Run as a program: `python fake_caliban.py ARGS...`. `check(argv)` is the strict parser alone.
 """
@@ -191,7 +192,7 @@ def main(argv: list[str]) -> int:
         emit(json.dumps(result, separators=(",", ":")))
         os._exit(124)
 
-    signal.signal(signal.SIGINT, cancelled)
+    signal.signal(signal.SIGINT, signal.SIG_IGN if script.get("ignore_sigint") else cancelled)
     if script.get("stderr"):
         sys.stderr.write(script["stderr"] + "\n")
         sys.stderr.flush()

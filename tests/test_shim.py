@@ -378,3 +378,32 @@ def test_stream_json_in_and_out_are_required() -> None:
         done.stderr.decode()
         == "caliban-claude: --output-format stream-json is required (this is the Agent SDK's protocol)\n"
     )
+
+
+@pytest.mark.parametrize("stuck", [False, True], ids=["caliban-cancels", "caliban-stuck"])
+def test_sigterm_stops_caliban_and_the_shim(caliban: Caliban, stuck: bool) -> None:
+    """SIGTERM: caliban gets SIGINT (its cancelled result reaches the app); one that does not
+    stop within the grace period is killed. Either way both are gone and the shim exits 143."""
+    import subprocess
+
+    options = caliban.options({"file": "tool_use_two_turns.jsonl", "pause_after": 2, "ignore_sigint": stuck})
+    shim = subprocess.Popen(
+        [SHIM, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, **options.env},
+    )  # fmt: skip
+    assert shim.stdin is not None and shim.stdout is not None
+    shim.stdin.write(b'{"type":"user","message":{"role":"user","content":"hi"},"parent_tool_use_id":null}\n')
+    shim.stdin.flush()
+    assert json.loads(shim.stdout.readline())["subtype"] == "init"  # caliban is running
+    started = time.monotonic()
+    shim.send_signal(15)
+    rest = [json.loads(line) for line in shim.stdout]
+    assert shim.wait(timeout=30) == 143
+    assert time.monotonic() - started < 4.5  # inside the SDK's 5 s before its SIGKILL
+    assert not alive(caliban.calls()[0]["pid"])
+    result = rest[-1]
+    assert (result["type"], result["subtype"], result["is_error"]) == ("result", "error_during_execution", True)
+    if stuck:
+        assert result["errors"] == ["caliban was killed by SIGKILL without a result"]
+    else:
+        assert result["terminal_reason"] == "aborted_streaming"  # caliban's own cancelled result

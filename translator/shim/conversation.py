@@ -10,6 +10,7 @@ that ended without one. Every frame stays under the SDK's line limit.
 from __future__ import annotations
 
 import os
+import signal
 from typing import Any
 
 import orjson
@@ -58,7 +59,8 @@ class Conversation:
         frames = self.translation.feed(b"\n")  # a last line without its newline counts
         if self.run_result is None:
             subtype = "cancelled" if self.interrupted else "error"
-            message = f"caliban exited with status {status} without a result" + (f": {why}" if why else "")
+            ended = f"was killed by {signal.Signals(-status).name}" if status < 0 else f"exited with status {status}"
+            message = f"caliban {ended} without a result" + (f": {why}" if why else "")
             synthetic = {"type": "result", "subtype": subtype, "session_id": self.session_id, "total_cost_usd": 0.0,
                          "turns": 0, "total_input_tokens": 0, "total_output_tokens": 0, "num_turns": 0,
                          "is_error": True, "error": message}  # fmt: skip

@@ -30,8 +30,10 @@ class CalibanRun:
         """Run to the end, calling `on_line` for each stdout line; the exit status."""
         try:
             with self._lock:
+                # Its own process group: a terminal's Ctrl-C reaches the shim only, which passes
+                # one SIGINT on (a second one would make caliban exit without saving).
                 self.proc = subprocess.Popen(
-                    self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+                    self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=0
                 )
                 if self._interrupted:
                     self.proc.send_signal(signal.SIGINT)
