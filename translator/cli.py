@@ -13,6 +13,7 @@ import anyio
 
 from translator import __version__
 from translator.api import FORMATS, make_encoder
+from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import use_json
 from translator.fold import Options
 from translator.pipeline import Config, Outcome, translate
@@ -192,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rates = RateCard.load(args.rates) if args.rates else RateCard.bundled()
     except (OSError, ValueError) as exc:
-        print(f"translator: --rates {args.rates}: {exc}", file=sys.stderr)
+        _stderr([f"translator: --rates {args.rates}: {exc}"])
         return EX_CONFIG
     partial, results_only = args.include_partial_messages, args.results_only
     if args.log_format == "json":
@@ -243,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         outcome = anyio.run(translate, cfg)
     except OSError as exc:  # the reject file could not be opened
-        print(f"translator: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        _stderr([f"translator: --reject-file {args.reject_file}: {exc.strerror}"])
         return EX_IOERR
     return exit_status(outcome, args.exit_status)
 

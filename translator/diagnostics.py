@@ -70,14 +70,17 @@ def as_json(line: str, level: str, now: float) -> bytes:
 
 
 def stderr(lines: list[str], level: str = "error") -> None:
-    """Write diagnostic lines; a closed or broken stderr is not worth dying for. `level`
-    (error, warning, info) shows only in JSON."""
+    """Write diagnostic lines; a closed (`2>&-`: no sys.stderr at all), full or broken stderr
+    is not worth dying for. `level` (error, warning, info) shows only in JSON."""
+    stream = sys.stderr
+    if stream is None:
+        return
     try:
         if _json:
             now = time.time()
-            sys.stderr.write(b"".join(as_json(line, level, now) for line in lines).decode())
+            stream.write(b"".join(as_json(line, level, now) for line in lines).decode())
         else:
-            sys.stderr.write("".join(line + "\n" for line in lines))
-        sys.stderr.flush()
+            stream.write("".join(line + "\n" for line in lines))
+        stream.flush()
     except (OSError, ValueError):
         pass

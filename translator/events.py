@@ -37,8 +37,26 @@ class BadLine(Exception):
         self.reason = reason
 
 
+# Range limits. The agent's token counts and turn numbers are u32. A duration or a stamp must
+# come out as finite milliseconds and a time a result can show (datetime ends with year 9999);
+# a duration beyond u32 seconds (136 years) is no span the agent measured.
+U32_MAX = (1 << 32) - 1
+MAX_DURATION_S = U32_MAX
+MAX_STAMP_S = 253402300799  # 9999-12-31T23:59:59Z
+
+
 def _is_count(v: object) -> bool:
-    return type(v) is int and v >= 0
+    return type(v) is int and 0 <= v <= U32_MAX
+
+
+def _is_ms(v: object) -> bool:
+    """A millisecond figure (headless `t_ms`): a number in the range of a duration."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= MAX_DURATION_S * 1000
+
+
+def _is_amount(v: object) -> bool:
+    """A cost in dollars: a finite number, not negative (JSON has no NaN, and no infinity)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < float("inf")
 
 
 def _is_message(v: object) -> bool:
@@ -48,11 +66,17 @@ def _is_message(v: object) -> bool:
 def _is_usage(v: object) -> bool:
     if type(v) is not dict or "input_tokens" not in v or "output_tokens" not in v:
         return False
-    return all(not (type(count) is not int or count < 0) for count in v.values())
+    return all(map(_is_count, v.values()))
 
 
 def _is_duration(v: object) -> bool:
-    return v is None or (type(v) is dict and type(v.get("secs")) is int and type(v.get("nanos")) is int)
+    """A serde `Duration` ({secs, nanos}) or null."""
+    return v is None or (type(v) is dict and _is_span(v))
+
+
+def _is_span(v: dict[Any, Any]) -> bool:
+    secs, nanos = v.get("secs"), v.get("nanos")
+    return type(secs) is int and type(nanos) is int and 0 <= secs <= MAX_DURATION_S and 0 <= nanos <= U32_MAX
 
 
 def _is_blocks_or_text(v: object) -> bool:
@@ -60,7 +84,15 @@ def _is_blocks_or_text(v: object) -> bool:
 
 
 def _is_stop(v: object) -> bool:
-    return type(v) is str or (type(v) is dict and len(v) == 1)
+    """`stopped_for`: a unit variant, or a one-key map whose numbers are in range."""
+    if type(v) is str:
+        return True
+    if type(v) is not dict or len(v) != 1:
+        return False
+    ((kind, value),) = v.items()
+    if kind == "StreamIdle":
+        return type(value) is dict and _is_span(value)
+    return kind != "MaxTurnsReached" or _is_count(value)
 
 
 def _is_opt_str(v: object) -> bool:
@@ -103,8 +135,26 @@ SHAPES.update(
 # Keys with serde defaults: checked only when present.
 OPTIONAL: dict[str, tuple[tuple[str, Shape], ...]] = {
     RUN_END: (("turns_without_edit", _is_count), ("no_edit_nudge_emitted", bool)),
+    "tool_result": (("t_ms", _is_ms),),
+    "result": (
+        ("turns", _is_count),
+        ("total_input_tokens", _is_count),
+        ("total_output_tokens", _is_count),
+        ("turns_without_edit", _is_count),
+        ("total_cost_usd", _is_amount),
+    ),
 }
 
+# What a range-checked field must hold, for the diagnostic.
+_COUNTS = f"whole numbers 0 to {U32_MAX}"
+HINTS: dict[Shape, str] = {
+    _is_count: f" (a whole number 0 to {U32_MAX})",
+    _is_usage: f" (input_tokens and output_tokens, {_COUNTS})",
+    _is_duration: f" (null or secs and nanos, {_COUNTS})",
+    _is_stop: f" (a variant name, or one variant with its value; numbers {_COUNTS})",
+    _is_ms: f" (milliseconds, 0 to {MAX_DURATION_S * 1000})",
+    _is_amount: " (a number, not negative)",
+}
 
 # Values a split parse skips because the output never shows them: RunEnd's history (megabytes
 # in a long session) and TurnEnd's tool results (a copy of what ToolCallEnd carried). The key
@@ -154,6 +204,8 @@ def check(ev: Event, etype: str, skipped: str | None = None) -> Event:
                 if key != skipped and (key not in ev or not ok(ev[key])):
                     break
             else:
+                if "ts" in ev or "timestamp" in ev:
+                    stamp_s(ev)
                 return ev
     for key, shape in SHAPES.get(etype, ()):
         if key == skipped:
@@ -163,10 +215,12 @@ def check(ev: Event, etype: str, skipped: str | None = None) -> Event:
         except KeyError:
             raise BadLine(f"{etype} without {key!r}") from None
         if not _fits(value, shape):
-            raise BadLine(f"{etype} has a malformed {key!r}")
+            raise BadLine(f"{etype} has a malformed {key!r}{HINTS.get(shape, '')}")
     for key, shape in OPTIONAL.get(etype, ()):
         if key in ev and not _fits(ev[key], shape):
-            raise BadLine(f"{etype} has a malformed {key!r}")
+            raise BadLine(f"{etype} has a malformed {key!r}{HINTS.get(shape, '')}")
+    if "ts" in ev or "timestamp" in ev:
+        stamp_s(ev)
     return ev
 
 
@@ -294,10 +348,13 @@ def duration_s(d: dict[str, int] | None) -> float:
     return d["secs"] + d["nanos"] / 1e9
 
 
-def timestamp_s(ev: Event) -> float | None:
-    """The event's recorded time in Unix seconds: a numeric `ts`, or an ISO-8601 `timestamp`."""
+def stamp_s(ev: Event) -> float | None:
+    """The event's recorded time in Unix seconds: a numeric `ts`, or an ISO-8601 `timestamp`;
+    None when it has neither. A stamp outside 1970..9999 is a BadLine: no result could show it."""
     ts = ev.get("ts")
     if isinstance(ts, (int, float)) and not isinstance(ts, bool):
+        if not 0 <= ts <= MAX_STAMP_S:
+            raise BadLine("'ts' is out of range (Unix seconds, 1970 to 9999)")
         return float(ts)
     stamp = ev.get("timestamp")
     if type(stamp) is str:
@@ -309,8 +366,20 @@ def timestamp_s(ev: Event) -> float | None:
             return None
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
-        return when.timestamp()
+        seconds = when.timestamp()
+        if not 0 <= seconds <= MAX_STAMP_S:
+            raise BadLine("'timestamp' is out of range (1970 to 9999)")
+        return seconds
     return None
+
+
+def timestamp_s(ev: Event) -> float | None:
+    """`stamp_s` for an event read lazily (a delta line never decoded before): an unusable
+    stamp counts as none."""
+    try:
+        return stamp_s(ev)
+    except BadLine:
+        return None
 
 
 def has_timestamp(ev: Event) -> bool:

@@ -70,8 +70,13 @@ def classify(stopped_for: Any) -> tuple[str, str | None]:
     return "error", f"stopped for {kind}: {orjson.dumps(value).decode()}"
 
 
+MAX_MS = 1 << 53  # the largest integer every JSON reader takes exactly
+
+
 def to_ms(seconds: float) -> int:
-    return max(0, round(seconds * 1000))
+    """Whole milliseconds, never negative and never more than a JSON number holds exactly."""
+    ms = seconds * 1000
+    return round(min(ms, MAX_MS)) if ms > 0 else 0
 
 
 class Frame:
@@ -183,6 +188,7 @@ class Translator:
         self._discarding: tuple[int, bytes] | None = None  # (bytes so far, excerpt)
         self._last_ts: float | None = None
         self._warned: set[str] = set()
+        self._orphan_of: Encoder | None = None  # the encoder, while a failed run's rest is skipped
         self._handlers: dict[str, Callable[[Event, float, bytes], None]] = {
             E.TURN_START: self._turn_start,
             E.TEXT_DELTA: self._text_delta,
@@ -225,6 +231,12 @@ class Translator:
         """Consume a chunk of input that arrived at `now`."""
         if self.stopped or not data:
             return
+        try:
+            self._feed(data, now)
+        except Exception as exc:  # the last resort: see _fault
+            self._fault(exc, None, now)
+
+    def _feed(self, data: bytes, now: float) -> None:
         if self._discarding is not None:
             rest = self._discard(data)
             if rest is None:
@@ -258,20 +270,26 @@ class Translator:
         """The input ended: a last line without newline counts; an open frame is closed."""
         if self.stopped:
             return
-        if self._discarding is not None:
-            self._finish_discard()
-        elif self._pending:
-            line = b"".join(self._pending)
-            self._pending.clear()
-            self._line(line, now)
-        if not self.stopped:
-            self._close(now, "error", TRUNCATED)
-            self.stopped = True
+        try:
+            if self._discarding is not None:
+                self._finish_discard()
+            elif self._pending:
+                line = b"".join(self._pending)
+                self._pending.clear()
+                self._line(line, now)
+            if not self.stopped:
+                self._close(now, "error", TRUNCATED)
+        except Exception as exc:
+            self._fault(exc, None, now)
+        self.stopped = True
 
     def cancel(self, now: float) -> None:
         """A signal stopped us: the open frame ends as `cancelled`."""
         if not self.stopped:
-            self._close(now, "cancelled", None)
+            try:
+                self._close(now, "cancelled", None)
+            except Exception as exc:
+                self._fault(exc, None, now)
             self.stopped = True
 
     def take_output(self) -> bytes:
@@ -336,7 +354,10 @@ class Translator:
                 keep = self._delta_mode != SKIP or self._collecting()
                 region = data[pos : stop - 1] if keep else b""
                 last = data[data.rfind(b"\n", pos, stop - 1) + 1 : stop - 1]
-                self._deltas(lines, last, region, now, first_no)
+                try:
+                    self._deltas(lines, last, region, now, first_no)
+                except Exception as exc:
+                    self._fault(exc, None, now)
             else:  # something else is among them: take these lines one at a time
                 for line in data[pos : stop - 1].split(b"\n"):
                     self._line(line, now)
@@ -351,6 +372,12 @@ class Translator:
 
     def _line(self, line: bytes, now: float) -> None:
         self.line_no += 1
+        try:
+            self._take(line, now)
+        except Exception as exc:
+            self._fault(exc, line, now)
+
+    def _take(self, line: bytes, now: float) -> None:
         if len(line) > self.options.max_line_bytes:
             self._rejects.append(line + b"\n")
             self._report(
@@ -407,7 +434,9 @@ class Translator:
         if self.options.detect_recorded and E.has_timestamp(ev):
             self.clock = RECORDED
         self._fast = self._fast_table
-        self._batch_deltas = bool(self._fast)
+        if self.clock == RECORDED:  # every stamp is read, so every delta is decoded and checked
+            self._fast = {k: v for k, v in self._fast.items() if k.decode() not in DELTA_TYPES}
+        self._batch_deltas = bool(self._fast) and self.clock != RECORDED
 
     def _bad(self, line: bytes, reason: str, line_no: int | None = None) -> None:
         self._rejects.append(line + b"\n")
@@ -419,8 +448,39 @@ class Translator:
         where = self.line_no if line_no is None else line_no
         self._diags.append(Diagnostic(self.source, where, reason, excerpt))
         if self.options.stop_on_invalid and not self.stopped:
-            self._close(self._now_guess(), "error", f"input rejected at line {self.line_no}: {reason}")
+            self._abort(self._now_guess(), f"input rejected at line {self.line_no}: {reason}")
             self.stopped = True
+
+    def _fault(self, exc: Exception, line: bytes | None, now: float) -> None:
+        """The last resort for a failure nothing else foresaw: the line at fault (if one is) is
+        reported and rejected, the open run ends with an error result (its state is in doubt)
+        and the stream goes on with the next line."""
+        if line is not None:
+            self._rejects.append(line + b"\n")
+        self._report(f"cannot be translated (internal error, {type(exc).__name__}: {exc})", line or b"")
+        self._abort(now, f"internal error at line {self.line_no}: {type(exc).__name__}")
+        if self._orphan_of is None and not (line is not None and ends_run(line)):
+            # The rest of the failed run is read into nothing, so that it has one result.
+            self._orphan_of, self.encoder = self.encoder, SILENT
+
+    def _end_orphan(self) -> None:
+        """The failed run is over (its end, or a new run's start): translate again."""
+        if self._orphan_of is not None:
+            self._frame = None
+            self.encoder, self._orphan_of = self._orphan_of, None
+
+    def _abort(self, now: float, error: str) -> None:
+        """Close the open frame as an error, whatever happens: if not even its result can be
+        written, the plainest one is."""
+        if self._frame is None:
+            return
+        try:
+            self._close(now, "error", error)
+        except Exception:
+            self._frame = None
+            self.frames_closed += 1
+            self.last_subtype = "error"
+            self._out.append(plain_result(getattr(self.encoder, "session_id", None), error))
 
     def _discard_piece(self, piece: bytes) -> None:
         assert self._discarding is not None
@@ -542,6 +602,9 @@ class Translator:
         )
 
     def _finish(self, run: RunSummary, t: float) -> None:
+        if self._orphan_of is not None:  # its result was written when it failed
+            self._end_orphan()
+            return
         self.encoder.result(run, t)
         if self.closed is not None:
             self.closed.append((run, (self._frame and self._frame.turn_model) or self.model))
@@ -608,7 +671,7 @@ class Translator:
         the bad ones reported with their own line numbers and left out."""
         try:
             evs: list[dict[str, Any]] = orjson.loads(b"[" + region.replace(b"\n", b",") + b"]")
-            if E.all_fit(evs, DELTA_TYPES):
+            if E.all_fit(evs, DELTA_TYPES) and b'"ts":' not in region and b'"timestamp":' not in region:
                 return evs
         except orjson.JSONDecodeError:
             pass
@@ -646,14 +709,13 @@ class Translator:
         return route
 
     def _handle(self, handler: Callable[[Event, float, bytes], None], ev: Event, now: float, line: bytes) -> None:
-        """Run an event's handler. The shape checks cover what the handlers read; should a
-        value still surprise one, that line is reported and the stream goes on."""
-        try:
-            handler(ev, now, line)
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            self._bad(line, f"cannot be translated ({type(exc).__name__}: {exc})")
+        """Run an event's handler. The shape checks cover what the handlers read; should
+        anything still fail, `_line`'s last resort takes it."""
+        handler(ev, now, line)
 
     def _turn_start(self, ev: Event, now: float, line: bytes) -> None:
+        if ev["turn_index"] == 0 and line:  # a new run (a raw TurnStart, not a headless stand-in)
+            self._end_orphan()
         fr = self._frame
         index = ev["turn_index"]
         retry = fr is not None and fr.open_index == index
@@ -786,6 +848,7 @@ class Translator:
         model = ev.get("model")
         if isinstance(model, str):
             self.model = model.rsplit("/", 1)[-1]  # "provider/model"
+        self._end_orphan()
         if self._frame is not None and self._frame.saw_turn:
             self._close(now, "error", LOST_RUN_END)
         self._h_frame(ev, now, line)
@@ -921,6 +984,21 @@ class _Silent:
 
 
 SILENT: Any = _Silent()
+
+
+def ends_run(line: bytes) -> bool:
+    """Whether a line is a run's last event (a RunEnd, or a headless result)."""
+    try:
+        return E.loads(line).get("type") in (E.RUN_END, H.RESULT)
+    except (BadLine, AttributeError):
+        return False
+
+
+def plain_result(session_id: str | None, error: str) -> bytes:
+    """A result frame that needs nothing but its error text: written when an encoder failed
+    even to write a run's result, so that the run still has one."""
+    frame = {"type": "result", "subtype": "error", "is_error": True, "error": error, "session_id": session_id}
+    return orjson.dumps(frame) + b"\n"
 
 
 def tool_input(raw: str) -> Any:

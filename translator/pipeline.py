@@ -112,13 +112,42 @@ class Output:
                 os.set_blocking(self.fd, self._was_blocking)
 
 
+class RejectFile:
+    """--reject-file, written unbuffered so that nothing is left to fail at exit. When a write
+    fails (a full disk) that is said once, the translation goes on without it, and the exit
+    status is 74 once every result is out."""
+
+    def __init__(self, path: str, outcome: Outcome) -> None:
+        self.path = path
+        self.outcome = outcome
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+
+    def write(self, data: bytes) -> None:
+        if self.fd < 0:
+            return
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self.fd, view) :]
+        except OSError as exc:
+            _stderr([f"translator: --reject-file {self.path}: {exc.strerror}; rejected lines are no longer kept"])
+            self.outcome.io_error = True
+            self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
+
+
 class Shell:
     def __init__(self, cfg: Config, out: Output) -> None:
         self.cfg = cfg
         self.out = out
         self.outcome = Outcome()
         self.read_scope: anyio.CancelScope | None = None
-        self.rejects = open(cfg.reject_file, "ab") if cfg.reject_file else None  # noqa: SIM115 (closed in close())
+        self.rejects = RejectFile(cfg.reject_file, self.outcome) if cfg.reject_file else None
         self.metrics: Metrics | None = None  # with --metrics, fed once per chunk
 
     async def emit(self, core: Translator, write: Callable[[bytes], Awaitable[None]] | None = None) -> None:
@@ -130,7 +159,6 @@ class Shell:
         rejected = core.take_rejects()
         if rejected and self.rejects is not None:
             self.rejects.write(rejected)
-            self.rejects.flush()
         data = core.take_output()
         if self.metrics is not None:
             self.metrics.update(core, diags, data)

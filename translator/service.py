@@ -123,6 +123,9 @@ class Service:
                 await self.shell.emit(core, send)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass  # the client went away: its stream ends here, nobody else's
+        except Exception as exc:  # the last resort: this connection ends, the service goes on
+            _stderr([f"translator: {label}: internal error ({type(exc).__name__}: {exc}); connection closed"])
+            core.end(time.monotonic())
         finally:
             if metrics is not None:
                 metrics.active.dec()

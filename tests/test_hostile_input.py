@@ -1,0 +1,197 @@
+"""Hostile input end to end: numbers at the edge of their type, a failure nothing foresaw, a
+stderr that is closed, a reject file on a full disk. Never a traceback, never a lost result."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import FIXTURES, events, frames_of, lines_of
+from test_cli import TRANSLATOR, run
+
+from translator.encoders.enriched import EnrichedEncoder
+from translator.fold import Options, Translator
+from translator.rates import Rate, RateCard
+
+U64_MAX = (1 << 64) - 1
+Event = dict[str, Any]
+
+
+def raw_run(stamped: bool) -> list[Event]:
+    evs = [orjson.loads(ln) for ln in lines_of("tool_use_two_turns")]
+    if stamped:
+        for i, ev in enumerate(evs):
+            ev["ts"] = 1_760_000_000 + i
+    return evs
+
+
+def headless_run() -> list[Event]:
+    return [orjson.loads(ln) for ln in (FIXTURES / "headless" / "tool_use_two_turns.jsonl").read_bytes().splitlines()]
+
+
+def poison(evs: list[Event], etype: str, change: Callable[[Event], None]) -> int:
+    """Change the first event of `etype`; its index."""
+    i = next(i for i, ev in enumerate(evs) if ev["type"] == etype)
+    change(evs[i])
+    return i
+
+
+def second_tool_result(evs: list[Event]) -> int:
+    """A second tool_result with an absurd t_ms: two of them overflowed the API time."""
+    i = poison(evs, "tool_result", lambda ev: ev.update(t_ms=1.7e308))
+    evs.insert(i + 1, dict(evs[i]))
+    return i
+
+
+# name -> (dialect, stamped, what to do to one event; returns the poisoned index/indices)
+CASES: dict[str, tuple[Callable[[], list[Event]], Callable[[list[Event]], int]]] = {
+    "token count u64 max": (
+        lambda: raw_run(False),
+        lambda evs: poison(evs, "TurnEnd", lambda ev: ev["usage"].update(input_tokens=U64_MAX)),
+    ),
+    "token count over u32": (
+        lambda: raw_run(False),
+        lambda evs: poison(evs, "RunEnd", lambda ev: ev["total_usage"].update(output_tokens=1 << 32)),
+    ),
+    "ttft.secs u64 max": (
+        lambda: raw_run(False),
+        lambda evs: poison(evs, "TurnEnd", lambda ev: ev.update(ttft={"secs": U64_MAX, "nanos": 0})),
+    ),
+    "StreamIdle secs u64 max": (
+        lambda: raw_run(False),
+        lambda evs: poison(evs, "RunEnd", lambda ev: ev.update(stopped_for={"StreamIdle": {"secs": U64_MAX, "nanos": 0}})),
+    ),
+    "recorded ts 1e306 on a delta": (
+        lambda: raw_run(True),
+        lambda evs: poison(evs, "AssistantTextDelta", lambda ev: ev.update(ts=1e306)),
+    ),
+    "recorded ts 1e20 on the RunEnd": (
+        lambda: raw_run(True),
+        lambda evs: poison(evs, "RunEnd", lambda ev: ev.update(ts=1e20)),
+    ),
+    "ISO timestamp past year 9999": (
+        lambda: raw_run(True),
+        lambda evs: poison(evs, "ToolCallStart", lambda ev: ev.update(ts=None, timestamp="9999-12-31T23:59:59-14:00")),
+    ),
+    "headless t_ms 1.7e308": (headless_run, second_tool_result),
+    "headless token total u64 max": (
+        headless_run,
+        lambda evs: poison(evs, "result", lambda ev: ev.update(total_input_tokens=U64_MAX)),
+    ),
+}
+
+
+@pytest.mark.parametrize("fmt", ["enriched", "claude-code"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_an_out_of_range_number_is_a_bad_line_and_every_run_gets_its_result(tmp_path: Path, case: str, fmt: str) -> None:
+    make, spoil = CASES[case]
+    evs = make()
+    bad = spoil(evs)
+    poisoned = orjson.dumps(evs[bad]) + b"\n"
+    clean = b"".join(orjson.dumps(ev) + b"\n" for ev in make())
+    source = tmp_path / "in.ndjson"
+    source.write_bytes(b"".join(orjson.dumps(ev) + b"\n" for ev in evs) + clean)
+    rejects = tmp_path / "rejects.ndjson"
+    proc = run("--format", fmt, "--results-only", "--reject-file", str(rejects), str(source))
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    results = frames_of(proc.stdout)
+    assert len(results) == 2 and all(r["type"] == "result" for r in results)
+    assert results[1]["subtype"] == "success"  # the run after the bad line is untouched
+    assert f"{source}:{bad + 1}:" in stderr
+    assert "out of range" in stderr or "0 to " in stderr
+    assert rejects.read_bytes() == poisoned * (2 if case == "headless t_ms 1.7e308" else 1)
+
+
+class PoisonedRates(RateCard):
+    """A rate card that fails for one model: a failure nothing in the fold foresaw."""
+
+    def rate(self, model: str) -> Rate | None:
+        if model == "poison":
+            raise RuntimeError("the rate card broke")
+        return super().rate(model)
+
+
+class FailingEncoder(EnrichedEncoder):
+    """An encoder that cannot write the result of a run whose answer says so."""
+
+    def result(self, run: Any, t: float) -> None:
+        if run.answer == "poison" or (run.error and "internal error" in run.error):
+            raise RuntimeError("the encoder broke")
+        super().result(run, t)
+
+
+def two_runs(first_model: str = "claude-sonnet-4-5") -> bytes:
+    first = events("tool_use_two_turns").replace(b'"model":"claude-sonnet-4-5"', f'"model":"{first_model}"'.encode())
+    return first + events("thinking")
+
+
+def test_last_resort_closes_the_run_with_an_error_and_the_stream_goes_on() -> None:
+    rates = PoisonedRates.bundled()
+    core = Translator(EnrichedEncoder([], session_id="S"), rates=rates, options=Options(clock="estimated"), source="in")
+    data = two_runs("poison")
+    core.feed(data[:700], 0.0)  # the poisoned TurnEnd arrives split over two chunks
+    core.feed(data[700:], 1.0)
+    core.end(2.0)
+    results = [f for f in frames_of(core.take_output()) if f["type"] == "result"]
+    diags = core.take_diagnostics()
+    assert [r["subtype"] for r in results] == ["error", "success"]
+    assert results[0]["error"] == "internal error at line 9: RuntimeError"
+    assert results[1]["result"] == "17 * 23 = 391."
+    # the second turn of the failed run fails the same way: reported, but no second result
+    assert diags == [
+        f"translator: in:{n}: cannot be translated (internal error, RuntimeError: the rate card broke): "
+        f"{lines_of('tool_use_two_turns')[n - 1][:80].decode()}"
+        for n in (9, 13)
+    ]
+    assert core.take_rejects() == b"".join(lines_of("tool_use_two_turns")[n - 1] + b"\n" for n in (9, 13))
+
+
+def test_last_resort_writes_the_plainest_result_when_the_encoder_cannot() -> None:
+    rates = PoisonedRates.bundled()
+    core = Translator(FailingEncoder([], session_id="S"), rates=rates, options=Options(clock="estimated"), source="in")
+    core.feed(two_runs("poison"), 0.0)
+    core.end(1.0)
+    results = [f for f in frames_of(core.take_output()) if f["type"] == "result"]
+    assert results[0] == {
+        "type": "result", "subtype": "error", "is_error": True,
+        "error": "internal error at line 9: RuntimeError", "session_id": "S",
+    }
+    assert results[1]["subtype"] == "success"
+    assert core.frames_closed == 2
+
+
+def test_end_and_cancel_are_guarded_too() -> None:
+    for stop in ("end", "cancel"):
+        core = Translator(FailingEncoder([], session_id="S"), rates=RateCard.bundled(), options=Options(clock="estimated"))
+        core.feed(lines_of("tool_use_two_turns")[0] + b"\n", 0.0)
+        core.encoder.result = None  # type: ignore[method-assign]  # the encoder dies before the run ends
+        getattr(core, stop)(1.0)
+        (result,) = frames_of(core.take_output())[-1:]
+        assert result["type"] == "result" and result["subtype"] == "error"
+        assert core.stopped and not core.frame_open
+
+
+def test_closed_stderr_is_not_worth_dying_for(tmp_path: Path) -> None:
+    data = b"not json\n" + events("tool_use_two_turns")
+    for redirect in ("2>&-", "2>/dev/full"):
+        proc = subprocess.run(
+            f"'{TRANSLATOR}' --results-only {redirect}", shell=True, input=data, capture_output=True, timeout=30
+        )
+        assert proc.returncode == 0, redirect
+        assert frames_of(proc.stdout)[0]["result"] == "There are 3 files."
+
+
+def test_a_reject_file_on_a_full_disk_exits_74_after_every_result(tmp_path: Path) -> None:
+    data = b"not json\n" + events("tool_use_two_turns") + b"oops\n" + events("thinking")
+    proc = run("--results-only", "--reject-file", "/dev/full", stdin=data)
+    assert proc.returncode == 74
+    assert [r["subtype"] for r in frames_of(proc.stdout)] == ["success", "success"]
+    messages = proc.stderr.decode().splitlines()
+    assert sorted(m.split(": ")[1] for m in messages) == ["--reject-file /dev/full", "<stdin>:1", "<stdin>:16"]
+    assert "translator: --reject-file /dev/full: No space left on device; rejected lines are no longer kept" in messages
