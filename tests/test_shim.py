@@ -193,13 +193,13 @@ async def test_api_error_is_an_error_result(caliban: Caliban) -> None:
     assert isinstance(result, ResultMessage) and result.is_error and result.api_error_status == 500
 
 
-@pytest.mark.xfail(reason="issue-9: the claude-code encoder must give thinking blocks signature ''", strict=False)
 async def test_thinking_without_signature_parses(caliban: Caliban) -> None:
     messages = await collect("17 * 23?", caliban.options({"file": "thinking.jsonl"}))
     thinking = [
         b for m in messages if isinstance(m, AssistantMessage) for b in m.content if isinstance(b, ThinkingBlock)
     ]
     assert [t.thinking for t in thinking] == ["The user wants 17 * 23. 17 * 20 = 340, 17 * 3 = 51, 340 + 51 = 391."]
+    assert [t.signature for t in thinking] == [""]  # caliban prints none; the SDK requires the key
     assert messages[-1].result == "17 * 23 = 391."
 
 
@@ -242,6 +242,8 @@ async def test_set_model_and_permission_mode_apply_to_the_next_run(caliban: Cali
         await client.query("one")
         await until_result(client)
         await client.set_permission_mode("acceptEdits")
+        with pytest.raises(Exception, match="unknown permission mode 'sometimes'"):
+            await client.set_permission_mode("sometimes")  # type: ignore[arg-type]
         await client.set_model("opus")
         await client.query("two")
         second = await until_result(client)

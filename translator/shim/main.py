@@ -20,7 +20,7 @@ import orjson
 from translator.shim import control
 from translator.shim.conversation import Conversation
 from translator.shim.flags import parse
-from translator.shim.mapping import Plan, plan, resolve_model, run_argv
+from translator.shim.mapping import PERMISSION_MODES, Plan, plan, resolve_model, run_argv
 from translator.shim.process import CalibanRun
 from translator.shim.sessions import Session
 
@@ -126,8 +126,12 @@ class Shim:
             if run is not None:
                 self.conversation.interrupted = True
                 run.interrupt()
-        elif subtype == "set_permission_mode" and isinstance(request.get("mode"), str):
-            self.mode = self.conversation.mode = request["mode"]
+        elif subtype == "set_permission_mode":
+            mode = request.get("mode")
+            if mode not in PERMISSION_MODES:
+                self.send(control.error(rid, f"caliban shim: unknown permission mode {mode!r}"))
+                return
+            self.mode = self.conversation.mode = str(mode)
             self.send(control.success(rid, {"mode": self.mode}), control.status(self.mode, self.session.id))
         elif subtype == "set_model":
             model = request.get("model")
