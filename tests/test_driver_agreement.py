@@ -50,8 +50,8 @@ def test_the_result_agrees_with_the_agents_driver(name: str) -> None:
 
 def test_cost_is_counted_once_where_the_agent_counts_cache_twice() -> None:
     # Stage-A retry sample: 4200 input tokens of which 4000 cache reads, 1300 output, sonnet
-    # (3 / 15 / 0.30 per million). The agent: 4200×3 + 4000×0.30 + 1300×15 → 0.0333.
-    # The translator: (4200−4000)×3 + 4000×0.30 + 1300×15 → 0.0213.
+    # (3 / 15 / 0.30 per million). The agent: 4200 * 3 + 4000 * 0.30 + 1300 * 15 → 0.0333.
+    # The translator: (4200 - 4000) * 3 + 4000 * 0.30 + 1300 * 15 → 0.0213.
     name = "stage_a_max_tokens_retry.ndjson"
     (ours,) = results(drive((SAMPLES / "raw-derived-from-code" / name).read_bytes(), rates=RateCard.bundled()).frames)
     (theirs,) = results([orjson.loads(ln) for ln in (SAMPLES / "headless-derived-from-code" / name).read_bytes().splitlines()])

@@ -17,7 +17,7 @@ from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import use_json
 from translator.fold import Options
 from translator.pipeline import Config, Outcome, translate
-from translator.rates import RateCard
+from translator.rates import ENV_CARD, RateCard
 
 EX_OK, EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_IOERR, EX_CONFIG = 0, 64, 65, 66, 74, 78
 # The agent's own exit status per result subtype (caliban-event-formats.md, exit codes).
@@ -97,7 +97,8 @@ def build_parser() -> Parser:
         "(recorded), or ttft+tbt per turn (estimated); auto: recorded if stamped, else wall "
         "for pipes/sockets/terminals and estimated for files (default)",
     )
-    p.add_argument("--rates", metavar="FILE", help="rate card (JSON or TOML) replacing the bundled one")
+    p.add_argument("--rates", metavar="FILE", help="rate card (the agent's rates.yaml, JSON or TOML) replacing the bundled one "
+                   "(default: $CALIBAN_RATES_YAML if set)")
     p.add_argument(
         "--on-invalid",
         choices=("report", "fail"),
@@ -190,10 +191,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.max_line_bytes < 1:
         build_parser().error("--max-line-bytes must be at least 1")
+    card_name = f"--rates {args.rates}" if args.rates else f"{ENV_CARD}={os.environ.get(ENV_CARD)}"
     try:
-        rates = RateCard.load(args.rates) if args.rates else RateCard.bundled()
+        rates = RateCard.load(args.rates) if args.rates else RateCard.default(os.environ)
     except (OSError, ValueError) as exc:
-        _stderr([f"translator: --rates {args.rates}: {exc}"])
+        _stderr([f"translator: {card_name}: {exc}"])
         return EX_CONFIG
     partial, results_only = args.include_partial_messages, args.results_only
     if args.log_format == "json":

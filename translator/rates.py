@@ -5,6 +5,8 @@ Loaded once by the shell and handed to the core; pricing itself is pure arithmet
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -14,6 +16,7 @@ import orjson
 
 PER_MILLION = 1_000_000  # rates are quoted per million tokens
 BUNDLED = Path(__file__).parent / "data" / "rates.json"
+ENV_CARD = "CALIBAN_RATES_YAML"  # the agent's own override of its card, honoured without --rates
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,10 +33,12 @@ class Rate:
 
 class RateCard:
     """Ordered (glob, Rate) rules; the first glob matching the model (or its part after a
-    `provider/` prefix) wins. Unknown models have no rate."""
+    `provider/` prefix) wins. Unknown models have no rate. A card in the agent's format adds
+    provider-scoped rules (see `from_agent_yaml`), consulted first."""
 
-    def __init__(self, rules: list[tuple[str, Rate]]) -> None:
+    def __init__(self, rules: list[tuple[str, Rate]], scoped: dict[str, list[tuple[str, Rate]]] | None = None) -> None:
         self._rules = rules
+        self._scoped = scoped or {}
         self._cache: dict[str, Rate | None] = {}
 
     def rate(self, model: str) -> Rate | None:
@@ -42,12 +47,27 @@ class RateCard:
         except KeyError:
             pass
         bare = model.rsplit("/", 1)[-1]
-        found = next(
-            (r for glob, r in self._rules if fnmatchcase(model, glob) or fnmatchcase(bare, glob)),
-            None,
-        )
+        found = self._scoped_rate(model, bare) if self._scoped else None
+        if found is None:
+            found = next(
+                (r for glob, r in self._rules if fnmatchcase(model, glob) or fnmatchcase(bare, glob)),
+                None,
+            )
         self._cache[model] = found
         return found
+
+    def _scoped_rate(self, model: str, bare: str) -> Rate | None:
+        """A `provider/model` is priced by that provider's rules only (Ollama's `*` makes all
+        its models free). A bare model name does not say its provider: every provider's rules
+        are tried, the most specific glob winning, but never a catch-all `*`, which would
+        price every unknown model at that provider's rate without a warning."""
+        provider = model.rsplit("/", 1)[0] if "/" in model else None
+        if provider is not None:
+            rules = self._scoped.get(provider, [])
+            return next((r for glob, r in rules if agent_glob(glob, bare)), None)
+        matches = [(len(glob.replace("*", "")), r) for rules in self._scoped.values()
+                   for glob, r in rules if glob != "*" and agent_glob(glob, bare)]
+        return max(matches, key=lambda m: m[0])[1] if matches else None
 
     @classmethod
     def from_mapping(cls, data: dict[str, Any]) -> RateCard:
@@ -79,14 +99,66 @@ class RateCard:
         return cls(out)
 
     @classmethod
-    def load(cls, path: str | Path) -> RateCard:
-        """Read a JSON or TOML card (TOML when the name ends in .toml)."""
+    def from_agent_yaml(cls, data: Any, today: dt.date) -> RateCard:
+        """Build from the agent's own `rates.yaml` (caliban-telemetry, ADR 0033): `{version,
+        providers: {name: [{model_glob, effective_from, input_per_mtok, output_per_mtok,
+        cache_read_per_mtok?, cache_creation_per_mtok?}]}}`. As the agent resolves it: per
+        provider, among the rules whose glob matches, the latest `effective_from` not after
+        `today`; a missing cache rate is the input rate. Raises ValueError when malformed."""
+        providers = data.get("providers") if isinstance(data, dict) else None
+        if not isinstance(providers, dict):
+            raise ValueError("a rates.yaml card needs a 'providers' mapping")
+        scoped: dict[str, list[tuple[str, Rate]]] = {}
+        for name, rules in providers.items():
+            if not isinstance(rules, list):
+                raise ValueError(f"provider {name!r}: needs a list of rules")
+            dated: list[tuple[dt.date, str, Rate]] = []
+            for i, rule in enumerate(rules):
+                try:
+                    glob, since = rule["model_glob"], rule["effective_from"]
+                    inp, outp = float(rule["input_per_mtok"]), float(rule["output_per_mtok"])
+                    read, write = rule.get("cache_read_per_mtok"), rule.get("cache_creation_per_mtok")
+                    since = since if isinstance(since, dt.date) else dt.date.fromisoformat(str(since))
+                    rate = Rate(inp, outp, inp if read is None else float(read), inp if write is None else float(write))
+                except (KeyError, TypeError, ValueError, AttributeError):
+                    raise ValueError(
+                        f"provider {name!r} rule {i}: needs 'model_glob', 'effective_from', "
+                        "'input_per_mtok' and 'output_per_mtok'"
+                    ) from None
+                if not isinstance(glob, str):
+                    raise ValueError(f"provider {name!r} rule {i}: 'model_glob' must be a string")
+                if since <= today:
+                    dated.append((since, glob, rate))
+            # latest first: the first matching glob is then the agent's choice
+            scoped[str(name)] = [(glob, rate) for _, glob, rate in sorted(dated, key=lambda d: d[0], reverse=True)]
+        return cls([], scoped)
+
+    @classmethod
+    def load(cls, path: str | Path, today: dt.date | None = None) -> RateCard:
+        """Read a card: the agent's `rates.yaml` format (name ending .yaml/.yml), TOML (.toml)
+        or JSON. `today` picks the rules in effect (default: the current date)."""
         raw = Path(path).read_bytes()
-        if str(path).endswith(".toml"):
+        name = str(path)
+        if name.endswith((".yaml", ".yml")):
+            import yaml  # only YAML cards pay for it
+
+            try:
+                data = yaml.safe_load(raw)
+            except yaml.YAMLError as exc:
+                raise ValueError(f"invalid YAML ({str(exc).splitlines()[0]})") from None
+            return cls.from_agent_yaml(data, today or dt.date.today())
+        if name.endswith(".toml"):
             import tomllib  # only TOML cards pay for it
 
             return cls.from_mapping(tomllib.loads(raw.decode()))
         return cls.from_mapping(orjson.loads(raw))
+
+    @classmethod
+    def default(cls, environ: Mapping[str, str]) -> RateCard:
+        """The card when none is named: the agent's `CALIBAN_RATES_YAML` override if set (as
+        the agent itself honours it), else the bundled card."""
+        path = environ.get(ENV_CARD)
+        return cls.load(path) if path else cls.bundled()
 
     def limits(self, model: str) -> tuple[int, int]:
         """(context window, max output tokens) of a model; zeros when the card does not say."""
@@ -96,6 +168,18 @@ class RateCard:
     @classmethod
     def bundled(cls) -> RateCard:
         return cls.load(BUNDLED)
+
+
+def agent_glob(pattern: str, name: str) -> bool:
+    """The agent's glob (`cost.rs` glob_match): `*` alone matches all; otherwise the part before
+    the first `*` is a prefix and the rest a suffix; without `*`, equality."""
+    if pattern == "*":
+        return True
+    star = pattern.find("*")
+    if star < 0:
+        return pattern == name
+    prefix, suffix = pattern[:star], pattern[star + 1 :]
+    return name.startswith(prefix) and name.endswith(suffix) and len(name) >= len(prefix) + len(suffix)
 
 
 def turn_cost(rate: Rate, usage: dict[str, int]) -> float:
