@@ -409,3 +409,24 @@ def test_sigterm_stops_caliban_and_the_shim(caliban: Caliban, stuck: bool) -> No
         assert result["errors"] == ["caliban was killed by SIGKILL without a result"]
     else:
         assert result["terminal_reason"] == "aborted_streaming"  # caliban's own cancelled result
+
+
+async def test_the_app_sees_what_the_real_cli_showed_it(caliban: Caliban) -> None:
+    """The protocol oracle: the real SDK driving the real Claude Code CLI on the same
+    conversation (fixtures/sdk-wire/query_tools.sdk.jsonl). Ids, timings and cost
+    differ by nature (caliban's recording has its own); everything else the app sees agrees."""
+    from dataclasses import asdict
+
+    recorded = (FIXTURES / "sdk-wire" / "query_tools.sdk.jsonl").read_text().splitlines()
+    oracle = [json.loads(line)["obj"] for line in recorded]
+    oracle = [o for o in oracle if isinstance(o, dict)]
+    messages = await collect("how many files are here?", caliban.options({"file": "tool_use_two_turns.jsonl"}))
+    assert [type(m).__name__ for m in messages] == [o["class"] for o in oracle]
+    for message, seen in zip(messages, oracle, strict=True):
+        if isinstance(message, AssistantMessage | UserMessage) and not isinstance(message.content, str):
+            assert [asdict(b) for b in message.content] == seen["content"]
+        if isinstance(message, UserMessage):
+            assert message.tool_use_result == seen["tool_use_result"]
+        if isinstance(message, ResultMessage):
+            keys = ("subtype", "is_error", "num_turns", "stop_reason", "result", "terminal_reason", "errors")
+            assert {k: getattr(message, k) for k in keys} == {k: seen[k] for k in keys}
