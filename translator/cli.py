@@ -51,7 +51,7 @@ examples:
 
 exit status: 0 ok; 64 usage; 65 bad input under --on-invalid fail (--out-dir: a file's
 content failed); 66 an input file could not be opened (or, with --exit-status, no run in the
-input); 74 I/O error; 78 bad --rates file; 130/143 SIGINT/SIGTERM (open runs are closed as
+input); 74 I/O error; 78 bad --rates file; 129/130/143 SIGHUP/SIGINT/SIGTERM (open runs are closed as
 cancelled first). With --exit-status, the agent's code for the last run: 0 success, 1 error
 or max_tokens, 75 max_turns, 124 cancelled, 137 budget_exceeded.
 """
@@ -142,6 +142,13 @@ def build_parser() -> Parser:
     serve.add_argument("--max-connections", type=int, default=64, metavar="N", help="with --listen: served at once (default 64)")
     serve.add_argument("--idle-timeout", type=float, default=300.0, metavar="S", help="with --listen: close a connection quiet this long (default 300)")
     serve.add_argument("--grace", type=float, default=10.0, metavar="S", help="with --listen: after SIGTERM, how long open connections may finish (default 10)")
+    serve.add_argument("--line-timeout", type=float, default=60.0, metavar="S", help="with --listen: close a connection whose line is unfinished this long after it began (default 60)")
+    serve.add_argument(
+        "--max-pending-bytes", type=int, metavar="N",
+        help="with --listen: bytes of unfinished lines held for all connections together; a line that would "
+        "pass it is skipped and reported (default: 2 x --max-line-bytes)",
+    )
+    serve.add_argument("--socket-mode", type=lambda v: int(v, 8), default=0o600, metavar="MODE", help="with --listen unix:PATH: the socket's permissions, octal (default 0600)")
     watch = p.add_argument_group("observability")
     watch.add_argument(
         "--metrics",
@@ -221,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
         max_connections=args.max_connections,
         idle_timeout=args.idle_timeout,
         grace=args.grace,
+        line_timeout=args.line_timeout,
+        max_pending_bytes=args.max_pending_bytes or 2 * args.max_line_bytes,
+        socket_mode=args.socket_mode,
         metrics=args.metrics,
     )
     if args.out_dir is not None:
@@ -243,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
         build_parser().error(f"--metrics {args.metrics}: expected tcp:[HOST:]PORT")
     if args.max_connections < 1:
         build_parser().error("--max-connections must be at least 1")
+    if args.line_timeout <= 0 or args.idle_timeout <= 0:
+        build_parser().error("--idle-timeout and --line-timeout must be more than 0")
     try:
         outcome = anyio.run(translate, cfg)
     except OSError as exc:  # the reject file could not be opened

@@ -185,7 +185,8 @@ class Translator:
         self._rejects: list[bytes] = []
         self._pending: list[bytes] = []
         self._pending_len = 0
-        self._discarding: tuple[int, bytes] | None = None  # (bytes so far, excerpt)
+        # An unfinished line being skipped: (bytes so far, excerpt, why; None: over-long).
+        self._discarding: tuple[int, bytes, str | None] | None = None
         self._last_ts: float | None = None
         self._warned: set[str] = set()
         self._orphan_of: Encoder | None = None  # the encoder, while a failed run's rest is skipped
@@ -260,11 +261,32 @@ class Translator:
             self._pending.append(tail)
             self._pending_len += len(tail)
             if self._pending_len > self.options.max_line_bytes:
-                pieces = self._pending
-                self._pending, self._pending_len = [], 0
-                self._discarding = (0, b"".join(pieces)[:EXCERPT_BYTES])
-                for piece in pieces:
-                    self._discard_piece(piece)
+                self._skip_line(None)
+
+    def drop_line(self, reason: str) -> None:
+        """Skip the unfinished line held so far and the rest of it as it arrives (reported and
+        rejected as `reason`): a service whose memory budget the line would exceed."""
+        if self._pending and not self.stopped:
+            self._skip_line(reason)
+
+    @property
+    def pending_bytes(self) -> int:
+        """How many bytes of an unfinished line are held."""
+        return self._pending_len
+
+    def _skip_line(self, reason: str | None) -> None:
+        """From now to its newline, the unfinished line goes to the rejects, piece by piece as
+        it came, and is not held: never joined, not even for the excerpt."""
+        pieces = self._pending
+        self._pending, self._pending_len = [], 0
+        excerpt = b""
+        for piece in pieces:
+            excerpt += piece[: EXCERPT_BYTES - len(excerpt)]
+            if len(excerpt) == EXCERPT_BYTES:
+                break
+        self._discarding = (0, excerpt, reason)
+        for piece in pieces:
+            self._discard_piece(piece)
 
     def end(self, now: float) -> None:
         """The input ended: a last line without newline counts; an open frame is closed."""
@@ -303,9 +325,14 @@ class Translator:
         return diags
 
     def take_rejects(self) -> bytes:
-        rejects = b"".join(self._rejects)
-        self._rejects.clear()
-        return rejects
+        return b"".join(self.take_reject_pieces())
+
+    def take_reject_pieces(self) -> list[bytes]:
+        """The rejected bytes as they were kept (an over-long line in the pieces it came in),
+        for a writer that need not join them."""
+        pieces = self._rejects
+        self._rejects = []
+        return pieces
 
     @property
     def frame_open(self) -> bool:
@@ -484,8 +511,8 @@ class Translator:
 
     def _discard_piece(self, piece: bytes) -> None:
         assert self._discarding is not None
-        size, excerpt = self._discarding
-        self._discarding = (size + len(piece), excerpt)
+        size, excerpt, reason = self._discarding
+        self._discarding = (size + len(piece), excerpt, reason)
         self._rejects.append(piece)
 
     def _discard(self, data: bytes) -> bytes | None:
@@ -500,11 +527,11 @@ class Translator:
 
     def _finish_discard(self) -> None:
         assert self._discarding is not None
-        size, excerpt = self._discarding
+        size, excerpt, reason = self._discarding
         self._discarding = None
         self._rejects.append(b"\n")
         self.line_no += 1
-        self._report(f"line longer than {self.options.max_line_bytes} bytes ({size} bytes)", excerpt)
+        self._report(reason or f"line longer than {self.options.max_line_bytes} bytes ({size} bytes)", excerpt)
 
     # ------------------------------------------------------------------ frames and time
 

@@ -50,6 +50,9 @@ class Config:
     max_connections: int = 64
     idle_timeout: float = 300.0
     grace: float = 10.0
+    line_timeout: float = 60.0  # a service connection's line must be complete this soon after it began
+    max_pending_bytes: int = 128 << 20  # unfinished lines held for all service connections together
+    socket_mode: int = 0o600  # of the service's unix socket
     metrics: str | None = None  # --metrics ADDRESS: serve /metrics and /healthz there
 
 
@@ -122,13 +125,14 @@ class RejectFile:
         self.outcome = outcome
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
 
-    def write(self, data: bytes) -> None:
+    def write(self, pieces: list[bytes]) -> None:
         if self.fd < 0:
             return
-        view = memoryview(data)
         try:
-            while view:
-                view = view[os.write(self.fd, view) :]
+            for piece in pieces:
+                view = memoryview(piece)
+                while view:
+                    view = view[os.write(self.fd, view) :]
         except OSError as exc:
             _stderr([f"translator: --reject-file {self.path}: {exc.strerror}; rejected lines are no longer kept"])
             self.outcome.io_error = True
@@ -156,7 +160,7 @@ class Shell:
         diags = core.take_diagnostics()
         if diags:
             _stderr(diags, "warning")
-        rejected = core.take_rejects()
+        rejected = core.take_reject_pieces()
         if rejected and self.rejects is not None:
             self.rejects.write(rejected)
         data = core.take_output()
@@ -264,7 +268,7 @@ class Shell:
     async def run(self) -> None:
         if self.cfg.metrics is not None and not self.observe():
             return
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch, signals)
                 if self.metrics is not None:
@@ -275,15 +279,15 @@ class Shell:
 
                         await follow(self, self.cfg.follow, self.cfg.from_end)
                     elif self.cfg.listen is not None:
-                        from translator.service import Service, open_listener
+                        from translator.service import Service
 
+                        service = Service(self)
                         try:
-                            listener = await open_listener(self.cfg.listen)
+                            listener = await service.listen(self.cfg.listen)
                         except OSError as exc:
                             _stderr([f"translator: --listen {self.cfg.listen}: {exc.strerror or exc}"])
                             self.outcome.io_error = True
                             return
-                        service = Service(self, self.cfg.max_connections, self.cfg.idle_timeout, self.cfg.grace)
                         await service.serve(listener, self.cfg.listen)
                     for name in self.cfg.sources if self.cfg.follow is None and self.cfg.listen is None else ():
                         await self.source(name)
