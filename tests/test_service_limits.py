@@ -4,6 +4,7 @@ real processes (the installed command), and one in-process service for an inject
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import stat
@@ -140,9 +141,9 @@ def test_drip_clients_cannot_keep_a_real_client_waiting(tmp_path: Path) -> None:
         d.stop.set()
     assert without_timing(out) == expected("thinking")
     assert waited < 15, waited  # a few line timeouts, not forever
-    status, err = srv.stop()
+    _, err = srv.stop()
     assert b"a line unfinished 2 s after it began; closing" in err
-    print(f"a real client beside four drip clients waited {waited:.2f} s")  # noqa: T201 (the figure for the report)
+    print(f"a real client beside four drip clients waited {waited:.2f} s")  # the figure for the report
 
 
 def test_a_client_that_never_reads_loses_its_slot(tmp_path: Path) -> None:
@@ -162,10 +163,8 @@ def test_a_client_that_never_reads_loses_its_slot(tmp_path: Path) -> None:
 
 
 def _quietly(fn: Any, *args: Any) -> None:
-    try:
+    with contextlib.suppress(OSError):
         fn(*args)
-    except OSError:
-        pass
 
 
 def test_a_live_socket_is_not_taken_over_and_the_file_goes_at_exit(tmp_path: Path) -> None:
