@@ -23,6 +23,7 @@ from translator.shim.sessions import Session
 def sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("CALIBAN_SESSIONS_DIR", str(tmp_path))
     monkeypatch.delenv("CALIBAN_CLAUDE_MODELS", raising=False)
+    monkeypatch.delenv("CALIBAN_CLAUDE_ARGS", raising=False)
     return tmp_path
 
 
@@ -89,6 +90,10 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, ...]], list[str], list[st
     ("unbridgeable", {"add_dirs": ["/srv"], "betas": ["b"], "effort": "high", "max_thinking_tokens": 2000,
                       "strict_mcp_config": True, "fork_session": False},
      [], ["--add-dir", "--effort"], ["--add-dir", "--betas", "--effort", "--max-thinking-tokens", "--strict-mcp-config"]),
+    ("more unbridgeable", {"thinking": {"type": "adaptive"}, "task_budget": {"total": 5}, "resume_session_at": "m1",
+                           "plugins": [{"type": "local", "path": "/plug"}]},
+     [], ["--thinking", "--task-budget", "--plugin-dir"],
+     ["--thinking", "--task-budget", "--resume-session-at", "--plugin-dir"]),
     ("extra args", {"extra_args": {"no-such-flag": None, "other": "v", "dashed": "-x"}}, [], ["--other", "--dashed"],
      ["'--no-such-flag'", "'--other v'", "'--dashed=-x'"]),
 ]  # fmt: skip
@@ -166,6 +171,12 @@ def test_continue_picks_the_newest_session(sessions: Path) -> None:
 def test_continue_without_sessions_starts_a_new_one() -> None:
     argv, warned, session = caliban_argv(ClaudeAgentOptions(continue_conversation=True))
     assert has(argv, "--session", session.id) and any("--continue" in w for w in warned)
+
+
+def test_operator_flags_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CALIBAN_CLAUDE_ARGS", "--provider openai --max-tokens 4096")
+    argv, _, _ = caliban_argv(ClaudeAgentOptions())
+    assert argv[-4:] == ["--provider", "openai", "--max-tokens", "4096"]
 
 
 def test_model_aliases_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +73,7 @@ class Plan:
     partial: bool = False
     replay_user: bool = False
     warnings: list[str] = field(default_factory=list)
+    extra: list[str] = field(default_factory=list)  # CALIBAN_CLAUDE_ARGS: the operator's own caliban flags
 
 
 def model_aliases() -> dict[str, str | None]:
@@ -229,6 +231,10 @@ def plan(args: ClaudeArgs, keep_system_prompt: bool = False) -> Plan:
             "can_use_tool / --permission-prompt-tool cannot be bridged: caliban -p denies tools its rules ask about"
         )
     p.replay_user = "--replay-user-messages" in args.flags
+    try:
+        p.extra = shlex.split(os.environ.get("CALIBAN_CLAUDE_ARGS", ""))
+    except ValueError as exc:
+        p.warnings.append(f"CALIBAN_CLAUDE_ARGS: {exc}; ignored")
     p.warnings += [f"{flag}: {why}; ignored" for flag, why in IGNORED.items() if args.has(flag)]
     p.warnings += [f"unknown option {u!r} ignored" for u in args.unknown]
     return p
@@ -241,4 +247,4 @@ def run_argv(binary: str, p: Plan, model: str | None, mode: str, session: list[s
         argv += ["--model", model]
     if p.fallback_model:
         argv += ["--fallback-model", p.fallback_model]
-    return argv
+    return argv + p.extra
