@@ -63,7 +63,7 @@ def test_any_chunking_with_partial_messages(cuts: list[int]) -> None:
 HEADLESS_CORPUS = b"".join(
     (FIXTURES / "headless" / name).read_bytes()
     for name in ("multi_input_frames.replay.jsonl", "tool_use_two_turns.partial.pre0049.jsonl",
-                 "max_turns.pre0049.jsonl", "api_error.retries.jsonl")
+                 "max_turns.pre0049.jsonl", "api_error.jsonl")
 )
 
 

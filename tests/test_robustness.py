@@ -16,7 +16,7 @@ from translator.fold import Options, Translator
 from translator.rates import RateCard
 
 LINES = [ln for name in SCENARIOS for ln in events(name).splitlines()] + [
-    ln for name in ("multi_input_frames.replay", "tool_use_two_turns.partial.pre0049", "api_error.retries")
+    ln for name in ("multi_input_frames.replay", "tool_use_two_turns.partial.pre0049", "api_error")
     for ln in (FIXTURES / "headless" / f"{name}.jsonl").read_bytes().splitlines()
 ]
 FORMATS = [
