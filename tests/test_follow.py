@@ -78,3 +78,36 @@ def test_from_end_and_a_file_that_does_not_exist_yet(tmp_path: Path) -> None:
     frames = skipping.read_frames(5)
     assert [f.get("result") for f in frames if f["type"] == "result"] == ["Hello! How can I help?", "2 + 2 = 4."]
     skipping.stop()
+
+
+def numbered_run(i: int) -> bytes:
+    """A run whose answer names `i`, a little longer for every `i`."""
+    return events("tool_use_two_turns").replace(b"3 files.", f"{i} files{'!' * (8 * i)}".encode())
+
+
+def answer(i: int) -> str:
+    return f"There are {i} files{'!' * (8 * i)}"
+
+
+def test_copytruncate_is_seen_even_when_the_file_grew_back_before_the_next_read(tmp_path: Path) -> None:
+    log = tmp_path / "stdout.ndjson"
+    log.write_bytes(numbered_run(0))
+    follower = Follower(log, "--results-only")
+    assert follower.read_frames(1)[0]["result"] == answer(0)
+    rounds = 40
+    for i in range(1, rounds + 1):
+        # copytruncate, then a busy writer: cut and longer again before the follower reads
+        follower.proc.send_signal(signal.SIGSTOP)
+        with open(log, "r+b") as f:
+            f.truncate(0)
+            f.write(numbered_run(i))
+        follower.proc.send_signal(signal.SIGCONT)
+        assert follower.read_frames(1)[0]["result"] == answer(i)
+    for i in range(rounds + 1, 2 * rounds + 1):  # and at full speed, as fast as it reads
+        with open(log, "r+b") as f:
+            f.truncate(0)
+            f.write(numbered_run(i))
+        assert follower.read_frames(1)[0]["result"] == answer(i)
+    status, rest, err = follower.stop()
+    assert status == 143 and rest == b""
+    assert err == b""  # not one line read from the middle

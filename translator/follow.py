@@ -2,7 +2,10 @@
 
 Like `tail -F`: it reads from the start (or the end), waits for more without spinning, and
 when the file is truncated or replaced the old stream ends and a new one (with its own session
-id) begins. Waiting is inotify on the file's directory (Linux, through libc), so an idle
+id) begins. A truncation is seen even when the file has grown back past the read offset before
+the next read (logrotate's copytruncate, then a busy writer): as log shippers do, the follower
+keeps a fingerprint of the bytes just before its offset and checks, after every read, that
+they are still there; if not, what it just read belongs to a new stream, read from the start. Waiting is inotify on the file's directory (Linux, through libc), so an idle
 follower sleeps in the kernel; elsewhere it polls. Either way it looks again every few seconds.
 """
 
@@ -29,6 +32,7 @@ POLL_S = 0.2  # without inotify
 IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE = 0x2, 0x4, 0x8
 IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE = 0x40, 0x80, 0x100, 0x200
 IN_NONBLOCK, IN_CLOEXEC = 0o4000, 0o2000000
+FINGERPRINT = 256  # bytes before the read offset that must stay as they were
 MASK = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE
 
 
@@ -69,13 +73,33 @@ def _identity(st: os.stat_result) -> tuple[int, int]:
     return st.st_dev, st.st_ino
 
 
+class Position:
+    """Where the follower is in its file: the offset, and the bytes just before it."""
+
+    def __init__(self, fd: int, offset: int) -> None:
+        self.fd = fd
+        self.offset = offset
+        self.before = os.pread(fd, min(offset, FINGERPRINT), offset - min(offset, FINGERPRINT))
+
+    def read(self) -> bytes | None:
+        """The next bytes of the file; None when the bytes before the offset have changed
+        since (the file was cut back and written again), so nothing read here is ours."""
+        data = os.pread(self.fd, CHUNK, self.offset)
+        if os.pread(self.fd, len(self.before), self.offset - len(self.before)) != self.before:
+            return None
+        if data:
+            self.offset += len(data)
+            self.before = (self.before + data[-FINGERPRINT:])[-FINGERPRINT:]
+        return data
+
+
 async def follow(shell: Shell, path: str, from_end: bool) -> None:
     """Translate `path` as it grows, until cancelled (the shell's signal watcher cancels)."""
     wakeup = Wakeup(os.path.dirname(os.path.abspath(path)))
     fd = -1
     core: Translator | None = None
     identity = (0, 0)
-    offset = 0
+    pos: Position | None = None
     skip_existing = from_end
     try:
         with anyio.CancelScope() as scope:
@@ -87,25 +111,24 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
                     except FileNotFoundError:
                         await wakeup.wait()
                         continue
-                    identity, offset = _identity(os.fstat(fd)), 0
-                    if skip_existing:
-                        offset = os.lseek(fd, 0, os.SEEK_END)
+                    opened = os.fstat(fd)
+                    identity = _identity(opened)
+                    pos = Position(fd, opened.st_size if skip_existing else 0)
                     skip_existing = False
                     core = shell.new_core(path, live=True)
                     if shell.metrics is not None:
-                        shell.metrics.follow_offset = offset
-                assert core is not None
-                while data := os.read(fd, CHUNK):
-                    offset += len(data)
+                        shell.metrics.follow_offset = pos.offset
+                assert core is not None and pos is not None
+                while data := pos.read():
                     shell.feed(core, data)
                     if shell.metrics is not None:
-                        shell.metrics.follow_offset = offset
+                        shell.metrics.follow_offset = pos.offset
                     await shell.emit(core)
                 st: os.stat_result | None = None
                 with contextlib.suppress(FileNotFoundError):
                     st = os.stat(path)
                 replaced = st is not None and _identity(st) != identity
-                if replaced or (st is not None and st.st_size < offset):
+                if replaced or data is None or (st is not None and st.st_size < pos.offset):
                     # a new file, or this one cut back: the stream so far has ended
                     if shell.metrics is not None:
                         shell.metrics.restarted("replaced" if replaced else "truncated")
