@@ -430,3 +430,31 @@ async def test_the_app_sees_what_the_real_cli_showed_it(caliban: Caliban) -> Non
         if isinstance(message, ResultMessage):
             keys = ("subtype", "is_error", "num_turns", "stop_reason", "result", "terminal_reason", "errors")
             assert {k: getattr(message, k) for k in keys} == {k: seen[k] for k in keys}
+
+
+def test_the_raw_protocol_survives_bad_stdin_lines(caliban: Caliban) -> None:
+    """Without the SDK: bad lines are warned about and skipped, every request is answered, a
+    prompt of megabytes reaches caliban whole, and the exit status follows the last result."""
+    import subprocess
+
+    options = caliban.options({"file": "benign_text.jsonl"})
+    prompt = "y" * (3 << 20)
+    lines = [
+        b"not json",
+        b'{"type":"control_request","request_id":"r1","request":"oops"}',
+        b'{"type":"control_request","request_id":"r2","request":{"subtype":"interrupt"}}',
+        b'{"type":"mystery"}',
+        json.dumps({"type": "user", "message": {"role": "user", "content": prompt}}).encode(),
+    ]
+    done = subprocess.run(
+        [SHIM, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"],
+        input=b"\n".join(lines), capture_output=True, env={**os.environ, **options.env}, timeout=60,
+    )  # fmt: skip
+    frames = [json.loads(line) for line in done.stdout.splitlines()]
+    answers = {f["response"]["request_id"]: f["response"] for f in frames if f["type"] == "control_response"}
+    assert answers["r1"] == {"subtype": "error", "request_id": "r1", "error": "caliban shim: None is not supported"}
+    assert answers["r2"]["response"] == {"still_queued": []}
+    assert frames[-1]["type"] == "result" and frames[-1]["result"] == "ok" and done.returncode == 0
+    assert caliban.calls()[0]["stdin"] == prompt  # the last line had no newline: it still counts
+    stderr = done.stderr.decode()
+    assert "stdin: not JSON, ignored: b'not json'" in stderr and "'mystery' ignored" in stderr

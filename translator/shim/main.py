@@ -25,6 +25,7 @@ from translator.shim.process import CalibanRun
 from translator.shim.sessions import Session
 
 EX_USAGE = 64
+EX_SOFTWARE = 70
 GRACE_S = 3.0  # after a signal, how long caliban may take to save its session and print a result
 PROG = "caliban-claude"
 
@@ -79,19 +80,28 @@ class Shim:
     # ------------------------------------------------------------------ stdin
 
     def read_stdin(self) -> None:
-        pending = b""
-        while True:
-            try:
-                chunk = os.read(0, 1 << 16)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                break
-            *lines, pending = (pending + chunk).split(b"\n")
-            for line in lines:
-                self.message(line)
-        self.message(pending)
-        self.inbox.put(None)
+        """Until EOF; then the worker is told there is nothing more, whatever happened here."""
+        parts: list[bytes] = []  # the unfinished line (a prompt with an image can be megabytes)
+        try:
+            while chunk := self._read():
+                nl = chunk.rfind(b"\n")
+                if nl < 0:
+                    parts.append(chunk)
+                    continue
+                lines = b"".join([*parts, chunk[:nl]])
+                parts = [chunk[nl + 1 :]]
+                for line in lines.split(b"\n"):
+                    self.message(line)
+            self.message(b"".join(parts))
+        finally:
+            self.inbox.put(None)
+
+    @staticmethod
+    def _read() -> bytes:
+        try:
+            return os.read(0, 1 << 16)
+        except OSError:
+            return b""
 
     def message(self, line: bytes) -> None:
         if not line.strip():
@@ -103,7 +113,8 @@ class Shim:
             return
         kind = msg.get("type") if isinstance(msg, dict) else None
         if kind == "control_request":
-            self.control(msg.get("request_id", ""), msg.get("request") or {})
+            request = msg.get("request")
+            self.control(str(msg.get("request_id", "")), request if isinstance(request, dict) else {})
         elif kind == "user":
             self.inbox.put(msg)
         elif kind not in ("control_response", "control_cancel_request", "keep_alive"):
@@ -149,7 +160,12 @@ class Shim:
             msg = self.inbox.get()
             if msg is None or self.stopping.is_set():
                 return
-            self.run_message(msg)
+            try:
+                self.run_message(msg)
+            except Exception as exc:  # a bug here must not leave the app waiting for its result
+                warn(f"internal error: {exc!r}")
+                self.current = None
+                self.write(self.conversation.end_run(EX_SOFTWARE, f"internal error in {PROG}: {exc}"))
 
     def run_message(self, msg: dict[str, Any]) -> None:
         prompt, dropped = prompt_text(msg)
