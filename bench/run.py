@@ -5,8 +5,9 @@ that only orjson-parses every line, on one >= 100 MB reference stream, commands 
 median wall time of each. Memory: peak RSS on that stream and on 2x and 4x of it (fed through
 a pipe), to show it stays flat. Latency: a live pipe fed one event per millisecond; for every
 output frame, the time from the write of the input line that produced it to the frame's arrival.
+Metrics: the same replay with --metrics on and off (`--only metrics` runs just that).
 
-    python bench/run.py [--mb 100] [--rounds 5] [--latency-events 4000]
+    python bench/run.py [--mb 100] [--rounds 5] [--latency-events 4000] [--only metrics]
 
 Every figure with a target is checked; the run ends with a list of the targets missed and exits 1
 when there is any (a figure that could not be measured, e.g. jq not installed, counts as missed).
@@ -34,7 +35,8 @@ from bench.gen import generate, run_events  # noqa: E402
 PY = sys.executable
 TRANSLATOR = str(Path(PY).parent / "translator")
 # Time of the translator as a multiple of the parse-every-line floor (lower is better).
-TARGETS = {"jq": 10.0, "floor": 1.0, "floor_cc": 1.3, "rss_mb": 64.0, "flat": 1.10, "p99_ms": 2.0, "idle_cpu": 0.01}
+TARGETS = {"jq": 10.0, "floor": 1.0, "floor_cc": 1.3, "rss_mb": 64.0, "flat": 1.10, "p99_ms": 2.0, "idle_cpu": 0.01,
+           "metrics": 1.03}
 MISSED: list[str] = []
 
 
@@ -133,6 +135,44 @@ def throughput(ref: Path, rounds: int) -> dict[str, float]:
         mark = check(ratio <= TARGETS[key], what)
         print(f"  {name + ' / parse-only:':29s}{ratio:5.2f}x the time (target <= {TARGETS[key]:.2f}x)   {mark}")
     return medians
+
+
+def cpu_seconds(cmd: list[str]) -> float:
+    """CPU time (user + system, all threads) of a command with stdout and stderr to /dev/null:
+    on a shared machine it varies far less than wall time."""
+    devnull = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 1, 2)]
+    pid = os.posix_spawn(cmd[0], cmd, os.environ, file_actions=devnull)
+    _, status, usage = os.wait4(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{cmd} failed with status {os.waitstatus_to_exitcode(status)}")
+    return usage.ru_utime + usage.ru_stime
+
+
+def metrics_overhead(ref: Path, rounds: int) -> None:
+    """CPU time of a file replay with --metrics on and off, alternated. Each command's start-up
+    (the same command on an empty input) is timed too and taken off: importing prometheus_client
+    is a one-time cost (printed), not a per-byte one. The target is checked on the least time of
+    each (other processes on the machine only ever add to it); the medians are shown too."""
+    base = [TRANSLATOR, "--session-id", "S"]
+    commands = {"off": base, "on": [*base, "--metrics", "tcp:127.0.0.1:0"]}
+    work: dict[str, list[float]] = {name: [] for name in commands}
+    start: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(rounds):
+        for name, cmd in commands.items():
+            start[name].append(cpu_seconds([*cmd, os.devnull]))
+            work[name].append(cpu_seconds([*cmd, str(ref)]) - start[name][-1])
+    size = ref.stat().st_size / 1e6
+    print(f"\n--metrics on vs off, file replay of {size:.0f} MB, {rounds} alternated rounds (CPU time after start-up):")
+    for name in commands:
+        print(f"  metrics {name:3s}  least {min(work[name]):6.3f} s ({size / min(work[name]):6.1f} MB/s),"
+              f" median {statistics.median(work[name]):6.3f} s; start-up {statistics.median(start[name]) * 1000:4.0f} ms")
+    ratio = min(work["on"]) / min(work["off"])
+    limit = TARGETS["metrics"]
+    mark = check(ratio <= limit, f"--metrics on takes {ratio:.3f}x the CPU time of off (target <= {limit})")
+    print(f"  on / off: {ratio:.3f}x the CPU time (medians: {statistics.median(work['on']) / statistics.median(work['off']):.3f}x)"
+          f"   (target <= {limit:.2f}x)   {mark}")
+    print(f"  start-up: +{(statistics.median(start['on']) - statistics.median(start['off'])) * 1000:.0f} ms once"
+          " (importing prometheus_client)")
 
 
 def flat_memory(ref: Path) -> None:
@@ -246,13 +286,18 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=100.0)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--latency-events", type=int, default=4000)
+    ap.add_argument("--only", choices=("metrics",), help="run just this comparison")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
     ref = OUT / f"ref-{args.mb:g}mb.ndjson"
     if not ref.exists():
         print(f"generating {ref.name} ...")
         generate(str(ref), args.mb)
-    throughput(ref, args.rounds)
+    if args.only is None:
+        throughput(ref, args.rounds)
+    metrics_overhead(ref, args.rounds)
+    if args.only is not None:
+        return
     flat_memory(ref)
     print("\nlive pipe, one event per millisecond, arrival of an input line to its frame:")
     latency(args.latency_events, [], "default")

@@ -205,7 +205,7 @@ def test_service_mode_connections_accepted_timed_out_and_active(tmp_path: Path) 
     sent = events("tool_use_two_turns") + BAD + events("thinking") + b"\n".join(lines_of("max_turns")[:3]) + b"\n"
     assert value(samples, "translator_connections_accepted_total") == 4
     assert value(samples, "translator_connections_active") == 0
-    assert value(samples, "translator_connections_refused_total") == 0
+    assert value(samples, "translator_connections_limit") == 64
     assert value(samples, "translator_open_runs") == 0
     assert value(samples, "translator_input_lines_total") == sent.count(b"\n")
     assert value(samples, "translator_input_bytes_total") == len(sent)

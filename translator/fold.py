@@ -172,6 +172,7 @@ class Translator:
         self.line_no = 0
         self.bad_lines = 0
         self.frames_closed = 0
+        self.frames_written = 0  # output frames taken so far
         self.last_subtype: str | None = None
         # Set to [] by a shell that wants each closed run with its last turn's model (metrics).
         self.closed: list[tuple[RunSummary, str | None]] | None = None
@@ -315,6 +316,7 @@ class Translator:
             self.stopped = True
 
     def take_output(self) -> bytes:
+        self.frames_written += len(self._out)  # an encoder writes one frame per item
         out = b"".join(self._out)
         self._out.clear()
         return out

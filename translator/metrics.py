@@ -2,10 +2,12 @@
 sidecar or service that nobody watches by hand.
 
 The shells feed it once per chunk read and once per stream, never per line, from what the core
-counts anyway (lines, the diagnostics and closed runs it hands out). The HTTP server is
-prometheus_client's WSGI app behind a small wrapper that adds /healthz, in a thread of its own:
-a scrape never waits for the anyio loop and the loop never waits for a scrape. prometheus_client
-is imported only when this module is, i.e. only with --metrics.
+counts anyway (lines, frames, the diagnostics and closed runs it hands out), into plain counts.
+A scrape turns them into prometheus_client metric families (a custom collector) and the library
+writes the exposition. The HTTP server is prometheus_client's WSGI app behind a small wrapper
+that adds /healthz, in a thread of its own: a scrape never waits for the anyio loop and the loop
+never waits for a scrape. prometheus_client is imported only when this module is, i.e. only
+with --metrics.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ import platform
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import anyio
-from prometheus_client import CollectorRegistry, Counter, Gauge, Info, disable_created_metrics, make_wsgi_app
+from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.process_collector import ProcessCollector
 
@@ -29,19 +32,22 @@ from translator.diagnostics import KINDS, Diagnostic
 from translator.diagnostics import stderr as _stderr
 
 if TYPE_CHECKING:
+    from translator.encoders import RunSummary
     from translator.fold import Translator
     from translator.pipeline import Shell
 
 SUBTYPES = ("success", "error", "max_tokens", "max_turns", "cancelled", "budget_exceeded")
-# The usage keys counted, as the agent reports them (its input_tokens includes both cache counters).
-TOKEN_KINDS = {
-    "input_tokens": "input",
-    "output_tokens": "output",
-    "cache_read_input_tokens": "cache_read",
-    "cache_creation_input_tokens": "cache_creation",
-}
+# The usage counted, as the agent reports it (its input_tokens includes both cache counters).
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_creation")
 HEARTBEAT_S = 1.0
 STALE_S = 10.0  # the loop counts as stuck when its heartbeat is older than this
+
+
+def _labelled(name: str, documentation: str, label: str, values: dict[str, int] | dict[str, float]) -> Metric:
+    family = CounterMetricFamily(name, documentation, labels=[label])
+    for key, value in dict(values).items():
+        family.add_metric([key], value)
+    return family
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -54,7 +60,9 @@ def parse_address(address: str) -> tuple[str, int]:
 
 
 class Metrics:
-    """The registry and what feeds it; `health` says whether the input is being read."""
+    """Plain counts the shells add to (an integer addition costs far less than a
+    prometheus_client Counter's lock and label lookup), turned into metric families at each
+    scrape by `collect`; `health` says whether the input is being read."""
 
     @classmethod
     def serve(cls, shell: Shell, address: str) -> Metrics:
@@ -62,6 +70,7 @@ class Metrics:
         it cannot be)."""
         cfg = shell.cfg
         metrics = cls("follow" if cfg.follow else "service" if cfg.listen else "pipe", cfg.follow)
+        metrics.limit = cfg.max_connections
         metrics.reading = lambda: shell.read_scope is not None
         metrics.stopping = lambda: shell.outcome.signal is not None
         host, port = parse_address(address)
@@ -71,98 +80,115 @@ class Metrics:
         return metrics
 
     def __init__(self, mode: str, follow_path: str | None = None) -> None:
-        disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series: noise
-        self.registry = reg = CollectorRegistry()
-        ProcessCollector(registry=reg)
-        Info("translator_build", "Version of the translator and of Python", registry=reg).info(
-            {"version": __version__, "python": platform.python_version(), "mode": mode}
-        )
-        self.lines = Counter("translator_input_lines", "Input lines read", registry=reg)
-        self.bytes = Counter("translator_input_bytes", "Input bytes read", registry=reg)
-        self.bad = Counter("translator_bad_lines", "Input lines rejected, by reason", ["reason"], registry=reg)
-        self.runs = Counter("translator_runs_closed", "Runs closed (result frames), by subtype", ["subtype"], registry=reg)
-        self.open_runs = Gauge("translator_open_runs", "Runs begun and not yet closed", registry=reg)
-        self.tokens = Counter("translator_tokens", "Tokens of closed runs, by kind", ["kind"], registry=reg)
-        self.cost = Counter("translator_cost_usd", "Cost of closed runs in USD, by model", ["model"], registry=reg)
-        self.frames = Counter("translator_frames_written", "Output frames written", registry=reg)
-        for kind in KINDS:
-            self.bad.labels(kind)
-        for subtype in (*SUBTYPES, "other"):
-            self.runs.labels(subtype)
-        for kind in TOKEN_KINDS.values():
-            self.tokens.labels(kind)
+        self.mode = mode
+        self.lines = self.bytes = self.frames = self.open_runs = 0
+        self.bad = dict.fromkeys(KINDS, 0)
+        self.runs = dict.fromkeys((*SUBTYPES, "other"), 0)
+        self.tokens = dict.fromkeys(TOKEN_KINDS, 0)
+        self.cost: dict[str, float] = {}
+        self.restarts = {"truncated": 0, "replaced": 0}  # --follow
+        self.active = self.accepted = self.timed_out = 0  # --listen
+        self.limit = 0  # --max-connections
         self.beat = time.monotonic()
         self.last_input = self.beat
         self.reading: Callable[[], bool] = lambda: True  # whether the shell is reading its input
         self.stopping: Callable[[], bool] = lambda: False  # whether a signal has come
         self.server: Server | None = None
-        self._streams: dict[Translator, list[int]] = {}  # core -> [lines counted, run open]
+        self._streams: dict[Translator, list[int]] = {}  # core -> [lines, frames counted; run open]
         self.follow_path = follow_path
         self.follow_offset = 0
-        if follow_path is not None:
-            Gauge("translator_follow_lag_bytes", "Bytes of the followed file not read yet", registry=reg).set_function(
-                self._lag_bytes
-            )
-            Gauge(
-                "translator_follow_lag_seconds", "Seconds since input was last read from the followed file", registry=reg
-            ).set_function(lambda: time.monotonic() - self.last_input)
-            self.restarts = Counter(
-                "translator_follow_restarts", "Streams restarted because the file was truncated or replaced", ["cause"],
-                registry=reg,
-            )
-            for cause in ("truncated", "replaced"):
-                self.restarts.labels(cause)
-        if mode == "service":
-            self.active = Gauge("translator_connections_active", "Connections being served", registry=reg)
-            self.accepted = Counter("translator_connections_accepted", "Connections accepted", registry=reg)
-            self.refused = Counter("translator_connections_refused", "Connections turned away", registry=reg)
-            self.timed_out = Counter(
-                "translator_connections_timed_out", "Connections closed by --idle-timeout", registry=reg
-            )
+        self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)
+        self.registry.register(self)
 
     # ------------------------------------------------------------------ fed by the shells
 
     def read(self, nbytes: int) -> None:
-        self.bytes.inc(nbytes)
+        self.bytes += nbytes
         self.last_input = time.monotonic()
 
-    def update(self, core: Translator, diags: Iterable[str], out: bytes) -> None:
+    def update(self, core: Translator, diags: Iterable[str]) -> None:
         """After a chunk: what the core read, rejected, closed and wrote."""
         seen = self._streams.get(core)
         if seen is None:
-            seen = self._streams[core] = [0, 0]
-        self.lines.inc(core.line_no - seen[0])
-        seen[0] = core.line_no
+            seen = self._streams[core] = [0, 0, 0]
+        self.lines += core.line_no - seen[0]
+        self.frames += core.frames_written - seen[1]
+        seen[0], seen[1] = core.line_no, core.frames_written
         for diag in diags:
             if isinstance(diag, Diagnostic):
-                self.bad.labels(diag.kind).inc()
-        if out:
-            self.frames.inc(out.count(b"\n"))
+                self.bad[diag.kind] += 1
         if core.closed:
-            for run, model in core.closed:
-                self.runs.labels(run.subtype if run.subtype in SUBTYPES else "other").inc()
-                for key, kind in TOKEN_KINDS.items():
-                    if value := run.usage.get(key):
-                        self.tokens.labels(kind).inc(value)
-                self.cost.labels(model or "unknown").inc(run.cost_usd)
+            self._count_runs(core.closed)
             core.closed.clear()
         now_open = int(core.frame_open)
-        if now_open != seen[1]:
-            self.open_runs.inc(now_open - seen[1])
-            seen[1] = now_open
+        if now_open != seen[2]:
+            self.open_runs += now_open - seen[2]
+            seen[2] = now_open
         if core.stopped:
             self.forget(core)
 
+    def _count_runs(self, closed: list[tuple[RunSummary, str | None]]) -> None:
+        runs, tokens, cost = self.runs, self.tokens, self.cost
+        for run, model in closed:
+            subtype = run.subtype if run.subtype in runs else "other"
+            runs[subtype] += 1
+            usage = run.usage
+            tokens["input"] += usage.get("input_tokens", 0)
+            tokens["output"] += usage.get("output_tokens", 0)
+            tokens["cache_read"] += usage.get("cache_read_input_tokens", 0)
+            tokens["cache_creation"] += usage.get("cache_creation_input_tokens", 0)
+            model = model or "unknown"
+            cost[model] = cost.get(model, 0.0) + run.cost_usd
+
     def restarted(self, cause: str) -> None:
         """The followed file was truncated or replaced: a new stream begins."""
-        self.restarts.labels(cause).inc()
+        self.restarts[cause] += 1
         self.follow_offset = 0
 
     def forget(self, core: Translator) -> None:
         """A stream is over (or abandoned, a client gone): its open run no longer counts."""
         seen = self._streams.pop(core, None)
-        if seen is not None and seen[1]:
-            self.open_runs.dec()
+        if seen is not None and seen[2]:
+            self.open_runs -= 1
+
+    # ------------------------------------------------------------------ scraped
+
+    def collect(self) -> Iterator[Metric]:
+        """The metric families, from the counts as they are now (called by the HTTP thread;
+        dicts are copied first, a copy being atomic where iterating is not)."""
+        yield InfoMetricFamily(
+            "translator_build", "Version of the translator and of Python, and the mode it runs in",
+            value={"version": __version__, "python": platform.python_version(), "mode": self.mode},
+        )
+        yield CounterMetricFamily("translator_input_lines", "Input lines read", value=self.lines)
+        yield CounterMetricFamily("translator_input_bytes", "Input bytes read", value=self.bytes)
+        yield _labelled("translator_bad_lines", "Input lines rejected, by reason", "reason", self.bad)
+        yield _labelled("translator_runs_closed", "Runs closed (result frames written), by subtype", "subtype", self.runs)
+        yield GaugeMetricFamily("translator_open_runs", "Runs begun and not closed yet", value=self.open_runs)
+        yield _labelled("translator_tokens", "Tokens of closed runs, by kind", "kind", self.tokens)
+        yield _labelled("translator_cost_usd", "Cost of closed runs in USD, by model", "model", self.cost)
+        yield CounterMetricFamily("translator_frames_written", "Output frames written", value=self.frames)
+        if self.follow_path is not None:
+            yield GaugeMetricFamily("translator_follow_lag_bytes", "Bytes of the followed file not read yet",
+                                    value=self._lag_bytes())
+            yield GaugeMetricFamily("translator_follow_lag_seconds", "Seconds since input was last read",
+                                    value=time.monotonic() - self.last_input)
+            yield _labelled("translator_follow_restarts", "New streams because the followed file was truncated "
+                            "or replaced", "cause", self.restarts)
+        if self.mode == "service":
+            yield GaugeMetricFamily("translator_connections_active", "Connections being served", value=self.active)
+            yield CounterMetricFamily("translator_connections_accepted", "Connections accepted", value=self.accepted)
+            yield GaugeMetricFamily("translator_connections_limit", "Connections served at once at most "
+                                    "(--max-connections); the next wait in the listen backlog", value=self.limit)
+            yield CounterMetricFamily("translator_connections_timed_out", "Connections closed for a timeout (quiet, "
+                                      "a line unfinished, output unread)", value=self.timed_out)
+
+    def _lag_bytes(self) -> float:
+        try:
+            return max(0, os.stat(self.follow_path or "").st_size - self.follow_offset)
+        except OSError:
+            return 0
 
     # ------------------------------------------------------------------ health
 
@@ -189,12 +215,6 @@ class Metrics:
             if os.path.exists(path) and not os.access(path, os.R_OK):
                 return f"{path}: not readable"
         return None
-
-    def _lag_bytes(self) -> float:
-        try:
-            return max(0, os.stat(self.follow_path or "").st_size - self.follow_offset)
-        except OSError:
-            return 0
 
     # ------------------------------------------------------------------ HTTP
 
@@ -235,5 +255,11 @@ class Server:
         self.thread.start()
 
     def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        """Stop serving, without waiting up to half a second for the server thread to notice
+        (a daemon: the process may exit at once)."""
+
+        def stop() -> None:
+            self.httpd.shutdown()
+            self.httpd.server_close()
+
+        threading.Thread(target=stop, name="metrics-stop", daemon=True).start()

@@ -165,7 +165,7 @@ class Shell:
             self.rejects.write(rejected)
         data = core.take_output()
         if self.metrics is not None:
-            self.metrics.update(core, diags, data)
+            self.metrics.update(core, diags)
         if data:
             await (write or self.out.write)(data)
 

@@ -149,7 +149,7 @@ class Service:
                 self.slots.release()
                 raise
             if self.shell.metrics is not None:
-                self.shell.metrics.accepted.inc()
+                self.shell.metrics.accepted += 1
             connections.start_soon(self.connection, stream, f"{label}#{next(numbers)}")
 
     async def connection(self, stream: ByteStream, label: str) -> None:
@@ -166,7 +166,7 @@ class Service:
         scope = anyio.CancelScope()
         metrics = self.shell.metrics
         if metrics is not None:
-            metrics.active.inc()
+            metrics.active += 1
         try:
             with scope:
                 self.open.add(scope)
@@ -180,8 +180,6 @@ class Service:
                         except anyio.EndOfStream:
                             data = b""
                     if quiet.cancelled_caught:
-                        if metrics is not None:
-                            metrics.timed_out.inc()
                         if line_due is not None and anyio.current_time() >= line_due:
                             raise Stalled(f"a line unfinished {self.line_timeout:g} s after it began")
                         raise Stalled(f"nothing for {self.idle_timeout:g} s")
@@ -205,6 +203,8 @@ class Service:
             pass  # the client went away: its stream ends here, nobody else's
         except Stalled as why:
             _stderr([f"translator: {label}: {why}; closing"], "info")
+            if metrics is not None:
+                metrics.timed_out += 1
             await self.last_words(core, send)
         except Exception as exc:  # the last resort: this connection ends, the service goes on
             _stderr([f"translator: {label}: internal error ({type(exc).__name__}: {exc}); closing"])
@@ -212,7 +212,7 @@ class Service:
         finally:
             self.pending -= held
             if metrics is not None:
-                metrics.active.dec()
+                metrics.active -= 1
                 metrics.forget(core)
             self.open.discard(scope)
             self.served += 1

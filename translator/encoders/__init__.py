@@ -47,7 +47,7 @@ class RunSummary:
 class Encoder(Protocol):
     """The frames an output format writes, one method per thing the fold observes."""
 
-    out: list[bytes]
+    out: list[bytes]  # one frame (a line, newline included) per item
     delta_mode: str  # SKIP, RAW or DECODED
     # Whether headless stream-json input is translated (through the methods below) or passed
     # through (each frame to headless_frame, the result to result with `upstream` set).
