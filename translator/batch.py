@@ -27,7 +27,7 @@ from typing import Any, BinaryIO
 from tqdm import tqdm
 
 from translator.diagnostics import stderr
-from translator.replay import Done, Job, translate_file
+from translator.replay import Done, Job, Store, translate_file
 from translator.selection import Found, Input, SelectionError, check_distinct, select, target_name
 
 EX_DATAERR, EX_CANTCREAT, EX_IOERR = 65, 73, 74
@@ -159,13 +159,14 @@ def prepare_out_dir(out_dir: str) -> None:
 
 
 _progress: Any = None  # a worker's shared byte counter (set by _worker_init)
+_store: Store = LocalStore()  # where a worker reads and writes (set by _worker_init)
 
 
-def _worker_init(counter: Any, parent: int) -> None:
+def _worker_init(counter: Any, parent: int, store: Store) -> None:
     """Die with the parent (Linux: the kernel sends SIGKILL when it goes), leave Ctrl-C to
     it, and report progress through the shared counter."""
-    global _progress
-    _progress = counter
+    global _progress, _store
+    _progress, _store = counter, store
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     with suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -179,16 +180,16 @@ def _advance(n: int) -> None:
 
 
 def _work(job: Job) -> Done:
-    return translate_file(job, LocalStore(), _advance)
+    return translate_file(job, _store, _advance)
 
 
-def run_local(jobs: list[Job], workers: int, bar: tqdm) -> tuple[list[Done], bool]:
+def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = None) -> tuple[list[Done], bool]:
     """Translate `jobs` in a process pool; the bar follows the bytes read inside each file."""
     counter = multiprocessing.get_context("fork").Value("q", 0)
     done: list[Done] = []
     pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(jobs) or 1)),
                                mp_context=multiprocessing.get_context("fork"),
-                               initializer=_worker_init, initargs=(counter, os.getpid()))
+                               initializer=_worker_init, initargs=(counter, os.getpid(), store or LocalStore()))
     futures: dict[Future[Done], Job] = {pool.submit(_work, job): job for job in jobs}
     pending = set(futures)
     try:
@@ -212,8 +213,21 @@ def run_local(jobs: list[Job], workers: int, bar: tqdm) -> tuple[list[Done], boo
     return done, False
 
 
-def run(names: list[str], out_dir: str | None, workers: int, template: Job) -> int:
+def run(names: list[str], out_dir: str | None, workers: int, template: Job,
+        results_table: str | None = None, cluster: str | None = None) -> int:
     """Translate everything under `names` as `template` says; the exit status."""
+    if results_table is not None:
+        from translator.extras import MissingExtra, need
+
+        try:
+            need("pyarrow")
+        except MissingExtra as exc:
+            stderr([f"translator: --results-table: {exc}"])
+            return exc.status
+    if cluster is not None or any("://" in n for n in [*names, out_dir or ""]):
+        from translator import fleet
+
+        return fleet.run(names, out_dir, workers, template, results_table, cluster)
     try:
         if out_dir is not None:
             prepare_out_dir(out_dir)
@@ -225,5 +239,20 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job) -> i
     with tqdm(total=sum(job.size for job in todo), unit="B", unit_scale=True, file=sys.stderr,
               disable=not sys.stderr.isatty(), desc=f"0/{len(todo)} files") as bar:
         done, interrupted = run_local(todo, workers, bar)
-    return summary(done, time.monotonic() - started, interrupted)
+    return finish(done, time.monotonic() - started, results_table, interrupted)
+
+
+def finish(done: list[Done], elapsed: float, results_table: str | None, interrupted: bool = False) -> int:
+    """The summary, and the results table when asked for; the exit status."""
+    status = summary(done, elapsed, interrupted)
+    if results_table is None or interrupted:
+        return status
+    from translator import results_table as table
+
+    try:
+        table.write(results_table, [row for d in done for row in d.results])
+    except OSError as exc:
+        stderr([f"translator: --results-table {results_table}: {exc.strerror or exc}"])
+        return EX_IOERR
+    return status
 

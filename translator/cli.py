@@ -172,6 +172,19 @@ def build_parser() -> Parser:
     )
     replay.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N", help="with --out-dir: worker processes (default: one per core)")
     replay.add_argument("--force", action="store_true", help="with --out-dir: redo outputs that are up to date")
+    fleet = p.add_argument_group("fleet (pip install 'caliban-stream-translator[fleet]'; paths may be s3://, gs://, az:// URLs)")
+    fleet.add_argument(
+        "--results-table",
+        metavar="PATH",
+        help="batch replay: also write every run's result as a row of a Parquet dataset at PATH "
+        "(partitioned by date; works without --out-dir)",
+    )
+    fleet.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="batch replay on Dask: tcp://HOST:PORT of a running scheduler, or local[:N] for a "
+        "LocalCluster of N worker processes (default: the local process pool)",
+    )
     p.add_argument("--version", action="version", version=f"translator {__version__}")
     return p
 
@@ -195,6 +208,11 @@ def exit_status(outcome: Outcome, use_agent_status: bool) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["report"]:  # `translator report RESULTS`; a file named report: ./report
+        from translator import report
+
+        return report.main(argv[1:])
     args = build_parser().parse_args(argv)
     if args.max_line_bytes < 1:
         build_parser().error("--max-line-bytes must be at least 1")
@@ -233,16 +251,18 @@ def main(argv: list[str] | None = None) -> int:
         socket_mode=args.socket_mode,
         metrics=args.metrics,
     )
-    if args.out_dir is not None:
+    if args.out_dir is not None or args.results_table is not None:
         if args.follow or args.listen or not args.files:
-            build_parser().error("--out-dir takes input files or directories, and no --follow/--listen")
+            build_parser().error("--out-dir and --results-table take input files or directories, and no --follow/--listen")
         from translator import batch, replay  # the pool and progress bar cost the others nothing
 
         template = replay.Job(
             format=args.format, partial=partial, results_only=results_only, rates=rates,
             rates_digest=replay.digest(args.rates), options=cfg.options, clock=args.clock, force=args.force,
         )
-        return batch.run(args.files, args.out_dir, args.jobs, template)
+        return batch.run(args.files, args.out_dir, args.jobs, template, args.results_table, args.cluster)
+    if args.cluster is not None:
+        build_parser().error("--cluster goes with --out-dir or --results-table")
     if (args.follow or args.listen) and args.files:
         build_parser().error("--follow and --listen take no input files")
     if args.follow and args.listen:

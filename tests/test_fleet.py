@@ -1,0 +1,222 @@
+"""Fleet scale, on real components: S3 on loopback (moto's server, read and written by s3fs),
+a Dask LocalCluster of two worker processes, and the Parquet table read back by DuckDB."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FIXTURES, SCENARIOS, events, frames_of
+from test_cli import TRANSLATOR
+
+from bench.gen import generate
+
+pytestmark = pytest.mark.slow
+BUCKET = "fleet"
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[Any]:
+    """A real S3 API on 127.0.0.1 (moto in server mode); fsspec (here, in every translator
+    process and in the Dask workers) finds it through FSSPEC_S3."""
+    from moto.server import ThreadedMotoServer
+    from s3fs import S3FileSystem
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    conf = {"endpoint_url": f"http://{host}:{port}", "key": "test", "secret": "test"}
+    saved = {k: os.environ.get(k) for k in ("FSSPEC_S3", "AWS_DEFAULT_REGION")}
+    os.environ.update(FSSPEC_S3=json.dumps(conf), AWS_DEFAULT_REGION="us-east-1")
+    fs = S3FileSystem(skip_instance_cache=True, **conf)
+    fs.mkdir(BUCKET)
+    try:
+        yield fs
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(s3: Any) -> Iterator[Any]:
+    """A Dask LocalCluster of two worker processes (started after S3, so they see it)."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                      host="127.0.0.1", scheduler_port=0) as lc, Client(lc) as client:
+        yield client
+
+
+def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([TRANSLATOR, *args], capture_output=True, timeout=timeout)
+
+
+def fleet_logs(root: Path) -> dict[str, bytes]:
+    """A fleet's layout: one stdout.ndjson per session, some gzipped, two sessions per host."""
+    files = {}
+    for n, scenario in enumerate(SCENARIOS):
+        data = events(scenario)
+        files[f"logs/host-{n % 3}/session-{n}/stdout.ndjson"] = gzip.compress(data, mtime=0) if n % 4 == 1 else data
+    for name, data in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_bytes(data)
+    return files
+
+
+def objects(fs: Any, prefix: str) -> dict[str, bytes]:
+    fs.invalidate_cache()
+    return {p.removeprefix(prefix + "/"): fs.cat_file(p) for p in fs.find(prefix)}
+
+
+def outputs(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_s3_in_and_out_on_the_cluster_is_the_local_batch(s3: Any, cluster: Any, tmp_path: Path) -> None:
+    local = tmp_path / "local"
+    for name, data in fleet_logs(local).items():
+        s3.pipe_file(f"{BUCKET}/{name}", data)
+    s3.pipe_file(f"{BUCKET}/logs/host-9/session-x/stdout.ndjson", gzip.compress(events("thinking"))[:-12])  # poison
+    expected = cli("--out-dir", str(tmp_path / "out"), str(local / "logs/**/stdout.ndjson"))
+    assert expected.returncode == 0, expected.stderr
+
+    address = cluster.scheduler.address
+    proc = cli("--out-dir", f"s3://{BUCKET}/translated", "--cluster", address, f"s3://{BUCKET}/logs/**/stdout.ndjson")
+    assert proc.returncode == 65, proc.stderr
+    lines = proc.stderr.decode().splitlines()
+    assert lines[0].startswith(f"translator: {len(SCENARIOS)} translated, 0 skipped (up to date), 1 failed;")
+    assert lines[1].startswith("translator: failed: host-9/session-x/stdout.ndjson: broken gzip:")
+    got = objects(s3, f"{BUCKET}/translated")
+    visible = {k: v for k, v in got.items() if not k.rsplit("/", 1)[-1].startswith(".")}
+    assert visible == {k: v for k, v in outputs(tmp_path / "out").items() if not k.rsplit("/", 1)[-1].startswith(".")}
+    assert len(visible) == len(SCENARIOS) and "host-9/session-x/stdout.enriched.jsonl" not in got
+
+    again = cli("--out-dir", f"s3://{BUCKET}/translated", "--cluster", address, f"s3://{BUCKET}/logs/**/stdout.ndjson")
+    assert f"0 translated, {len(SCENARIOS)} skipped".encode() in again.stderr
+    forced = cli("--out-dir", f"s3://{BUCKET}/translated", "--force", f"s3://{BUCKET}/logs/**/stdout.ndjson")
+    assert forced.returncode == 65 and f"{len(SCENARIOS)} translated".encode() in forced.stderr  # the local pool on S3
+    assert objects(s3, f"{BUCKET}/translated") == got  # byte-identical reruns, markers included
+
+
+def test_a_worker_killed_mid_job_loses_nothing_and_doubles_nothing(cluster: Any, tmp_path: Path) -> None:
+    src = tmp_path / "logs"
+    generate(str(tmp_path / "big.ndjson"), 6)
+    for n in range(16):
+        (src / f"s{n}").mkdir(parents=True)
+        shutil.copy(tmp_path / "big.ndjson", src / f"s{n}" / "stdout.ndjson")
+    expected = cli("--out-dir", str(tmp_path / "expected"), "--jobs", "2", str(src))
+    assert expected.returncode == 0
+    out = tmp_path / "out"
+    proc = subprocess.Popen([TRANSLATOR, "--out-dir", str(out), "--cluster", cluster.scheduler.address, str(src)],
+                            stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not list(out.rglob("*.enriched.jsonl")):  # the job is under way
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.01)
+    victim = next(iter(cluster.run(os.getpid).values()))
+    os.kill(victim, signal.SIGKILL)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err
+    # A file the lost worker had finished is done again, and found made already: skipped.
+    found = re.search(rb"translator: (\d+) translated, (\d+) skipped \(up to date\), 0 failed", err)
+    assert found is not None, err
+    translated, skipped = found.groups()
+    assert int(translated) + int(skipped) == 16, err
+    assert outputs(out) == outputs(tmp_path / "expected")  # each output once, whole, the same bytes
+    assert not list(out.rglob("*.tmp"))
+    cluster.wait_for_workers(2, timeout=60)
+
+
+def result_frames(out: Path) -> list[tuple[str, int, dict[str, Any]]]:
+    found = []
+    for path in sorted(out.rglob("*.enriched.jsonl")):
+        results = [f for f in frames_of(path.read_bytes()) if f["type"] == "result"]
+        found += [(path.relative_to(out).as_posix(), i, frame) for i, frame in enumerate(results)]
+    return found
+
+
+def test_the_results_table_is_the_result_frames_row_for_row(tmp_path: Path) -> None:
+    import duckdb
+
+    fleet_logs(tmp_path)
+    stamped = b"".join(line.rstrip(b"}") + f',"ts":{1764460800 + i}}}\n'.encode()  # 2025-11-30, recorded
+                       for i, line in enumerate(events("tool_use_two_turns").splitlines()))
+    (tmp_path / "logs/stamped/stdout.ndjson").parent.mkdir()
+    (tmp_path / "logs/stamped/stdout.ndjson").write_bytes(stamped)
+    table, out = tmp_path / "table", tmp_path / "out"
+    proc = cli("--out-dir", str(out), "--results-table", str(table), str(tmp_path / "logs"))
+    assert proc.returncode == 0, proc.stderr
+    db = duckdb.connect()
+    rows = db.execute(f"select * from read_parquet('{table}/**/*.parquet', hive_partitioning = true) "
+                      "order by source, run_index").fetchall()
+    names = [d[0] for d in db.description]
+    rows = [dict(zip(names, r, strict=True)) for r in rows]
+    frames = result_frames(out)
+    assert len(rows) == len(frames) > len(SCENARIOS)
+    for row, (relative, index, frame) in zip(rows, frames, strict=True):
+        assert row["source"] == str(tmp_path / "logs" / relative.replace(".enriched.jsonl", ".ndjson"))
+        assert row["run_index"] == index
+        for key in ("session_id", "subtype", "is_error", "num_turns", "duration_ms", "duration_api_ms", "total_cost_usd"):
+            assert row[key] == frame[key], (relative, key)
+        for key in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+            assert row[key] == frame["usage"].get(key), (relative, key)
+        assert row["error"] == frame.get("error")
+    by_source = {r["source"].split("/logs/")[1]: r for r in rows}
+    recorded = by_source["stamped/stdout.ndjson"]
+    assert recorded["duration_source"] == "recorded" and str(recorded["date"]) == "2025-11-30"
+    assert recorded["first_ts"].timestamp() == 1764460800 and recorded["last_ts"] > recorded["first_ts"]
+    assert recorded["model"] == "claude-sonnet-4-5" and recorded["models"] == ["claude-sonnet-4-5"]
+    assert all(r["first_ts"] is None for r in rows if r["duration_source"] != "recorded")
+
+    # The README's queries run as written.
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    for query in readme.split("```sql\n")[1:]:
+        db.execute(query.split("```")[0].replace("results/", f"{table}/")).fetchall()
+
+    # Without --out-dir, and from markers when up to date: the same table.
+    first = db.execute(f"select * from read_parquet('{table}/**/*.parquet') order by source, run_index").fetchall()
+    for args in (["--results-table", str(table)], ["--out-dir", str(out), "--results-table", str(table)]):
+        shutil.rmtree(table)
+        assert cli(*args, str(tmp_path / "logs")).returncode == 0
+        assert db.execute(f"select * from read_parquet('{table}/**/*.parquet') order by source, run_index").fetchall() == first
+    assert b"0 translated" in cli("--out-dir", str(out), "--results-table", str(table), str(tmp_path / "logs")).stderr
+
+    report = subprocess.run([TRANSLATOR, "report", str(table), "--html", str(tmp_path / "r.html")],
+                            capture_output=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    text = report.stdout.decode()
+    assert text.startswith(f"{len(rows)} runs in {len(SCENARIOS) + 1} logs, {sum(r['is_error'] for r in rows)} failed")
+    assert "2025-11-30  claude-sonnet-4-5" in text and "p95 ms" in text
+    page = (tmp_path / "r.html").read_text()
+    assert page.count("<svg") == 3 and "<script" not in page and "http" not in page.split("<svg")[0]
+
+
+def test_a_missing_extra_is_named_in_one_line(tmp_path: Path) -> None:
+    shutil.copy(FIXTURES / "tool_use_two_turns.events.jsonl", tmp_path / "a.ndjson")
+    blocked = "import sys; sys.modules['pyarrow'] = None; from translator.cli import run; sys.argv[0] = 'translator'; run()"
+    proc = subprocess.run([sys.executable, "-c", blocked, "--results-table", str(tmp_path / "t"), str(tmp_path / "a.ndjson")],
+                          capture_output=True, timeout=60)
+    assert (proc.returncode, proc.stderr.decode()) == (
+        69, "translator: --results-table: pyarrow is not installed: pip install 'caliban-stream-translator[fleet]'\n")
+
+
+def test_the_readme_documents_the_schema() -> None:
+    from translator.results_table import COLUMNS
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    assert "\n".join(f"| `{n}` | {k} | {d} |" for n, k, d in COLUMNS) in readme

@@ -1,0 +1,35 @@
+"""Optional dependencies, imported only by the features that use them, with a one-line error
+that names the extra to install when one is missing."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+DISTRIBUTION = "caliban-stream-translator"
+EX_UNAVAILABLE = 69
+EXTRA = {  # module -> the extra that brings it
+    "pyarrow": "fleet",
+    "fsspec": "fleet",
+    "dask": "fleet",
+    "distributed": "fleet",
+    "s3fs": "s3",
+    "gcsfs": "gcs",
+    "adlfs": "azure",
+    "matplotlib": "report",
+}
+
+
+class MissingExtra(Exception):
+    """An optional dependency is not installed; str() is the user's one-line message."""
+
+    status = EX_UNAVAILABLE
+
+
+def need(module: str) -> ModuleType:
+    """`import module`, or MissingExtra saying which extra provides it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        extra = EXTRA.get(module.split(".")[0], "fleet")
+        raise MissingExtra(f"{module} is not installed: pip install '{DISTRIBUTION}[{extra}]'") from exc

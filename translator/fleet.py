@@ -1,0 +1,253 @@
+"""Fleet scale: the batch over object storage (fsspec) and on a Dask cluster.
+
+The per-file work is replay.py's, unchanged; this adds a store for URLs and an engine. One Dask
+task per file, translated in the worker's own process, largest files first (the task priority is
+the size), so a huge log starts at once and the small ones fill the cores around it instead of
+trailing behind it. I/O errors are raised for Dask to retry (RETRIES times); a file whose
+content fails is not retried (it would fail the same way). A worker lost mid-file has its task
+run again elsewhere: its output was never committed (object stores commit at the end of the
+write, local disk renames a finished temporary), so no output is partial or doubled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, suppress
+from datetime import datetime
+from typing import Any
+
+from tqdm import tqdm
+
+from translator import batch
+from translator.diagnostics import stderr
+from translator.extras import MissingExtra, need
+from translator.replay import Done, Job, Store, translate_file
+from translator.selection import EX_USAGE, Found, SelectionError
+
+RETRIES = 2
+SMALL = 8 << 20  # outputs up to this are uploaded in one PUT; larger ones as a multipart upload
+
+
+def _mtime(info: dict[str, Any]) -> float:
+    """Modification time from a listing entry, whatever the store calls it."""
+    for key in ("mtime", "LastModified", "last_modified", "updated", "created"):
+        value = info.get(key)
+        if isinstance(value, datetime):
+            return value.timestamp()
+        if isinstance(value, int | float):
+            return float(value)
+        if isinstance(value, str):
+            with suppress(ValueError):
+                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    return 0.0
+
+
+class Lister:
+    """Selection over one fsspec filesystem (paths without their protocol)."""
+
+    def __init__(self, fs: Any) -> None:
+        self.fs = fs
+
+    def absolute(self, name: str) -> str:
+        return str(self.fs._strip_protocol(name)).rstrip("/")
+
+    def kind(self, path: str) -> str | None:
+        try:
+            info = self.fs.info(path)
+        except (FileNotFoundError, OSError):
+            return None
+        return "dir" if info.get("type") == "directory" else "file"
+
+    def _found(self, info: dict[str, Any]) -> Found:
+        return Found(str(info["name"]).rstrip("/"), int(info.get("size") or 0), _mtime(info))
+
+    def stat(self, path: str) -> Found:
+        return self._found(self.fs.info(path))
+
+    def files_under(self, path: str) -> list[Found]:
+        return [self._found(i) for i in self.fs.find(path, detail=True).values() if i.get("type") != "directory"]
+
+    def glob(self, pattern: str) -> list[Found]:
+        return [self._found(i) for i in self.fs.glob(pattern, detail=True).values() if i.get("type") != "directory"]
+
+
+class _Upload:
+    """An object written whole or not at all: held in memory up to SMALL and PUT at commit;
+    past that streamed as a multipart upload that only commit() completes."""
+
+    def __init__(self, fs: Any, path: str) -> None:
+        self.fs, self.path = fs, path
+        self.buffer = io.BytesIO()
+        self.file: Any = None
+
+    def write(self, data: bytes) -> int:
+        if self.file is None:
+            self.buffer.write(data)
+            if self.buffer.tell() > SMALL:
+                self.file = self.fs.open(self.path, "wb", autocommit=False)
+                self.file.write(self.buffer.getvalue())
+                self.buffer = io.BytesIO()
+        else:
+            self.file.write(data)
+        return len(data)
+
+    def commit(self) -> None:
+        if self.file is None:
+            self.fs.pipe_file(self.path, self.buffer.getvalue())
+        else:
+            self.file.close()
+            self.file.commit()
+
+    def discard(self) -> None:
+        if self.file is not None:
+            with suppress(Exception):
+                self.file.close()
+                self.file.discard()
+
+
+class FsspecStore:
+    """Inputs and outputs by URL through fsspec (local paths stay with batch.LocalStore)."""
+
+    def __init__(self) -> None:
+        self.local = batch.LocalStore()
+
+    @staticmethod
+    def _fs(url: str) -> tuple[Any, str]:
+        fs, path = need("fsspec").core.url_to_fs(url)
+        return fs, path
+
+    def open_input(self, path: str) -> AbstractContextManager[Any]:
+        if "://" not in path:
+            return self.local.open_input(path)
+        fs, bare = self._fs(path)
+        return fs.open(bare, "rb")  # type: ignore[no-any-return]
+
+    def writer(self, path: str) -> AbstractContextManager[Any]:
+        return self.local.writer(path) if "://" not in path else self._upload(path)
+
+    @contextmanager
+    def _upload(self, path: str) -> Iterator[_Upload]:
+        upload = _Upload(*self._fs(path))
+        try:
+            yield upload
+            upload.commit()
+        except BaseException:
+            upload.discard()
+            raise
+
+    def read_marker(self, path: str) -> bytes | None:
+        if "://" not in path:
+            return self.local.read_marker(path)
+        fs, bare = self._fs(path)
+        try:
+            return bytes(fs.cat_file(bare))
+        except (FileNotFoundError, OSError):
+            return None
+
+    def write_marker(self, path: str, data: bytes) -> None:
+        if "://" not in path:
+            self.local.write_marker(path, data)
+        else:
+            fs, bare = self._fs(path)
+            fs.pipe_file(bare, data)
+
+
+def _task(job: Job, store: Store) -> Done:
+    """A Dask task: one file, in the worker's process; I/O errors go back to Dask to retry."""
+    return translate_file(job, store, raise_io=True)
+
+
+def plan(names: list[str], out_dir: str | None, template: Job) -> tuple[list[Job], Store]:
+    """The jobs and the store that reads and writes them."""
+    remote = [n for n in names if "://" in n]
+    url: Callable[[str], str] = str
+    if not remote:
+        lister: Any = batch.LocalStore()
+    else:
+        protocols = {n.split("://", 1)[0] for n in names}
+        if len(protocols) > 1 or len(remote) != len(names):
+            raise SelectionError("inputs must all be on one store (all local, or all under one URL scheme)", EX_USAGE)
+        fs, _ = FsspecStore._fs(names[0])
+        lister = Lister(fs)
+        scheme = protocols.pop()
+        url = lambda path: f"{scheme}://{path}"  # noqa: E731 (named by the annotation above)
+    store: Store = batch.LocalStore() if not remote and "://" not in (out_dir or "") else FsspecStore()
+    if out_dir is not None and "://" not in out_dir:
+        batch.prepare_out_dir(out_dir)
+    return batch.plan(names, lister, out_dir, template, url), store
+
+
+def run(names: list[str], out_dir: str | None, workers: int, template: Job,
+        results_table: str | None, cluster: str | None) -> int:
+    """Translate everything under `names` (paths or URLs) on the local pool or on Dask."""
+    try:
+        jobs, store = plan(names, out_dir, template)
+        if cluster is not None:
+            need("distributed")
+    except (SelectionError, MissingExtra) as exc:
+        stderr([f"translator: {exc}"])
+        return exc.status
+    except OSError as exc:  # listing the store failed (credentials, network, no bucket)
+        stderr([f"translator: {' '.join(names)}: {exc.strerror or exc}"])
+        return batch.EX_IOERR
+    started = time.monotonic()
+    with tqdm(total=sum(job.size for job in jobs), unit="B", unit_scale=True, file=sys.stderr,
+              disable=not sys.stderr.isatty(), desc=f"0/{len(jobs)} files") as bar:
+        if cluster is None:
+            done, interrupted = batch.run_local(jobs, workers, bar, store)
+        else:
+            done, interrupted = run_dask(jobs, store, cluster, workers, bar)
+    if out_dir is not None and "://" not in out_dir:
+        batch.sweep_temporaries(out_dir)  # a lost worker's, whose file was done again elsewhere
+    return batch.finish(done, time.monotonic() - started, results_table, interrupted)
+
+
+@contextmanager
+def connect(cluster: str, workers: int) -> Iterator[Any]:
+    """A client of the named scheduler, or of a LocalCluster of `local[:N]` processes."""
+    distributed = need("distributed")
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)  # what fails is in our summary
+    if cluster == "local" or cluster.startswith("local:"):
+        n = int(cluster.partition(":")[2] or workers)
+        with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                      dashboard_address=":0" if sys.stderr.isatty() else None) as lc, \
+                distributed.Client(lc) as client:
+            yield client
+    else:
+        with distributed.Client(cluster, timeout="30s") as client:
+            yield client
+
+
+def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: tqdm) -> tuple[list[Done], bool]:
+    distributed = need("distributed")
+    done: list[Done] = []
+    with connect(cluster, workers) as client:
+        if sys.stderr.isatty() and client.dashboard_link:
+            bar.write(f"translator: Dask dashboard: {client.dashboard_link}", file=sys.stderr)
+        futures = {
+            client.submit(_task, job, store, key=f"translate-{hashlib.sha1(job.source.encode()).hexdigest()}-{os.getpid()}",
+                          priority=job.size, retries=RETRIES, pure=False): job
+            for job in jobs
+        }
+        try:
+            for future in distributed.as_completed(futures):
+                job = futures.pop(future)
+                try:
+                    result: Done = future.result()
+                except Exception as exc:  # retried and failed still, or its workers kept dying
+                    result = Done(job.relative, job.size, error=f"{type(exc).__name__}: {exc}")
+                for line in result.diagnostics:
+                    bar.write(line, file=sys.stderr)
+                done.append(result)
+                bar.set_description(f"{len(done)}/{len(jobs)} files")
+                bar.update(job.size)
+        except KeyboardInterrupt:
+            client.cancel(list(futures))
+            return done, True
+    return done, False
