@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import itertools
 import random
+from typing import Any
 
+import pytest
 from conftest import FIXTURES, SCENARIOS, drive, events
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.gen import run_events
+from translator.encoders.claude_code import ClaudeCodeEncoder
+from translator.encoders.enriched import EnrichedEncoder
+from translator.fold import Options, Translator
+from translator.rates import RateCard
 
 # Every fixture, a generated multi-turn run, bad lines of each kind, CRLF, blanks, an over-long
 # line and a last line without a newline: the awkward cases all meet chunk boundaries.
@@ -73,3 +79,50 @@ def test_any_chunking_of_a_headless_stream(cuts: list[int]) -> None:
     bounds = sorted({0, len(HEADLESS_CORPUS), *cuts})
     chunks = [(HEADLESS_CORPUS[a:b], 0.0) for a, b in itertools.pairwise(bounds)]
     assert drive(chunks).output == drive(HEADLESS_CORPUS).output
+
+
+# The four output modes, fed with delays between chunks: under the estimated clock nothing of
+# the output may depend on when or in what pieces the bytes arrived (timestamps,
+# thinking_duration_ms, ttft_ms, message ids are all read off the input). The corpus adds the
+# agent's real samples (a retried turn, thinking without a signature, a StreamIdle run).
+MODES_CORPUS = CORPUS + b"\n" + b"".join(
+    p.read_bytes() for p in sorted((FIXTURES / "samples" / "raw-derived-from-code").glob("*.ndjson")))
+
+
+def translate_mode(cuts: list[int], fmt: str, partial: bool) -> tuple[bytes, list[str], bytes]:
+    rates = RateCard.bundled()
+    ids = itertools.count()
+    encoder: Any = (
+        EnrichedEncoder([], session_id="S", partial=partial) if fmt == "enriched" else
+        ClaudeCodeEncoder([], session_id="S", partial=partial, limits=rates.limits, new_id=lambda: f"id-{next(ids)}")
+    )
+    core = Translator(encoder, rates=rates, options=Options(clock="estimated", max_line_bytes=MAX_LINE, epoch=1.8e9),
+                      started_at=5.0)
+    bounds = sorted({0, len(MODES_CORPUS), *cuts})
+    out, diagnostics, rejects = [], [], []
+    for i, (a, b) in enumerate(itertools.pairwise(bounds)):
+        core.feed(MODES_CORPUS[a:b], 5.0 + 0.731 * i)  # a new arrival time for every chunk
+        out.append(core.take_output())
+        diagnostics += core.take_diagnostics()
+        rejects.append(core.take_rejects())
+    core.end(5.0 + 0.731 * len(bounds))
+    out.append(core.take_output())
+    diagnostics += core.take_diagnostics()
+    rejects.append(core.take_rejects())
+    return b"".join(out), diagnostics, b"".join(rejects)
+
+
+MODES = [("enriched", False), ("enriched", True), ("claude-code", False), ("claude-code", True)]
+WHOLE_MODES = {mode: translate_mode([], *mode) for mode in MODES}
+
+
+def test_the_modes_corpus_has_thinking_and_retries() -> None:
+    output = WHOLE_MODES[("claude-code", True)][0]
+    assert b'"thinking_duration_ms"' in output and b'"subtype":"api_retry"' in output
+
+
+@pytest.mark.parametrize("mode", MODES, ids=lambda m: f"{m[0]}{'-partial' if m[1] else ''}")
+@settings(max_examples=60, deadline=None)
+@given(cuts=st.lists(st.integers(min_value=1, max_value=len(MODES_CORPUS) - 1), max_size=40))
+def test_any_chunking_and_timing_gives_identical_output_in_every_mode(mode: tuple[str, bool], cuts: list[int]) -> None:
+    assert translate_mode(cuts, *mode) == WHOLE_MODES[mode]

@@ -189,6 +189,7 @@ class Translator:
         # An unfinished line being skipped: (bytes so far, excerpt, why; None: over-long).
         self._discarding: tuple[int, bytes, str | None] | None = None
         self._last_ts: float | None = None
+        self._estimated_s = 0.0  # estimated API time of the stream's closed frames
         self._warned: set[str] = set()
         self._orphan_of: Encoder | None = None  # the encoder, while a failed run's rest is skipped
         self._handlers: dict[str, Callable[[Event, float, bytes], None]] = {
@@ -538,9 +539,14 @@ class Translator:
     # ------------------------------------------------------------------ frames and time
 
     def _stamp(self, now: float, src: bytes | Event | None) -> float:
-        """Wall-clock seconds of an event, for the timestamps frames carry."""
+        """Wall-clock seconds of an event, for the timestamps frames carry. With the estimated
+        clock, never the arrival: the stream's start plus the API time estimated so far (it
+        grows at each TurnEnd), so the same bytes give the same frames however they arrive."""
         if self.clock == RECORDED:
             return self._when(now, src)
+        if self.clock == ESTIMATED:
+            fr = self._frame
+            return self.options.epoch + self._started_at + self._estimated_s + (fr.api_s if fr is not None else 0.0)
         return now + self.options.epoch
 
     def _when(self, now: float, src: bytes | Event | None) -> float:
@@ -635,6 +641,8 @@ class Translator:
             self._end_orphan()
             return
         self.encoder.result(run, t)
+        if self._frame is not None and self.clock == ESTIMATED:
+            self._estimated_s += self._frame.api_s
         if self.closed is not None:
             self.closed.append((run, (self._frame and self._frame.turn_model) or self.model))
         self._frame = None
