@@ -374,6 +374,12 @@ async def test_non_text_content_is_dropped_with_a_warning(caliban: Caliban) -> N
 def test_stream_json_in_and_out_are_required() -> None:
     import subprocess
 
+    from translator import __version__
+
+    version = subprocess.run([SHIM, "--version"], capture_output=True, timeout=30)
+    assert version.stdout.decode() == f"2.1.332 (Claude Code; caliban-claude {__version__})\n"
+    assert subprocess.run([SHIM, "--help"], capture_output=True, timeout=30).stdout.startswith(b"usage: caliban-claude")
+
     done = subprocess.run(
         [SHIM, "--output-format", "text", "--input-format", "stream-json"], capture_output=True, timeout=30
     )

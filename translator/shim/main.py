@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 import orjson
 
+from translator import __version__
 from translator.shim import control
 from translator.shim.conversation import Conversation
 from translator.shim.flags import parse
@@ -215,8 +216,24 @@ class Shim:
         return 128 + signum
 
 
+USAGE = f"""usage: {PROG} --output-format stream-json --input-format stream-json [CLAUDE CODE OPTIONS]
+
+A `claude`-compatible command for the Claude Agent SDKs that runs caliban:
+  ClaudeAgentOptions(cli_path="{PROG}")
+Environment: CALIBAN_BIN (default: caliban on PATH), CALIBAN_SESSIONS_DIR, CALIBAN_CLAUDE_MODELS,
+CALIBAN_CLAUDE_ARGS, CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT=1. See the README, "Use it from the Agent SDK".
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
+    asked = {given.split(" ")[0] for given in args.unknown}  # flags, not values that look like them
+    if asked & {"-v", "--version"}:
+        print(f"{control.CLI_VERSION} (Claude Code; {PROG} {__version__})")
+        return 0
+    if asked & {"-h", "--help"}:
+        print(USAGE, end="")
+        return 0
     for flag in ("--output-format", "--input-format"):
         if args.get(flag) != "stream-json":
             print(f"{PROG}: {flag} stream-json is required (this is the Agent SDK's protocol)", file=sys.stderr)
