@@ -132,3 +132,10 @@ def test_a_post_adr_0049_result_is_never_rewritten() -> None:
     assert {k: v for k, v in result.items() if k not in added} == upstream
     keys = list(result)
     assert keys[keys.index("duration_ms") + 1 : keys.index("duration_ms") + 3] == ["duration_api_ms", "duration_source"]
+
+
+def test_an_interactive_worker_conversation_is_one_run() -> None:
+    # ADR 0047: an operator's second message continues the same run (turn_index keeps rising,
+    # nothing marks the new input): one result, the last reply, both turns counted.
+    (result,) = results(drive(turn(0, "first answer") + turn(1, "second answer") + run_end(turns=2)).output)
+    assert (result["result"], result["num_turns"]) == ("second answer", 2)
