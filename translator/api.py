@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol, TypedDict, Unpack
 
 import orjson
 
+from translator.compressed import CorruptInput, Decoder
 from translator.encoders import Encoder
 from translator.encoders.enriched import EnrichedEncoder
 from translator.fold import ESTIMATED, WALL, Options, Translator
@@ -94,7 +95,7 @@ def _card(rates: Rates) -> RateCard:
 
 
 class Stream:
-    """One input stream, translated as it arrives: `feed()` bytes, get the frames they
+    """One input stream (plain, gzip or zstd), translated as it arrives: `feed()` bytes, get the frames they
     completed; `end()` when the input ends (an open run gets its result), or `cancel()` to
     close an open run as cancelled. Neither reads nor writes anything itself.
 
@@ -131,17 +132,30 @@ class Stream:
             started_at=time.monotonic(), source=source,
         )
         self._out = encoder.out
+        self._decoder = Decoder()
+        self._broken: list[str] = []
 
     def feed(self, data: bytes, now: float | None = None) -> list[bytes]:
-        """Consume a chunk (any split: lines may span chunks) that arrived at `now`
-        (`time.monotonic()` seconds; default: now). Returns the frames it completed."""
-        self._core.feed(data, time.monotonic() if now is None else now)
+        """Consume a chunk (any split: lines may span chunks; gzip or zstd data is inflated)
+        that arrived at `now` (`time.monotonic()` seconds; default: now). Returns the frames
+        it completed."""
+        now = time.monotonic() if now is None else now
+        try:
+            self._core.feed(self._decoder.feed(data), now)
+        except CorruptInput as exc:  # nothing more can be read: the input ends here
+            self._broken.append(f"translator: {self._core.source}: {exc}")
+            self._core.end(now)
         return self._take()
 
     def end(self, now: float | None = None) -> list[bytes]:
         """The input ended: a last line without a newline counts; an open run is closed
         with an error result ("the input ended before the run finished")."""
-        self._core.end(time.monotonic() if now is None else now)
+        now = time.monotonic() if now is None else now
+        try:
+            self._core.feed(self._decoder.finish(), now)
+        except CorruptInput as exc:
+            self._broken.append(f"translator: {self._core.source}: {exc}")
+        self._core.end(now)
         return self._take()
 
     def cancel(self, now: float | None = None) -> list[bytes]:
@@ -151,7 +165,8 @@ class Stream:
 
     def take_diagnostics(self) -> list[str]:
         """One line per bad input line since the last call: `translator: <source>:<line>: …`."""
-        return self._core.take_diagnostics()
+        broken, self._broken = self._broken, []
+        return self._core.take_diagnostics() + broken
 
     def take_rejects(self) -> bytes:
         """The rejected input lines since the last call, verbatim, each with its newline."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import re
+import signal
 import sys
 from typing import NoReturn
 
@@ -18,8 +18,9 @@ from translator.diagnostics import use_json
 from translator.fold import Options
 from translator.pipeline import Config, Outcome, translate
 from translator.rates import ENV_CARD, RateCard
+from translator.usage import EX_CONFIG, EX_IOERR, EX_NOINPUT, EX_USAGE, UserError, check
 
-EX_OK, EX_USAGE, EX_DATAERR, EX_NOINPUT, EX_IOERR, EX_CONFIG = 0, 64, 65, 66, 74, 78
+EX_OK, EX_DATAERR, EX_SOFTWARE = 0, 65, 70
 # The agent's own exit status per result subtype (caliban-event-formats.md, exit codes).
 AGENT_STATUS = {
     "success": 0,
@@ -49,9 +50,9 @@ examples:
   keep bad input for later, stop at the first bad line:
     translator --reject-file rejects.ndjson --on-invalid fail < events.ndjson
 
-exit status: 0 ok; 64 usage; 65 bad input under --on-invalid fail (--out-dir: a file's
-content failed); 66 an input file could not be opened (or, with --exit-status, no run in the
-input); 74 I/O error; 78 bad --rates file; 129/130/143 SIGHUP/SIGINT/SIGTERM (open runs are closed as
+exit status: 0 ok; 64 usage; 65 bad input under --on-invalid fail, or broken compressed
+input (--out-dir: a file's content failed); 66 an input file could not be opened (or, with
+--exit-status, no run in the input); 70 internal error; 74 I/O error; 78 bad --rates file; 129/130/143 SIGHUP/SIGINT/SIGTERM (open runs are closed as
 cancelled first). With --exit-status, the agent's code for the last run: 0 success, 1 error
 or max_tokens, 75 max_turns, 124 cancelled, 137 budget_exceeded.
 """
@@ -59,7 +60,7 @@ or max_tokens, 75 max_turns, 124 cancelled, 137 budget_exceeded.
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
+        """One line, `translator: <what>: <why>` (argparse's own messages have that shape)."""
         self.exit(EX_USAGE, f"translator: {message}\n")
 
 
@@ -139,16 +140,17 @@ def build_parser() -> Parser:
         help="serve: each connection to unix:PATH or tcp:[HOST:]PORT (loopback unless HOST is "
         "given) sends an event stream and gets its translation back",
     )
-    serve.add_argument("--max-connections", type=int, default=64, metavar="N", help="with --listen: served at once (default 64)")
-    serve.add_argument("--idle-timeout", type=float, default=300.0, metavar="S", help="with --listen: close a connection quiet this long (default 300)")
-    serve.add_argument("--grace", type=float, default=10.0, metavar="S", help="with --listen: after SIGTERM, how long open connections may finish (default 10)")
-    serve.add_argument("--line-timeout", type=float, default=60.0, metavar="S", help="with --listen: close a connection whose line is unfinished this long after it began (default 60)")
+    # Mode options default to None ("not given"); usage.check fills in the defaults.
+    serve.add_argument("--max-connections", type=int, metavar="N", help="with --listen: served at once (default 64)")
+    serve.add_argument("--idle-timeout", type=float, metavar="S", help="with --listen: close a connection quiet this long (default 300)")
+    serve.add_argument("--grace", type=float, metavar="S", help="with --listen: after SIGTERM, how long open connections may finish (default 10)")
+    serve.add_argument("--line-timeout", type=float, metavar="S", help="with --listen: close a connection whose line is unfinished this long after it began (default 60)")
     serve.add_argument(
         "--max-pending-bytes", type=int, metavar="N",
         help="with --listen: bytes of unfinished lines held for all connections together; a line that would "
         "pass it is skipped and reported (default: 2 x --max-line-bytes)",
     )
-    serve.add_argument("--socket-mode", type=lambda v: int(v, 8), default=0o600, metavar="MODE", help="with --listen unix:PATH: the socket's permissions, octal (default 0600)")
+    serve.add_argument("--socket-mode", type=lambda v: int(v, 8), metavar="MODE", help="with --listen unix:PATH: the socket's permissions, octal (default 0600)")
     watch = p.add_argument_group("observability")
     watch.add_argument(
         "--metrics",
@@ -170,7 +172,7 @@ def build_parser() -> Parser:
         help="batch replay: translate each FILE (or every *.ndjson/*.jsonl[.gz] under a "
         "directory FILE) into DIR/<name>.<format>.jsonl, in parallel",
     )
-    replay.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N", help="with --out-dir: worker processes (default: one per core)")
+    replay.add_argument("--jobs", type=int, metavar="N", help="with --out-dir: worker processes (default: one per core)")
     replay.add_argument("--force", action="store_true", help="with --out-dir: redo outputs that are up to date")
     fleet = p.add_argument_group("fleet (pip install 'caliban-stream-translator[fleet]'; paths may be s3://, gs://, az:// URLs)")
     fleet.add_argument(
@@ -194,7 +196,7 @@ def exit_status(outcome: Outcome, use_agent_status: bool) -> int:
         return 128 + outcome.signal
     if outcome.io_error:
         return EX_IOERR
-    if outcome.rejected:
+    if outcome.rejected or outcome.bad_data:
         return EX_DATAERR
     if outcome.broken_pipe:
         return EX_OK
@@ -214,14 +216,12 @@ def main(argv: list[str] | None = None) -> int:
 
         return report.main(argv[1:])
     args = build_parser().parse_args(argv)
-    if args.max_line_bytes < 1:
-        build_parser().error("--max-line-bytes must be at least 1")
-    card_name = f"--rates {args.rates}" if args.rates else f"{ENV_CARD}={os.environ.get(ENV_CARD)}"
     try:
-        rates = RateCard.load(args.rates) if args.rates else RateCard.default(os.environ)
-    except (OSError, ValueError) as exc:
-        _stderr([f"translator: {card_name}: {exc}"])
-        return EX_CONFIG
+        check(args)
+        rates = load_rates(args.rates)
+    except UserError as exc:
+        _stderr([f"translator: {exc}"])
+        return exc.status
     partial, results_only = args.include_partial_messages, args.results_only
     if args.log_format == "json":
         use_json()
@@ -252,8 +252,6 @@ def main(argv: list[str] | None = None) -> int:
         metrics=args.metrics,
     )
     if args.out_dir is not None or args.results_table is not None:
-        if args.follow or args.listen or not args.files:
-            build_parser().error("--out-dir and --results-table take input files or directories, and no --follow/--listen")
         from translator import batch, replay  # the pool and progress bar cost the others nothing
 
         template = replay.Job(
@@ -261,20 +259,6 @@ def main(argv: list[str] | None = None) -> int:
             rates_digest=replay.digest(args.rates), options=cfg.options, clock=args.clock, force=args.force,
         )
         return batch.run(args.files, args.out_dir, args.jobs, template, args.results_table, args.cluster)
-    if args.cluster is not None:
-        build_parser().error("--cluster goes with --out-dir or --results-table")
-    if (args.follow or args.listen) and args.files:
-        build_parser().error("--follow and --listen take no input files")
-    if args.follow and args.listen:
-        build_parser().error("--follow and --listen do not go together")
-    if args.listen and not re.fullmatch(r"unix:.+|tcp:(.*:)?\d+", args.listen):
-        build_parser().error(f"--listen {args.listen}: expected unix:PATH or tcp:[HOST:]PORT")
-    if args.metrics and not re.fullmatch(r"tcp:(.*:)?\d+", args.metrics):
-        build_parser().error(f"--metrics {args.metrics}: expected tcp:[HOST:]PORT")
-    if args.max_connections < 1:
-        build_parser().error("--max-connections must be at least 1")
-    if args.line_timeout <= 0 or args.idle_timeout <= 0:
-        build_parser().error("--idle-timeout and --line-timeout must be more than 0")
     try:
         outcome = anyio.run(translate, cfg)
     except OSError as exc:  # the reject file could not be opened
@@ -283,6 +267,27 @@ def main(argv: list[str] | None = None) -> int:
     return exit_status(outcome, args.exit_status)
 
 
+def load_rates(path: str | None) -> RateCard:
+    """--rates, else the agent's card named by CALIBAN_RATES_YAML, else the bundled one."""
+    name = f"--rates {path}" if path else f"{ENV_CARD}={os.environ.get(ENV_CARD)}"
+    try:
+        return RateCard.load(path) if path else RateCard.default(os.environ)
+    except OSError as exc:
+        raise UserError(name, exc.strerror or str(exc), EX_CONFIG) from None
+    except ValueError as exc:
+        raise UserError(name, str(exc), EX_CONFIG) from None
+
+
 def run() -> NoReturn:
-    """Console-script entry point."""
-    raise SystemExit(main())
+    """Console-script entry point. Whatever escapes is still one line, not a traceback
+    (TRANSLATOR_TRACEBACK=1 shows it)."""
+    try:
+        status = main()
+    except KeyboardInterrupt:
+        status = 128 + signal.SIGINT
+    except Exception as exc:
+        if os.environ.get("TRANSLATOR_TRACEBACK"):
+            raise
+        _stderr([f"translator: internal error: {type(exc).__name__}: {exc} (TRANSLATOR_TRACEBACK=1 shows where)"])
+        status = EX_SOFTWARE
+    raise SystemExit(status)

@@ -13,6 +13,12 @@ import orjson
 # The fixed set of reasons a line is rejected for (the `reason` label of the bad-lines metric).
 KINDS = ("invalid_utf8", "invalid_json", "not_an_event", "malformed_event", "too_long", "untranslatable")
 _json = False
+# Control characters (C0, DEL, C1) as \xNN: a bad line's bytes must not drive the terminal.
+ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
+
+
+def escaped(text: str) -> str:
+    return text.translate(ESCAPES)
 
 
 class Diagnostic(str):
@@ -25,6 +31,7 @@ class Diagnostic(str):
     excerpt: str
 
     def __new__(cls, source: str, line: int, reason: str, excerpt: str) -> Diagnostic:
+        source, reason, excerpt = escaped(source), escaped(reason), escaped(excerpt)
         self = super().__new__(cls, f"translator: {source}:{line}: {reason}: {excerpt}")
         self.source, self.line, self.reason, self.excerpt = source, line, reason, excerpt
         return self
@@ -80,7 +87,7 @@ def stderr(lines: list[str], level: str = "error") -> None:
             now = time.time()
             stream.write(b"".join(as_json(line, level, now) for line in lines).decode())
         else:
-            stream.write("".join(line + "\n" for line in lines))
+            stream.write("".join(escaped(line) + "\n" for line in lines))
         stream.flush()
     except (OSError, ValueError):
         pass

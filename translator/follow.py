@@ -14,12 +14,16 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import os
+import stat
 import time
 from typing import TYPE_CHECKING
 
 import anyio
 
+from translator.compressed import Decoder
+from translator.diagnostics import stderr as _stderr
 from translator.pipeline import CHUNK
 
 if TYPE_CHECKING:
@@ -108,9 +112,16 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
                 if fd < 0:
                     try:
                         fd = os.open(path, os.O_RDONLY)
+                        if stat.S_ISDIR(os.fstat(fd).st_mode):  # replaced by a directory
+                            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
                     except FileNotFoundError:
                         await wakeup.wait()
                         continue
+                    except OSError as exc:
+                        _stderr([f"translator: --follow {path}: {exc.strerror}"])
+                        shell.outcome.io_error = True
+                        return
+                    decoder = Decoder()  # a .gz or .zst, complete or growing, is read inflated
                     opened = os.fstat(fd)
                     identity = _identity(opened)
                     pos = Position(fd, opened.st_size if skip_existing else 0)
@@ -120,7 +131,11 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
                         shell.metrics.follow_offset = pos.offset
                 assert core is not None and pos is not None
                 while data := pos.read():
-                    shell.feed(core, data)
+                    if not shell.decoded(core, decoder, data):  # broken compressed data (reported)
+                        core.end(time.monotonic())
+                        await shell.emit(core)
+                        shell.tally(core)
+                        return
                     if shell.metrics is not None:
                         shell.metrics.follow_offset = pos.offset
                     await shell.emit(core)

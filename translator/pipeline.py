@@ -10,6 +10,7 @@ signal can interrupt a quiet input.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import stat
@@ -23,6 +24,7 @@ import anyio
 import anyio.lowlevel
 
 from translator.api import core_options
+from translator.compressed import CorruptInput, Decoder
 from translator.diagnostics import stderr as _stderr
 from translator.encoders import Encoder
 from translator.fold import Options, Translator
@@ -66,6 +68,7 @@ class Outcome:
     rejected: bool = False  # --on-invalid fail tripped
     missing_input: bool = False
     io_error: bool = False
+    bad_data: bool = False  # compressed input that is damaged or cut short
     broken_pipe: bool = False
     signal: int | None = None
 
@@ -213,9 +216,13 @@ class Shell:
                 return
         try:
             mode = os.fstat(fd).st_mode
+            if stat.S_ISDIR(mode):  # opens fine, fails on the first read
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
         except OSError as exc:
             _stderr([f"translator: {label}: {exc.strerror}"])
             self.outcome.missing_input = True
+            if fd != 0:
+                os.close(fd)
             return
         pollable = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
         core = self.new_core(label, live=pollable)
@@ -235,6 +242,7 @@ class Shell:
             self.tally(core)
 
     async def _pump(self, fd: int, pollable: bool, core: Translator) -> None:
+        decoder = Decoder()
         while True:
             if pollable:
                 await anyio.wait_readable(fd)
@@ -246,9 +254,8 @@ class Shell:
                 _stderr([f"translator: {core.source}: read error: {exc.strerror}"])
                 self.outcome.io_error = True
                 return
-            if not data:
+            if not self.decoded(core, decoder, data):
                 return
-            self.feed(core, data)
             await self.emit(core)
             if core.stopped:
                 return
@@ -264,6 +271,17 @@ class Shell:
             self.outcome.io_error = True
             return False
         return True
+
+    def decoded(self, core: Translator, decoder: Decoder, data: bytes) -> bool:
+        """Feed what was read (b"": the end of the input) to the core, decompressed; False
+        when the input has ended, or its compressed data is broken (reported; exit 65)."""
+        try:
+            self.feed(core, decoder.feed(data) if data else decoder.finish())
+        except CorruptInput as exc:
+            _stderr([f"translator: {core.source}: {exc}"])
+            self.outcome.bad_data = True
+            return False
+        return bool(data)
 
     async def run(self) -> None:
         if self.cfg.metrics is not None and not self.observe():

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import ByteStream, Listener, TaskGroup
 
+from translator.compressed import Decoder
 from translator.diagnostics import stderr as _stderr
 
 if TYPE_CHECKING:
@@ -155,6 +156,7 @@ class Service:
     async def connection(self, stream: ByteStream, label: str) -> None:
         core = self.shell.new_core(label, live=True)
         held = 0  # this connection's share of self.pending
+        decoder = Decoder()  # a client may send its stream gzip- or zstd-compressed
 
         async def send(data: bytes) -> None:
             """A send blocked as long as the idle timeout is a client that does not read."""
@@ -183,10 +185,9 @@ class Service:
                         if line_due is not None and anyio.current_time() >= line_due:
                             raise Stalled(f"a line unfinished {self.line_timeout:g} s after it began")
                         raise Stalled(f"nothing for {self.idle_timeout:g} s")
-                    if not data:
-                        break
                     lines_before = core.line_no
-                    self.shell.feed(core, data)
+                    if not self.shell.decoded(core, decoder, data):  # the end, or broken compressed data
+                        break
                     if core.pending_bytes and (line_began is None or core.line_no != lines_before):
                         line_began = anyio.current_time()
                     elif not core.pending_bytes:

@@ -1,0 +1,105 @@
+"""What the command line refuses before anything runs: options that make no sense together,
+values out of range, inputs that cannot be one. Each is one line, `translator: <what>: <why>`,
+with its sysexits status, never a traceback."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+
+EX_USAGE, EX_NOINPUT, EX_IOERR, EX_CONFIG = 64, 66, 74, 78  # sysexits.h
+# Options that only mean something in one mode (a mode is on when one of its options is
+# given), with their defaults, filled in here so that the parser's None tells "not given".
+BATCH = ("out_dir", "results_table")
+MODE_OPTIONS: dict[tuple[str, ...], tuple[str, dict[str, object]]] = {
+    BATCH: ("--out-dir or --results-table", {"jobs": os.cpu_count() or 1, "force": False, "cluster": None}),
+    ("follow",): ("--follow", {"from_end": False}),
+    ("listen",): ("--listen", {
+        "max_connections": 64, "idle_timeout": 300.0, "grace": 10.0, "line_timeout": 60.0,
+        "max_pending_bytes": None, "socket_mode": 0o600,
+    }),
+}
+# Options the batch replay does not honour (each file gets its own derived session id, its
+# statuses are per file, its outputs are files).
+NOT_IN_BATCH = ("session_id", "reject_file", "exit_status", "output")
+# Options of a single stream that a service or follower never exits with.
+NOT_IN_SERVICE = ("exit_status",)
+
+
+class UserError(Exception):
+    """A mistake of the user's: one line on stderr and an exit status."""
+
+    def __init__(self, what: str, why: str, status: int = EX_USAGE) -> None:
+        super().__init__(f"{what}: {why}")
+        self.status = status
+
+
+def flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def given(args: argparse.Namespace, dest: str) -> bool:
+    value = getattr(args, dest, None)
+    return value is not None and value is not False
+
+
+def check(args: argparse.Namespace) -> None:
+    """Raise UserError for what cannot run; fill in the mode options' defaults."""
+    modes = []
+    for mode, (name, defaults) in MODE_OPTIONS.items():
+        active = [flag(dest) for dest in mode if given(args, dest)]
+        modes += active[:1]
+        for dest, default in defaults.items():
+            if not active and given(args, dest):
+                raise UserError(flag(dest), f"only with {name}")
+            if getattr(args, dest, None) is None:
+                setattr(args, dest, default)
+    if len(modes) > 1:
+        raise UserError(modes[0], f"does not go with {modes[1]}")
+    batch = next((flag(dest) for dest in BATCH if given(args, dest)), None)
+    if batch is not None:
+        for dest in NOT_IN_BATCH:
+            if given(args, dest):
+                raise UserError(flag(dest), f"does not go with {batch}")
+        if not args.files:
+            raise UserError(batch, "needs input files or directories")
+    if args.follow is not None or args.listen is not None:
+        name = "--follow" if args.follow is not None else "--listen"
+        if args.files:
+            raise UserError(name, "takes no input files")
+        for dest in NOT_IN_SERVICE:
+            if given(args, dest):
+                raise UserError(flag(dest), f"does not go with {name}")
+    if args.session_id is not None and not args.session_id.strip():
+        raise UserError("--session-id", "must not be empty")
+    if args.include_partial_messages and args.results_only:
+        raise UserError("--include-partial-messages", "does not go with --results-only (no deltas in a result)")
+    for dest, low in (("max_line_bytes", 1), ("jobs", 1), ("max_connections", 1)):
+        if getattr(args, dest) < low:
+            raise UserError(flag(dest), f"must be at least {low}")
+    if args.max_pending_bytes is not None and args.max_pending_bytes < 1:
+        raise UserError("--max-pending-bytes", "must be at least 1")
+    for dest in ("idle_timeout", "line_timeout"):
+        if getattr(args, dest) <= 0:
+            raise UserError(flag(dest), "must be a positive number of seconds")
+    if args.grace < 0:
+        raise UserError("--grace", "must not be negative")
+    for dest in ("listen", "metrics"):
+        address = getattr(args, dest, None)
+        if address is not None:
+            check_address(flag(dest), address, unix=dest == "listen")
+    if args.follow is not None and os.path.isdir(args.follow):
+        raise UserError(f"--follow {args.follow}", "is a directory, not a file", EX_NOINPUT)
+
+
+def check_address(name: str, address: str, unix: bool) -> None:
+    """`tcp:[HOST:]PORT` with a port 0-65535 (or `unix:PATH` where `unix`)."""
+    if unix and re.fullmatch(r"unix:.+", address):
+        return
+    match = re.fullmatch(r"tcp:(?:.*:)?(\d+)", address)
+    expected = "expected unix:PATH or tcp:[HOST:]PORT" if unix else "expected tcp:[HOST:]PORT"
+    if match is None:
+        raise UserError(f"{name} {address}", expected)
+    if int(match[1]) > 65535:
+        raise UserError(f"{name} {address}", "the port must be 0-65535")
