@@ -16,7 +16,7 @@ RECORDED = FIXTURES / "caliban"
 
 def run(conv: Conversation, lines: list[bytes], status: int = 0) -> list[dict[str, Any]]:
     conv.start_run()
-    out = [frame for line in lines for frame in conv.caliban_line(line)]
+    out = [frame for line in lines for frame in conv.caliban_output(line)]
     out += conv.end_run(status, "")
     assert all(len(frame) <= MAX_LINE and frame.endswith(b"\n") for frame in out)
     frames = [orjson.loads(frame) for frame in out]
@@ -56,7 +56,7 @@ def test_structured_output_passes_through() -> None:
 def test_an_interrupted_run_ends_with_the_user_frame_then_the_result() -> None:
     conv = Conversation("S", partial=False, mode="default")
     conv.start_run()
-    frames = [f for line in recorded("tool_use_two_turns.jsonl")[:2] for f in conv.caliban_line(line)]
+    frames = [f for line in recorded("tool_use_two_turns.jsonl")[:2] for f in conv.caliban_output(line)]
     conv.interrupted = True
     frames += conv.end_run(124, "")  # killed before it printed a result
     tail = [orjson.loads(f) for f in frames[-2:]]
@@ -75,3 +75,27 @@ def test_frames_stay_under_the_sdks_line_limit() -> None:
     text = tool_result["message"]["content"][0]["content"]
     assert text.startswith("xxx") and text.endswith("exceeded the SDK's 1 MiB line limit]")
     assert frames[-1]["result"] == "There are 3 files."
+
+
+def test_any_split_of_calibans_output_gives_the_same_frames() -> None:
+    """caliban's stdout is read in whatever pieces the pipe gives: lines cut anywhere."""
+    lines = recorded("tool_use_two_turns.jsonl")
+    result = json.loads(lines[-1])
+    result["structured_output"] = {"n": 3}
+    lines[-1] = orjson.dumps(result) + b"\n"
+    data = b"".join(lines)
+    whole = run(Conversation("S", partial=False, mode="default"), lines)
+    cut = run(Conversation("S", partial=False, mode="default"), [data[i : i + 7] for i in range(0, len(data), 7)])
+    volatile = (
+        "uuid",
+        "timestamp",
+        "duration_ms",
+        "duration_api_ms",
+        "ttft_ms",
+        "ttft_stream_ms",
+        "first_content_frame_ms",
+    )
+    assert [{k: v for k, v in f.items() if k not in volatile} for f in cut] == [
+        {k: v for k, v in f.items() if k not in volatile} for f in whole
+    ]
+    assert cut[0]["cwd"] == "/home/dev/project" and cut[-1]["structured_output"] == {"n": 3}

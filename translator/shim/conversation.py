@@ -35,28 +35,41 @@ class Conversation:
         self.last_is_error = False
         self.interrupted = False  # the app interrupted the current run
         self.run_result: dict[str, Any] | None = None  # caliban's own result of the current run
+        self._line: list[bytes] = []  # the start of a line of caliban's not ended yet
 
     def start_run(self) -> None:
         self.interrupted = False
         self.run_result = None
 
-    def caliban_line(self, line: bytes) -> list[bytes]:
-        """One line of caliban's stdout → the Claude Code frames it completed."""
-        head = line[:48]  # caliban writes `type` first: only its init and result are decoded here
-        if b'"system"' in head or b'"result"' in head:
-            try:
-                frame = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                frame = None
-            if isinstance(frame, dict) and frame.get("subtype") == "init":
-                self.caliban_init = frame
-            elif isinstance(frame, dict) and frame.get("type") == "result":
-                self.run_result = frame
-        return self._complete(self.translation.feed(line))
+    def caliban_output(self, chunk: bytes) -> list[bytes]:
+        """A chunk of caliban's stdout (split anywhere) → the Claude Code frames it completed."""
+        self._watch(chunk)
+        return self._complete(self.translation.feed(chunk))
+
+    def _watch(self, chunk: bytes) -> None:
+        """Keep caliban's own init and result (their facts complete the frames); caliban writes
+        `type` first, so only those two kinds of line are decoded here."""
+        start = 0
+        while (nl := chunk.find(b"\n", start)) >= 0:
+            line = b"".join([*self._line, chunk[start:nl]]) if self._line else chunk[start:nl]
+            self._line = []
+            start = nl + 1
+            head = line[:48]
+            if b'"system"' in head or b'"result"' in head:
+                try:
+                    frame = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(frame, dict) and frame.get("subtype") == "init":
+                    self.caliban_init = frame
+                elif isinstance(frame, dict) and frame.get("type") == "result":
+                    self.run_result = frame
+        if start < len(chunk):
+            self._line.append(chunk[start:])
 
     def end_run(self, status: int, why: str) -> list[bytes]:
         """caliban exited. Without a result of its own, the app still gets one (an error)."""
-        frames = self.translation.feed(b"\n")  # a last line without its newline counts
+        frames = self.caliban_output(b"\n")  # a last line without its newline counts
         if self.run_result is None:
             subtype = "cancelled" if self.interrupted else "error"
             ended = f"was killed by {signal.Signals(-status).name}" if status < 0 else f"exited with status {status}"
@@ -73,6 +86,11 @@ class Conversation:
     def _complete(self, frames: list[bytes]) -> list[bytes]:
         out: list[bytes] = []
         for raw in frames:
+            # Only an init or a result is completed here: the rest pass as they are. (A key
+            # cannot hide in a string value: its quotes would be escaped there.)
+            if b'"subtype":"init"' not in raw[:64] and b'"result_index":' not in raw:
+                out.append(fit(raw))
+                continue
             frame = orjson.loads(raw)
             kind = frame.get("type")
             if kind == "system" and frame.get("subtype") == "init":

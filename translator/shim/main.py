@@ -31,12 +31,17 @@ GRACE_S = 3.0  # after a signal, how long caliban may take to save its session a
 PROG = "caliban-claude"
 
 
-def warn(message: str) -> None:
+def say(line: str) -> None:
+    """A line on stderr (the SDK hands it to `options.stderr`); a closed stderr is no reason to fail."""
     try:
-        sys.stderr.write(f"{PROG}: warning: {message}\n")
+        sys.stderr.write(f"{PROG}: {line}\n")
         sys.stderr.flush()
     except (OSError, ValueError):
         pass
+
+
+def warn(message: str) -> None:
+    say(f"warning: {message}")
 
 
 def prompt_text(message: dict[str, Any]) -> tuple[str, int]:
@@ -178,12 +183,12 @@ class Shim:
         conv.start_run()
         run = CalibanRun(run_argv(self.binary, self.plan, self.model, self.mode, self.session.args()))
         self.current = run
-        status = run.run(prompt, lambda line: self.write(conv.caliban_line(line)))
+        status = run.run(prompt, lambda chunk: self.write(conv.caliban_output(chunk)))
         self.current = None
         self.write(conv.end_run(status, run.stderr_tail))
         self.session.ran(conv.run_result is not None)
         for line in conv.diagnostics():
-            warn(line)
+            say(line)
 
     # ------------------------------------------------------------------ lifetime
 

@@ -1,6 +1,5 @@
 """One caliban process: spawned for one user message, its prompt written to its stdin and
-closed (caliban reads stdin to EOF before it runs), its stdout handed on line by line as it
-arrives, its stderr forwarded to ours (the SDK passes it to `options.stderr`).
+closed (caliban reads stdin to EOF before it runs), its stdout handed on as it arrives, its stderr forwarded to ours (the SDK passes it to `options.stderr`).
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from collections.abc import Callable
 from typing import IO
 
 NOT_FOUND = 127  # the shell's status for a command it cannot find
+CHUNK = 1 << 16
 
 
 class CalibanRun:
@@ -26,15 +26,16 @@ class CalibanRun:
         self._done = False
         self._interrupted = False  # asked before caliban was started: it is signalled on start
 
-    def run(self, prompt: str, on_line: Callable[[bytes], None]) -> int:
-        """Run to the end, calling `on_line` for each stdout line; the exit status."""
+    def run(self, prompt: str, on_output: Callable[[bytes], None]) -> int:
+        """Run to the end, passing on stdout as it comes; the exit status."""
         try:
             with self._lock:
                 # Its own process group: a terminal's Ctrl-C reaches the shim only, which passes
                 # one SIGINT on (a second one would make caliban exit without saving).
                 self.proc = subprocess.Popen(
-                    self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=0
-                )
+                    self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=0,
+                    bufsize=0,
+                )  # fmt: skip
                 if self._interrupted:
                     self.proc.send_signal(signal.SIGINT)
         except OSError as exc:
@@ -49,8 +50,8 @@ class CalibanRun:
             proc.stdin.close()
         except OSError:  # it exited before reading its prompt (a usage error): its status says why
             pass
-        for line in iter(proc.stdout.readline, b""):
-            on_line(line)
+        while chunk := proc.stdout.read(CHUNK):  # whatever caliban has written, at once
+            on_output(chunk)
         status = proc.wait()
         errors.join(timeout=2.0)
         with self._lock:
