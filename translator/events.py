@@ -204,9 +204,7 @@ def check(ev: Event, etype: str, skipped: str | None = None) -> Event:
                 if key != skipped and (key not in ev or not ok(ev[key])):
                     break
             else:
-                if "ts" in ev or "timestamp" in ev:
-                    stamp_s(ev)
-                return ev
+                return _in_range(ev)
     for key, shape in SHAPES.get(etype, ()):
         if key == skipped:
             continue
@@ -219,6 +217,18 @@ def check(ev: Event, etype: str, skipped: str | None = None) -> Event:
     for key, shape in OPTIONAL.get(etype, ()):
         if key in ev and not _fits(ev[key], shape):
             raise BadLine(f"{etype} has a malformed {key!r}{HINTS.get(shape, '')}")
+    return _in_range(ev)
+
+
+INDEXES = ("turn_index", "content_block_index")  # u32, typed `int` in SHAPES for the fast check
+
+
+def _in_range(ev: Event) -> Event:
+    """The range checks a shape's types leave: indexes and the recorded stamp."""
+    for key in INDEXES:
+        value = ev.get(key)
+        if type(value) is int and not 0 <= value <= U32_MAX:
+            raise BadLine(f"{ev.get('type')} has a malformed {key!r}{HINTS[_is_count]}")
     if "ts" in ev or "timestamp" in ev:
         stamp_s(ev)
     return ev
@@ -238,6 +248,9 @@ def all_fit(evs: list[Any], etypes: tuple[str, ...]) -> bool:
     return all(
         set(map(type, map(methodcaller("get", key), evs))) <= {shape}
         for key, shape in zip(keys, types, strict=True)
+    ) and all(
+        min(values) >= 0 and max(values) <= U32_MAX
+        for values in (list(map(methodcaller("get", key), evs)) for key in INDEXES if key in keys)
     )
 
 
@@ -267,6 +280,8 @@ def text_run(region: bytes) -> tuple[int, list[str]] | None:
         or len(head) != 3
         or type(head.get("turn_index")) is not int
         or type(head.get("content_block_index")) is not int
+        or not 0 <= head["turn_index"] <= U32_MAX
+        or not 0 <= head["content_block_index"] <= U32_MAX
         or len(texts) != region.count(b"\n") + 1
         or not set(map(type, texts)) <= {str}
     ):

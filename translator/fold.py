@@ -756,9 +756,10 @@ class Translator:
         fr = self._frame
         index = ev["turn_index"]
         retry = fr is not None and fr.open_index == index
-        if fr is not None and not retry and index == 0 and fr.turns:
+        if fr is not None and not retry and index == 0 and fr.turns and line:
             # turn_index restarts at 0 after a completed turn only with a new run: the
-            # previous RunEnd was lost.
+            # previous RunEnd was lost. (Headless stand-ins number no runs: their runs end
+            # at a result or an init, and a close in here would write through SILENT.)
             self._close(now, "error", LOST_RUN_END)
         self.model = ev["model"] if self.model is None else self.model
         fr = self._frame_for(now, ev)

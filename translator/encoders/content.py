@@ -81,8 +81,9 @@ def match_blocks(blocks: Sequence[Streamed], content: list[Any]) -> list[int | N
 
 
 def tool_result_content(blocks: list[Any]) -> Any:
-    """A tool result's content as Claude Code writes it: a plain string when it is all text."""
-    if all(isinstance(b, dict) and b.get("type") == "text" for b in blocks):
+    """A tool result's content as Claude Code writes it: a plain string when it is all text
+    (text blocks whose text is a string; anything else is kept as the blocks it is)."""
+    if all(isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text", ""), str) for b in blocks):
         return "\n".join(b.get("text", "") for b in blocks)
     return blocks
 
