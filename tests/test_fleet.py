@@ -4,6 +4,7 @@ a Dask LocalCluster of two worker processes, and the Parquet table read back by 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import re
@@ -57,7 +58,7 @@ def cluster(s3: Any) -> Iterator[Any]:
     """A Dask LocalCluster of two worker processes (started after S3, so they see it)."""
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
                       host="127.0.0.1", scheduler_port=0) as lc, Client(lc) as client:
         yield client
 
@@ -220,3 +221,19 @@ def test_the_readme_documents_the_schema() -> None:
 
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     assert "\n".join(f"| `{n}` | {k} | {d} |" for n, k, d in COLUMNS) in readme
+
+
+def test_an_io_error_is_retried_by_dask_then_reported(cluster: Any, tmp_path: Path) -> None:
+    shutil.copy(FIXTURES / "tool_use_two_turns.events.jsonl", tmp_path / "ok.ndjson")
+    # Reading a process's own /proc/self/mem at offset 0 fails with EIO, in any worker, every time.
+    proc = cli("--out-dir", str(tmp_path / "out"), "--cluster", cluster.scheduler.address,
+               str(tmp_path / "ok.ndjson"), "/proc/self/mem")
+    assert proc.returncode == 74, proc.stderr
+    lines = proc.stderr.decode().splitlines()
+    assert lines[0].startswith("translator: 1 translated, 0 skipped (up to date), 1 failed;")
+    assert lines[1] == "translator: failed: proc/self/mem: OSError: [Errno 5] Input/output error"
+    assert (tmp_path / "out" / tmp_path.relative_to("/") / "ok.enriched.jsonl").exists()
+    log = cluster.cluster.scheduler.transition_log
+    mem = hashlib.sha1(b"/proc/self/mem").hexdigest()
+    tries = [t for t in log if str(t[0]).endswith(f"-alone-{mem}") and t[1] == "processing"]
+    assert len(tries) == 3, tries  # the first try alone and its two retries

@@ -31,6 +31,8 @@ from translator.replay import Done, Job, Store, translate_file
 from translator.selection import EX_USAGE, Found, SelectionError
 
 RETRIES = 2
+GROUP_BYTES = 64 << 20  # small files are translated in groups up to this size (one task each) ...
+GROUP_FILES = 100  # ... or this many files: a task costs the scheduler ~1-2 ms
 SMALL = 8 << 20  # outputs up to this are uploaded in one PUT; larger ones as a multipart upload
 
 
@@ -163,6 +165,27 @@ def _task(job: Job, store: Store) -> Done:
     return translate_file(job, store, raise_io=True)
 
 
+def _group_task(jobs: list[Job], store: Store) -> list[Done]:
+    """A Dask task: a group of small files, one after another (I/O errors come back as
+    results, and the client gives each such file a task of its own, which Dask retries)."""
+    return [translate_file(job, store) for job in jobs]
+
+
+def groups(jobs: list[Job], slots: int) -> list[list[Job]]:
+    """Largest first; a file of GROUP_BYTES or more alone, smaller ones packed up to GROUP_BYTES
+    and GROUP_FILES, and into enough groups (4 per slot) that the cores stay busy to the end."""
+    order = sorted(jobs, key=lambda j: -j.size)
+    limit = max(1, min(GROUP_FILES, len(order) // (4 * max(1, slots))))
+    out: list[list[Job]] = []
+    current: list[Job] = []
+    for job in order:
+        if current and (len(current) >= limit or sum(j.size for j in current) + job.size > GROUP_BYTES):
+            out.append(current)
+            current = []
+        current.append(job)
+    return [*out, current] if current else out
+
+
 def plan(names: list[str], out_dir: str | None, template: Job) -> tuple[list[Job], Store]:
     """The jobs and the store that reads and writes them."""
     remote = [n for n in names if "://" in n]
@@ -216,12 +239,26 @@ def connect(cluster: str, workers: int) -> Iterator[Any]:
     if cluster == "local" or cluster.startswith("local:"):
         n = int(cluster.partition(":")[2] or workers)
         with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                      dashboard_address=":0" if sys.stderr.isatty() else None) as lc, \
+                                      dashboard_address=":0") as lc, \
                 distributed.Client(lc) as client:
             yield client
     else:
         with distributed.Client(cluster, timeout="30s") as client:
             yield client
+
+
+def settle(work: list[Job] | Job, value: Any) -> list[Done | Job]:
+    """What a finished task came to, file by file: its result, or its job to run again in a
+    task of its own (an I/O error inside a group; every file of a group that failed as a
+    whole, e.g. whose workers kept dying, so that one bad file cannot sink its neighbours)."""
+    if isinstance(work, Job):
+        if isinstance(value, Done):
+            return [value]
+        exc = value[1] if isinstance(value, tuple) else value  # as_completed's (type, value, traceback)
+        return [Done(work.relative, work.size, error=f"{type(exc).__name__}: {exc}")]
+    if not isinstance(value, list):
+        return list(work)
+    return [job if d.error is not None and not d.data_error else d for d, job in zip(value, work, strict=True)]
 
 
 def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: tqdm) -> tuple[list[Done], bool]:
@@ -230,23 +267,29 @@ def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: tqd
     with connect(cluster, workers) as client:
         if sys.stderr.isatty() and client.dashboard_link:
             bar.write(f"translator: Dask dashboard: {client.dashboard_link}", file=sys.stderr)
-        futures = {
-            client.submit(_task, job, store, key=f"translate-{hashlib.sha1(job.source.encode()).hexdigest()}-{os.getpid()}",
-                          priority=job.size, retries=RETRIES, pure=False): job
-            for job in jobs
-        }
+        # One scheduler update for the whole graph; client.map runs its tasks in the order
+        # given (internal priority), here largest first: a huge log starts at once and the
+        # small ones fill the other cores around it.
+        packed = groups(jobs, sum(client.nthreads().values()))
+        keys = [f"translate-{os.getpid()}-{n}-{hashlib.sha1(g[0].source.encode()).hexdigest()[:16]}" for n, g in enumerate(packed)]
+        futures: dict[Any, list[Job] | Job] = dict(zip(
+            client.map(_group_task, packed, store=store, key=keys, retries=RETRIES, pure=False), packed, strict=True))
+        # Results come back in batches with the completions, not one round trip each.
+        finished = distributed.as_completed(futures, with_results=True, raise_errors=False)
         try:
-            for future in distributed.as_completed(futures):
-                job = futures.pop(future)
-                try:
-                    result: Done = future.result()
-                except Exception as exc:  # retried and failed still, or its workers kept dying
-                    result = Done(job.relative, job.size, error=f"{type(exc).__name__}: {exc}")
-                for line in result.diagnostics:
-                    bar.write(line, file=sys.stderr)
-                done.append(result)
-                bar.set_description(f"{len(done)}/{len(jobs)} files")
-                bar.update(job.size)
+            for future, value in finished:
+                for result in settle(futures.pop(future), value):
+                    if isinstance(result, Job):  # alone now, retried by Dask, then reported
+                        key = f"translate-{os.getpid()}-alone-{hashlib.sha1(result.source.encode()).hexdigest()}"
+                        retry = client.submit(_task, result, store, key=key, retries=RETRIES, pure=False)
+                        futures[retry] = result
+                        finished.add(retry)
+                        continue
+                    for line in result.diagnostics:
+                        bar.write(line, file=sys.stderr)
+                    done.append(result)
+                    bar.set_description(f"{len(done)}/{len(jobs)} files")
+                    bar.update(result.size)
         except KeyboardInterrupt:
             client.cancel(list(futures))
             return done, True
