@@ -169,6 +169,9 @@ async def test_interrupt_cancels_the_run_and_the_shim_stays_usable(caliban: Cali
         "aborted_streaming",
     )
     assert isinstance(after[-1], ResultMessage) and after[-1].result == "ok"
+    # caliban got SIGINT, not a kill: it saved the interrupted message, and the next run continued
+    saved = json.loads((caliban.sessions / f"{result.session_id}.json").read_text())
+    assert saved["messages"] == ["how many files are here?", "hi"]
 
 
 async def test_max_turns_raises_result_error(caliban: Caliban) -> None:
