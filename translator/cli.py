@@ -16,11 +16,12 @@ from translator.api import FORMATS, make_encoder
 from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import use_json
 from translator.fold import Options
+from translator.output import OutputFile
 from translator.pipeline import Config, Outcome, translate
 from translator.rates import ENV_CARD, RateCard
 from translator.usage import EX_CONFIG, EX_IOERR, EX_NOINPUT, EX_USAGE, UserError, check
 
-EX_OK, EX_DATAERR, EX_SOFTWARE = 0, 65, 70
+EX_OK, EX_DATAERR, EX_SOFTWARE, EX_CANTCREAT = 0, 65, 70, 73
 # The agent's own exit status per result subtype (caliban-event-formats.md, exit codes).
 AGENT_STATUS = {
     "success": 0,
@@ -119,6 +120,13 @@ def build_parser() -> Parser:
         "--strict",
         action="store_true",
         help="decode and check every line, even those whose content the output does not use",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the frames to FILE instead of stdout; a regular file is replaced atomically "
+        "when everything is written (with --follow: written as it comes)",
     )
     p.add_argument(
         "--exit-status",
@@ -259,11 +267,29 @@ def main(argv: list[str] | None = None) -> int:
             rates_digest=replay.digest(args.rates), options=cfg.options, clock=args.clock, force=args.force,
         )
         return batch.run(args.files, args.out_dir, args.jobs, template, args.results_table, args.cluster)
+    output: OutputFile | None = None
+    if args.output not in (None, "-"):
+        try:
+            output = OutputFile(args.output, atomic=args.follow is None)
+        except OSError as exc:
+            _stderr([f"translator: --output {args.output}: {exc.strerror}"])
+            return EX_CANTCREAT
     try:
-        outcome = anyio.run(translate, cfg)
+        outcome = anyio.run(translate, cfg, 1 if output is None else output.fd)
     except OSError as exc:  # the reject file could not be opened
         _stderr([f"translator: --reject-file {args.reject_file}: {exc.strerror}"])
+        if output is not None:
+            output.abort()
         return EX_IOERR
+    if output is not None:
+        if outcome.io_error:
+            output.abort()  # FILE stays as it was
+        else:
+            try:
+                output.commit()
+            except OSError as exc:
+                _stderr([f"translator: --output {args.output}: {exc.strerror}"])
+                return EX_IOERR
     return exit_status(outcome, args.exit_status)
 
 

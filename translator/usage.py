@@ -68,7 +68,7 @@ def check(args: argparse.Namespace) -> None:
         name = "--follow" if args.follow is not None else "--listen"
         if args.files:
             raise UserError(name, "takes no input files")
-        for dest in NOT_IN_SERVICE:
+        for dest in NOT_IN_SERVICE + (("output",) if name == "--listen" else ()):
             if given(args, dest):
                 raise UserError(flag(dest), f"does not go with {name}")
     if args.session_id is not None and not args.session_id.strip():

@@ -1,0 +1,54 @@
+"""`-o/--output FILE`: where the frames go instead of stdout.
+
+A regular file (or a new one) is written atomically: the frames go to a temporary file beside
+it, which replaces FILE only once everything is written and synced, so a reader never sees half
+an output and a failed run leaves the old FILE as it was. Anything else (a FIFO, a device) is
+written in place, as a shell redirection would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+
+
+class OutputFile:
+    def __init__(self, path: str, atomic: bool) -> None:
+        """Open it (or its temporary file); raises OSError as the OS says why not."""
+        self.path = path
+        self.temp: str | None = None
+        try:
+            regular = stat.S_ISREG(os.stat(path).st_mode)
+        except FileNotFoundError:
+            regular = True
+        if atomic and regular:
+            head, tail = os.path.split(path)
+            self.temp = os.path.join(head, f".{tail}.{os.getpid()}.tmp")
+            self.fd = os.open(self.temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        else:
+            self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+
+    def commit(self) -> None:
+        """Everything is written: put it in place (raises OSError when that fails)."""
+        try:
+            if self.temp is not None:
+                os.fsync(self.fd)
+            os.close(self.fd)
+            self.fd = -1
+            if self.temp is not None:
+                os.replace(self.temp, self.path)
+                self.temp = None
+        finally:
+            self.abort()
+
+    def abort(self) -> None:
+        """The run failed: drop the temporary file, leave FILE as it was."""
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
+        if self.temp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.temp)
+            self.temp = None
