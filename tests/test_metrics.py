@@ -234,6 +234,8 @@ def test_an_address_that_cannot_be_served_is_one_line_and_74() -> None:
     assert proc.stderr.decode().startswith("translator: --metrics tcp:127.0.0.1:") and proc.stderr.count(b"\n") == 1
     proc = run("--metrics", "localhost:9464", stdin=b"")
     assert proc.returncode == 64 and b"expected tcp:[HOST:]PORT" in proc.stderr
+    proc = run("--metrics", "tcp:9464", "--out-dir", "/nonexistent", "fixtures")
+    assert proc.returncode == 64 and proc.stderr == b"translator: --metrics: does not go with --out-dir\n"
 
 
 def test_without_metrics_prometheus_client_is_not_imported() -> None:

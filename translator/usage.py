@@ -21,8 +21,8 @@ MODE_OPTIONS: dict[tuple[str, ...], tuple[str, dict[str, object]]] = {
     }),
 }
 # Options the batch replay does not honour (each file gets its own derived session id, its
-# statuses are per file, its outputs are files).
-NOT_IN_BATCH = ("session_id", "reject_file", "exit_status", "output")
+# statuses are per file, its outputs are files, it reports its own summary, not metrics).
+NOT_IN_BATCH = ("session_id", "reject_file", "exit_status", "output", "metrics")
 # Options of a single stream that a service or follower never exits with.
 NOT_IN_SERVICE = ("exit_status",)
 
