@@ -179,6 +179,11 @@ def test_operator_flags_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
     assert argv[-4:] == ["--provider", "openai", "--max-tokens", "4096"]
 
 
+def test_a_command_line_prompt_is_warned_about() -> None:
+    p = plan(parse(["-p", "hello", "--output-format", "stream-json", "--input-format", "stream-json"]))
+    assert p.warnings == ["argument 'hello' ignored: prompts come on stdin, as stream-json"]
+
+
 def test_model_aliases_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CALIBAN_CLAUDE_MODELS", '{"sonnet": "openai/gpt-5"}')
     argv, _, _ = caliban_argv(ClaudeAgentOptions(model="sonnet"))

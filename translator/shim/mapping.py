@@ -237,6 +237,7 @@ def plan(args: ClaudeArgs, keep_system_prompt: bool = False) -> Plan:
         p.warnings.append(f"CALIBAN_CLAUDE_ARGS: {exc}; ignored")
     p.warnings += [f"{flag}: {why}; ignored" for flag, why in IGNORED.items() if args.has(flag)]
     p.warnings += [f"unknown option {u!r} ignored" for u in args.unknown]
+    p.warnings += [f"argument {a!r} ignored: prompts come on stdin, as stream-json" for a in args.positional]
     return p
 
 
