@@ -254,6 +254,7 @@ class Translator:
                 self._pending.clear()
                 self._pending_len = 0
                 self._line(line, now)
+                del line  # not held while the rest of the chunk is read
                 pos = nl + 1
         last_nl = data.rfind(b"\n")
         if last_nl >= pos and not self.stopped:
@@ -317,10 +318,15 @@ class Translator:
             self.stopped = True
 
     def take_output(self) -> bytes:
+        return b"".join(self.take_frames())
+
+    def take_frames(self) -> list[bytes]:
+        """The output as the frames it is, for a writer that need not join them (a long
+        line's frame is then never copied)."""
         self.frames_written += len(self._out)  # an encoder writes one frame per item
-        out = b"".join(self._out)
+        frames = self._out[:]
         self._out.clear()
-        return out
+        return frames
 
     def take_diagnostics(self) -> list[str]:
         diags = self._diags[:]
@@ -594,6 +600,7 @@ class Translator:
     def _summary(
         self, fr: Frame, now: float, subtype: str, error: str | None, end: Event | None
     ) -> RunSummary:
+        fr.last_model_src = None  # the run is ending: a long line this points to can go
         ttft: float | None = None
         if self.clock == ESTIMATED:
             duration = fr.api_s
@@ -628,13 +635,16 @@ class Translator:
         )
 
     def _fallback_text(self, kept: list[tuple[int, bytes]]) -> str:
-        """The run's text deltas joined: decoded only now, when no turn gave a reply."""
-        return "".join(
-            ev["text"]
-            for first_no, block in kept
-            for ev in self._decode_region(block, first_no)
-            if ev["type"] == E.TEXT_DELTA
-        )
+        """The run's text deltas joined: decoded only now, when no turn gave a reply. The run
+        is ending, so each block is let go once decoded: a long line is not held while the
+        result that quotes it is written."""
+        texts: list[str] = []
+        kept.reverse()
+        while kept:
+            first_no, block = kept.pop()
+            texts += [ev["text"] for ev in self._decode_region(block, first_no) if ev["type"] == E.TEXT_DELTA]
+            del block
+        return "".join(texts)
 
     def _finish(self, run: RunSummary, t: float) -> None:
         if self._orphan_of is not None:  # its result was written when it failed
@@ -706,12 +716,13 @@ class Translator:
         """Text/thinking delta lines (newline-separated, numbered from `first_no`) whose
         decoding was deferred: one orjson call when they are all good; otherwise one by one,
         the bad ones reported with their own line numbers and left out."""
-        try:
-            evs: list[dict[str, Any]] = orjson.loads(b"[" + region.replace(b"\n", b",") + b"]")
-            if E.all_fit(evs, DELTA_TYPES) and b'"ts":' not in region and b'"timestamp":' not in region:
-                return evs
-        except orjson.JSONDecodeError:
-            pass
+        if b"\n" in region:  # (one line, maybe a long one, is decoded as it is, not copied twice)
+            try:
+                evs: list[dict[str, Any]] = orjson.loads(b"[" + region.replace(b"\n", b",") + b"]")
+                if E.all_fit(evs, DELTA_TYPES) and b'"ts":' not in region and b'"timestamp":' not in region:
+                    return evs
+            except orjson.JSONDecodeError:
+                pass
         good = []
         for line_no, line in enumerate(region.split(b"\n"), first_no):
             try:

@@ -16,7 +16,7 @@ import signal
 import stat
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from translator.metrics import Metrics
 
 CHUNK = 1 << 18
+BATCH = 1 << 20  # output is written in pieces of about this size
 WRITE_GRACE_S = 5.0  # after a signal, how long a blocked downstream may hold up the last frames
 
 
@@ -71,6 +72,25 @@ class Outcome:
     bad_data: bool = False  # compressed input that is damaged or cut short
     broken_pipe: bool = False
     signal: int | None = None
+
+
+def batches(frames: list[bytes]) -> Iterator[bytes]:
+    """Frames joined into writes of about BATCH bytes; a frame bigger than that is written on
+    its own, so a long line's frame is never copied on its way out."""
+    start, size = 0, 0
+    for i, frame in enumerate(frames):
+        if len(frame) >= BATCH:
+            if i > start:
+                yield b"".join(frames[start:i])
+            yield frame
+            start, size = i + 1, 0
+            continue
+        size += len(frame)
+        if size >= BATCH:
+            yield b"".join(frames[start : i + 1])
+            start, size = i + 1, 0
+    if start < len(frames):
+        yield b"".join(frames[start:])
 
 
 class OutputStuck(Exception):
@@ -166,10 +186,10 @@ class Shell:
         rejected = core.take_reject_pieces()
         if rejected and self.rejects is not None:
             self.rejects.write(rejected)
-        data = core.take_output()
+        frames = core.take_frames()
         if self.metrics is not None:
             self.metrics.update(core, diags)
-        if data:
+        for data in batches(frames):
             await (write or self.out.write)(data)
 
     def options_for(self, live: bool) -> Options:
