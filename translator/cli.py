@@ -13,6 +13,7 @@ import anyio
 
 from translator import __version__
 from translator.api import FORMATS, make_encoder
+from translator.completion import SHELLS
 from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import use_json
 from translator.fold import Options
@@ -196,6 +197,13 @@ def build_parser() -> Parser:
         "LocalCluster of N worker processes (default: the local process pool)",
     )
     p.add_argument("--version", action="version", version=f"translator {__version__}")
+    p.add_argument(
+        "--print-completion",
+        choices=SHELLS,
+        metavar="SHELL",
+        help="print a completion script for SHELL (bash, zsh or tcsh) and exit, e.g. "
+        "translator --print-completion bash > ~/.local/share/bash-completion/completions/translator",
+    )
     return p
 
 
@@ -223,7 +231,13 @@ def main(argv: list[str] | None = None) -> int:
         from translator import report
 
         return report.main(argv[1:])
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.print_completion:
+        from translator.completion import script
+
+        sys.stdout.write(script(parser, args.print_completion))
+        return EX_OK
     try:
         check(args)
         rates = load_rates(args.rates)
