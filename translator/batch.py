@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -66,16 +66,20 @@ class LocalStore:
         with open(path, "rb") as f:
             yield f
 
+    def writer(self, path: str) -> AbstractContextManager[BinaryIO]:
+        return self._atomic(path, sync=True)
+
     @contextmanager
-    def writer(self, path: str) -> Iterator[BinaryIO]:
+    def _atomic(self, path: str, sync: bool) -> Iterator[BinaryIO]:
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
         try:
             with open(tmp, "wb") as out:
                 yield out
-                out.flush()
-                os.fsync(out.fileno())
+                if sync:
+                    out.flush()
+                    os.fsync(out.fileno())
             os.replace(tmp, target)
         except BaseException:
             tmp.unlink(missing_ok=True)
@@ -88,7 +92,8 @@ class LocalStore:
             return None
 
     def write_marker(self, path: str, data: bytes) -> None:
-        with self.writer(path) as out:
+        """Not synced: a marker lost in a crash only makes its (synced) output be redone."""
+        with self._atomic(path, sync=False) as out:
             out.write(data)
 
 

@@ -172,17 +172,22 @@ def _group_task(jobs: list[Job], store: Store) -> list[Done]:
 
 
 def groups(jobs: list[Job], slots: int) -> list[list[Job]]:
-    """Largest first; a file of GROUP_BYTES or more alone, smaller ones packed up to GROUP_BYTES
-    and GROUP_FILES, and into enough groups (4 per slot) that the cores stay busy to the end."""
+    """Largest first, small files packed up to GROUP_BYTES and GROUP_FILES, and into at least
+    4 groups per slot of about equal bytes, so the cores stay busy to the end; a file as large
+    as a group's share is alone."""
     order = sorted(jobs, key=lambda j: -j.size)
-    limit = max(1, min(GROUP_FILES, len(order) // (4 * max(1, slots))))
+    share = 4 * max(1, slots)
+    files = max(1, min(GROUP_FILES, len(order) // share))
+    size = max(1, min(GROUP_BYTES, sum(j.size for j in order) // share))
     out: list[list[Job]] = []
     current: list[Job] = []
+    held = 0
     for job in order:
-        if current and (len(current) >= limit or sum(j.size for j in current) + job.size > GROUP_BYTES):
+        if current and (len(current) >= files or held + job.size > size):
             out.append(current)
-            current = []
+            current, held = [], 0
         current.append(job)
+        held += job.size
     return [*out, current] if current else out
 
 
