@@ -124,9 +124,9 @@ def main() -> None:
             line(f"LocalCluster (running, {n} workers)", files, size, timed(["--out-dir", "s3://fleet/out-dask", "--cluster", address, s3glob]))
             line("up to date: every file skipped (cluster)", files, size, timed(["--out-dir", "s3://fleet/out-dask", "--cluster", address, s3glob]))
 
-            print("engine overhead per file (2,000 one-run logs of ~8 KB):")
             tiny = root / "tiny"
-            generate(str(root / "one.ndjson"), 0.005)
+            generate(str(root / "one.ndjson"), 0.005)  # one run: the smallest log gen.py makes
+            print(f"engine overhead per file ({args.files} one-run logs of {(root / 'one.ndjson').stat().st_size / 1e3:.0f} KB):")
             for i in range(args.files):
                 (tiny / f"s{i}").mkdir(parents=True)
                 shutil.copyfile(root / "one.ndjson", tiny / f"s{i}" / "stdout.ndjson")

@@ -97,7 +97,8 @@ def test_s3_in_and_out_on_the_cluster_is_the_local_batch(s3: Any, cluster: Any, 
     assert expected.returncode == 0, expected.stderr
 
     address = cluster.scheduler.address
-    proc = cli("--out-dir", f"s3://{BUCKET}/translated", "--cluster", address, f"s3://{BUCKET}/logs/**/stdout.ndjson")
+    proc = cli("--out-dir", f"s3://{BUCKET}/translated", "--cluster", address, "--results-table", f"s3://{BUCKET}/results",
+               f"s3://{BUCKET}/logs/**/stdout.ndjson")
     assert proc.returncode == 65, proc.stderr
     lines = proc.stderr.decode().splitlines()
     assert lines[0].startswith(f"translator: {len(SCENARIOS)} translated, 0 skipped (up to date), 1 failed;")
@@ -107,11 +108,22 @@ def test_s3_in_and_out_on_the_cluster_is_the_local_batch(s3: Any, cluster: Any, 
     assert visible == {k: v for k, v in outputs(tmp_path / "out").items() if not k.rsplit("/", 1)[-1].startswith(".")}
     assert len(visible) == len(SCENARIOS) and "host-9/session-x/stdout.enriched.jsonl" not in got
 
+    import pyarrow.dataset as ds
+    from pyarrow.fs import FSSpecHandler, PyFileSystem
+
+    table = ds.dataset(f"{BUCKET}/results", filesystem=PyFileSystem(FSSpecHandler(s3)), partitioning="hive").to_table()
+    assert sorted(table.column("session_id").to_pylist()) == sorted(
+        f["session_id"] for data in visible.values() for f in frames_of(data) if f["type"] == "result")
+    report = subprocess.run([TRANSLATOR, "report", f"s3://{BUCKET}/results"], capture_output=True, timeout=120)
+    assert report.stdout.startswith(f"{table.num_rows} runs in {len(SCENARIOS)} logs".encode()), report.stderr
+
     again = cli("--out-dir", f"s3://{BUCKET}/translated", "--cluster", address, f"s3://{BUCKET}/logs/**/stdout.ndjson")
     assert f"0 translated, {len(SCENARIOS)} skipped".encode() in again.stderr
     forced = cli("--out-dir", f"s3://{BUCKET}/translated", "--force", f"s3://{BUCKET}/logs/**/stdout.ndjson")
     assert forced.returncode == 65 and f"{len(SCENARIOS)} translated".encode() in forced.stderr  # the local pool on S3
     assert objects(s3, f"{BUCKET}/translated") == got  # byte-identical reruns, markers included
+    usage = subprocess.run([TRANSLATOR, "report"], capture_output=True, timeout=60)
+    assert usage.returncode == 64 and usage.stderr.endswith(b"translator report: the following arguments are required: RESULTS\n")
 
 
 def test_a_worker_killed_mid_job_loses_nothing_and_doubles_nothing(cluster: Any, tmp_path: Path) -> None:

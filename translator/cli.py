@@ -54,7 +54,8 @@ examples:
 
 exit status: 0 ok; 64 usage; 65 bad input under --on-invalid fail, or broken compressed
 input (--out-dir: a file's content failed); 66 an input file could not be opened (or, with
---exit-status, no run in the input); 70 internal error; 74 I/O error; 78 bad --rates file; 129/130/143 SIGHUP/SIGINT/SIGTERM (open runs are closed as
+--exit-status, no run in the input); 69 an optional extra is missing; 70 internal error; 73
+--out-dir cannot be created; 74 I/O error; 78 bad --rates file; 129/130/143 SIGHUP/SIGINT/SIGTERM (open runs are closed as
 cancelled first). With --exit-status, the agent's code for the last run: 0 success, 1 error
 or max_tokens, 75 max_turns, 124 cancelled, 137 budget_exceeded.
 """
@@ -179,7 +180,8 @@ def build_parser() -> Parser:
         "--out-dir",
         metavar="DIR",
         help="batch replay: translate each FILE (or every *.ndjson/*.jsonl[.gz] under a "
-        "directory FILE) into DIR/<name>.<format>.jsonl, in parallel",
+        "directory FILE, or matching a quoted glob) into DIR/<relative path>.<format>.jsonl, in "
+        "parallel; relative to the arguments' common parent",
     )
     replay.add_argument("--jobs", type=int, metavar="N", help="with --out-dir: worker processes (default: one per core)")
     replay.add_argument("--force", action="store_true", help="with --out-dir: redo outputs that are up to date")

@@ -14,11 +14,11 @@ import html
 import io
 import sys
 from collections import Counter, defaultdict
-from typing import Any
+from typing import Any, NoReturn
 
 from translator.extras import MissingExtra, need
 
-EX_NOINPUT, EX_IOERR = 66, 74
+EX_USAGE, EX_NOINPUT, EX_IOERR = 64, 66, 74
 
 
 def load(path: str) -> list[dict[str, Any]]:
@@ -127,8 +127,14 @@ def page(path: str, rows: list[dict[str, Any]]) -> str:
     return "\n".join(parts) + "\n"
 
 
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # a usage error is 64, as everywhere in translator
+        self.print_usage(sys.stderr)
+        self.exit(EX_USAGE, f"translator report: {message}\n")
+
+
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="translator report", description="Summarize a --results-table dataset.")
+    parser = _Parser(prog="translator report", description="Summarize a --results-table dataset.")
     parser.add_argument("results", metavar="RESULTS", help="the dataset's directory or URL")
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page with plots")
     args = parser.parse_args(argv)
