@@ -131,8 +131,9 @@ class Drip:
 
 
 def test_drip_clients_cannot_keep_a_real_client_waiting(tmp_path: Path) -> None:
-    srv = Server(f"unix:{tmp_path / 's.sock'}", "--max-connections", "2", "--idle-timeout", "2", "--line-timeout", "2")
-    drips = [Drip(srv, 0.5) for _ in range(4)]
+    # the set-up: the line timeout follows the short idle timeout
+    srv = Server(f"unix:{tmp_path / 's.sock'}", "--max-connections", "2", "--idle-timeout", "2")
+    drips = [Drip(srv, 1.5) for _ in range(4)]
     time.sleep(1.0)  # the drips hold both slots, and two more wait
     began = time.monotonic()
     out = exchange(srv.connect(), events("thinking"))

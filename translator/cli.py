@@ -154,7 +154,7 @@ def build_parser() -> Parser:
     serve.add_argument("--max-connections", type=int, metavar="N", help="with --listen: served at once (default 64)")
     serve.add_argument("--idle-timeout", type=float, metavar="S", help="with --listen: close a connection quiet this long (default 300)")
     serve.add_argument("--grace", type=float, metavar="S", help="with --listen: after SIGTERM, how long open connections may finish (default 10)")
-    serve.add_argument("--line-timeout", type=float, metavar="S", help="with --listen: close a connection whose line is unfinished this long after it began (default 60)")
+    serve.add_argument("--line-timeout", type=float, metavar="S", help="with --listen: close a connection whose line is unfinished this long after it began (default: 60, or --idle-timeout if shorter)")
     serve.add_argument(
         "--max-pending-bytes", type=int, metavar="N",
         help="with --listen: bytes of unfinished lines held for all connections together; a line that would "

@@ -16,7 +16,7 @@ MODE_OPTIONS: dict[tuple[str, ...], tuple[str, dict[str, object]]] = {
     BATCH: ("--out-dir or --results-table", {"jobs": os.cpu_count() or 1, "force": False, "cluster": None}),
     ("follow",): ("--follow", {"from_end": False}),
     ("listen",): ("--listen", {
-        "max_connections": 64, "idle_timeout": 300.0, "grace": 10.0, "line_timeout": 60.0,
+        "max_connections": 64, "idle_timeout": 300.0, "grace": 10.0, "line_timeout": None,
         "max_pending_bytes": None, "socket_mode": 0o600,
     }),
 }
@@ -57,6 +57,8 @@ def check(args: argparse.Namespace) -> None:
                 setattr(args, dest, default)
     if len(modes) > 1:
         raise UserError(modes[0], f"does not go with {modes[1]}")
+    if args.line_timeout is None:  # a line may take no longer than a quiet spell, nor a minute
+        args.line_timeout = min(60.0, args.idle_timeout)
     batch = next((flag(dest) for dest in BATCH if given(args, dest)), None)
     if batch is not None:
         for dest in NOT_IN_BATCH:
