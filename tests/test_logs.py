@@ -5,6 +5,7 @@ from __future__ import annotations
 import calendar
 import pickle
 import time
+from pathlib import Path
 
 import orjson
 from conftest import events
@@ -61,3 +62,14 @@ def test_a_diagnostic_is_its_text_line_and_survives_a_trip_to_a_batch_worker() -
     back = pickle.loads(pickle.dumps(diag))
     assert (back, back.line, back.kind) == (diag, 7, "invalid_utf8")
     assert diag.kind in KINDS
+
+
+def test_batch_reports_and_summary_are_json_too(tmp_path: Path) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.ndjson").write_bytes(b"not json\n" + events("thinking"))
+    proc = run("--log-format", "json", "--out-dir", str(tmp_path / "out"), str(tmp_path / "in"))
+    assert proc.returncode == 0
+    report, summary = [orjson.loads(line) for line in proc.stderr.splitlines()]
+    assert (report["level"], report["line"], report["kind"]) == ("warning", 1, "invalid_json")
+    assert report["source"].endswith("a.ndjson")
+    assert summary["level"] == "info" and summary["message"].startswith("1 translated, 0 skipped")

@@ -26,7 +26,7 @@ from typing import Any, BinaryIO
 
 from tqdm import tqdm
 
-from translator.diagnostics import stderr
+from translator.diagnostics import formatted, stderr
 from translator.replay import Done, Job, Store, translate_file
 from translator.selection import Found, Input, SelectionError, check_distinct, select, target_name
 
@@ -143,9 +143,10 @@ def summary(done: list[Done], elapsed: float, interrupted: bool = False) -> int:
     total = sum(d.size for d in done)
     stderr(
         [f"translator: {len(done) - len(failed) - skipped} translated, {skipped} skipped (up to date), "
-         f"{len(failed)} failed; {total / 1e6:.1f} MB in {elapsed:.2f} s" + (" (interrupted)" if interrupted else "")]
-        + [f"translator: failed: {d.relative}: {d.error}" for d in failed]
+         f"{len(failed)} failed; {total / 1e6:.1f} MB in {elapsed:.2f} s" + (" (interrupted)" if interrupted else "")],
+        "info",
     )
+    stderr([f"translator: failed: {d.relative}: {d.error}" for d in failed])
     if interrupted:
         return 128 + signal.SIGINT
     if any(not d.data_error for d in failed):
@@ -206,8 +207,8 @@ def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = No
                 except BrokenProcessPool:
                     job = futures[future]
                     result = Done(job.relative, job.size, error="its worker process died")
-                for line in result.diagnostics:
-                    bar.write(line, file=sys.stderr)
+                if result.diagnostics:
+                    bar.write(formatted(result.diagnostics, "warning"), file=sys.stderr, end="")
                 done.append(result)
                 bar.set_description(f"{len(done)}/{len(jobs)} files")
             bar.update(counter.value - bar.n)

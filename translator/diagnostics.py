@@ -83,11 +83,15 @@ def stderr(lines: list[str], level: str = "error") -> None:
     if stream is None:
         return
     try:
-        if _json:
-            now = time.time()
-            stream.write(b"".join(as_json(line, level, now) for line in lines).decode())
-        else:
-            stream.write("".join(escaped(line) + "\n" for line in lines))
+        stream.write(formatted(lines, level))
         stream.flush()
     except (OSError, ValueError):
         pass
+
+
+def formatted(lines: list[str], level: str) -> str:
+    """Diagnostic lines as they are written: escaped text, or JSON lines."""
+    if _json:
+        now = time.time()
+        return b"".join(as_json(line, level, now) for line in lines).decode()
+    return "".join(escaped(line) + "\n" for line in lines)
