@@ -154,3 +154,24 @@ def drive_cc(data: bytes, *, partial: bool = False) -> tuple[list[dict[str, Any]
     core.end(0.0)
     diagnostics = [d for d in core.take_diagnostics() if "no rate for model" not in d]
     return frames_of(core.take_output()), diagnostics
+
+
+def translate_bytes(data: bytes, fmt: str, *, partial: bool = False, **options: Any) -> Run:
+    """Translate `data` in one chunk to `fmt` ("enriched" or "claude-code", fresh ids numbered
+    so that two drives compare byte for byte) under the estimated clock and `options`."""
+    from itertools import count
+
+    from translator.encoders.claude_code import ClaudeCodeEncoder
+
+    rates = RateCard.bundled()
+    ids = count()
+    encoder = (
+        ClaudeCodeEncoder([], session_id="S", partial=partial, limits=rates.limits, new_id=lambda: f"id-{next(ids)}")
+        if fmt == "claude-code"
+        else EnrichedEncoder([], session_id="S", partial=partial)
+    )
+    options.setdefault("clock", "estimated")
+    core = Translator(encoder, rates=rates, options=Options(**options), source="test")
+    core.feed(data, 0.0)
+    core.end(0.0)
+    return Run(core.take_output(), core.take_diagnostics(), core.take_rejects(), core)

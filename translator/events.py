@@ -169,6 +169,11 @@ SKIPPABLE: dict[str, tuple[bytes, bytes, int]] = {
 }
 
 
+def skipped_name(etype: str) -> str:
+    """How an encoder's `needs` names the value a split parse of `etype` skips."""
+    return f"{etype}.{SKIPPABLE[etype][0][2:-2].decode()}"
+
+
 def loads(line: bytes) -> Any:
     """orjson.loads with the failure turned into a readable reason."""
     try:

@@ -739,7 +739,9 @@ class Translator:
         handler; anything unexpected takes the general path, which reports it."""
         handler = self._handlers[etype]
         # Below this size skipping a value costs more (copies, a second decode) than it saves.
-        split_from = E.SKIPPABLE[etype][2] if etype in E.SKIPPABLE else None
+        # A value the encoder reads is never skipped.
+        skippable = E.SKIPPABLE.get(etype)
+        split_from = skippable[2] if skippable is not None and E.skipped_name(etype) not in self.encoder.needs else None
 
         def route(line: bytes, now: float) -> None:
             try:

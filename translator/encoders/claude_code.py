@@ -219,6 +219,9 @@ class ClaudeCodeEncoder:
         # once (thinking_tokens). So deltas come raw and are decoded when that is known.
         self.delta_mode = SKIP if results_only else DECODED if self.partial else RAW
         self.translates_headless = True
+        # A turn's tool calls that no event announced are answered from its TurnEnd's copy of
+        # the results (see turn_end).
+        self.needs = frozenset({"TurnEnd.tool_results"})
         self.limits = limits  # model -> (context window, max output tokens)
         self.new_id = new_id
         self.model = ""
@@ -534,7 +537,7 @@ class ClaudeCodeEncoder:
             self._write(block, t, None if at is None else content[at], usage)
         # Blocks no event announced (a headless turn without partial messages, say); a tool
         # call among them is answered from TurnEnd's own copy of the results.
-        copies = ev.get("tool_results")  # not checked by the fold: it may skip them
+        copies = ev.get("tool_results")  # declared in `needs`: the fold never skips them
         results = {
             r.get("tool_use_id"): r
             for message in (copies if isinstance(copies, list) else ())

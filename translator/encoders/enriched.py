@@ -30,6 +30,7 @@ class EnrichedEncoder:
         self._init_sent = False
         self.delta_mode = DECODED if self._partial else SKIP
         self.translates_headless = False
+        self.needs: frozenset[str] = frozenset()
 
     def _emit(self, frame: dict[str, Any]) -> None:
         self.out.append(orjson.dumps(frame, option=_NL))
