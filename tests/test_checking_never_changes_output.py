@@ -8,9 +8,9 @@ from pathlib import Path
 
 import orjson
 import pytest
+from conftest import FIXTURES, line, run_end, translate_bytes
 
 from bench.gen import run_events
-from conftest import FIXTURES, line, run_end, translate_bytes
 
 FORMATS = [(fmt, partial) for fmt in ("enriched", "claude-code") for partial in (False, True)]
 INPUTS = sorted(
@@ -68,7 +68,7 @@ def test_large_turn_end_with_an_unmatched_tool_use(fmt: str, partial: bool) -> N
     if fmt == "claude-code":
         kinds = [f["type"] for f in map(orjson.loads, out.splitlines()) if f["type"] not in ("stream_event", "system")]
         assert kinds == ["assistant", "user", "result"]
-        user = [f for f in map(orjson.loads, out.splitlines()) if f["type"] == "user"][0]
+        user = next(f for f in map(orjson.loads, out.splitlines()) if f["type"] == "user")
         assert user["message"]["content"][0]["tool_use_id"] == "toolu_1"
 
 
