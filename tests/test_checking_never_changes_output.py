@@ -25,6 +25,9 @@ def same_both_ways(data: bytes, fmt: str, partial: bool) -> bytes:
     strict = translate_bytes(data, fmt, partial=partial, strict=True)
     assert strict.output == default.output
     assert strict.diagnostics == default.diagnostics
+    assert strict.rejects == default.rejects
+    if not default.rejects:  # trusted input that is good gives the same output
+        assert translate_bytes(data, fmt, partial=partial, trust_input=True).output == default.output
     return default.output
 
 
@@ -74,3 +77,44 @@ def test_large_turn_end_with_an_unmatched_tool_use(fmt: str, partial: bool) -> N
 
 def test_inputs_found() -> None:
     assert len(INPUTS) > 40 and all(Path(FIXTURES / n).is_file() for n in INPUTS)
+
+
+def delta(text: object = "x", **fields: object) -> bytes:
+    return line(**{"type": "AssistantTextDelta", "turn_index": 0, "content_block_index": 0, "text": text, **fields})
+
+
+# Lines the default used to let through unchecked: each is rejected by default as by --strict.
+MALFORMED = {
+    "text not a string": delta(5),
+    "index out of u32": delta(content_block_index=1 << 32),
+    "negative turn": delta(turn_index=-1),
+    "no text": line(type="AssistantTextDelta", turn_index=0, content_block_index=0),
+    "invalid UTF-8": delta("\u00e9").replace(b"\xc3\xa9", b"\xff"),
+    "lone surrogate": delta("SURR").replace(b"SURR", b"\\ud800"),
+    "stamp out of range": delta(ts=-5),
+}
+
+
+@pytest.mark.parametrize(("fmt", "partial"), FORMATS)
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_malformed_delta_is_rejected_by_default(kind: str, fmt: str, partial: bool) -> None:
+    bad = MALFORMED[kind]
+    for where in (1, 3):  # alone, and inside a run of good deltas
+        deltas = [delta("a"), delta("b"), delta("c"), delta("d")]
+        deltas.insert(where, bad)
+        data = line(type="TurnStart", turn_index=0, message_id="m", model="claude-sonnet-4-5") + b"".join(deltas) + run_end()
+        same_both_ways(data, fmt, partial)
+        run = translate_bytes(data, fmt, partial=partial)
+        assert run.rejects == bad
+        assert [d.split(":")[2] for d in run.diagnostics if "no rate" not in d] == [str(2 + where)]
+
+
+@pytest.mark.parametrize(("fmt", "partial"), FORMATS)
+def test_corrupt_history_in_a_run_end_is_rejected_by_default(fmt: str, partial: bool) -> None:
+    history = [{"role": "user", "content": [{"type": "text", "text": "\u00e9"}]}]
+    good = line(type="RunEnd", final_messages=history, total_usage={"input_tokens": 0, "output_tokens": 0},
+                turn_count=0, stopped_for="EndOfTurn", turns_without_edit=0, no_edit_nudge_emitted=False)
+    for corrupt in (good.replace(b"\xc3\xa9", b"\xff"), good.replace(b'"role"', b'"role":', 1)):
+        data = line(type="TurnStart", turn_index=0, message_id="m", model="claude-sonnet-4-5") + corrupt
+        same_both_ways(data, fmt, partial)
+        assert translate_bytes(data, fmt, partial=partial).rejects == corrupt

@@ -121,7 +121,14 @@ def build_parser() -> Parser:
     p.add_argument(
         "--strict",
         action="store_true",
-        help="decode and check every line, even those whose content the output does not use",
+        help="decode every line whole, without the fast paths (every line is checked anyway: "
+        "same output, same rejects, slower; a reference for the checks)",
+    )
+    p.add_argument(
+        "--trust-input",
+        action="store_true",
+        help="check text/thinking deltas and skipped histories only for framing (faster; a malformed "
+        "one passes unnoticed)",
     )
     p.add_argument(
         "-o",
@@ -258,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         rates=rates,
         options=Options(
             strict=args.strict,
+            trust_input=args.trust_input,
             stop_on_invalid=args.on_invalid == "fail",
             max_line_bytes=args.max_line_bytes,
         ),

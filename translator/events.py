@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 
+from translator.model import valid_json
+
 Event = dict[str, Any]
 
 TURN_START = "TurnStart"
@@ -335,13 +337,14 @@ def parse(line: bytes) -> Event:
     return check(ev, etype)
 
 
-def split_parse(line: bytes, etype: str) -> Event | None:
+def split_parse(line: bytes, etype: str, checked: bool = True) -> Event | None:
     """Decode a compact serde line of `etype` without its skippable value (see SKIPPABLE).
 
     A JSON string cannot contain an unescaped `,"key":` marker, so the markers found are the
-    real keys. The head and the tail are parsed and
-    checked; only the skipped value is not. Returns
-    None where the line is not laid out as serde writes it (the caller then parses it whole).
+    real keys. The head and the tail are parsed and checked; the skipped value is only checked
+    to be valid JSON, without being built (not even that unless `checked`). Returns None where
+    the line is not laid out as serde writes it, or the skipped value is not valid JSON (the
+    caller then parses it whole, and reports it).
     """
     cut, resume, _ = SKIPPABLE[etype]
     j = line.rfind(resume)
@@ -356,6 +359,8 @@ def split_parse(line: bytes, etype: str) -> Event | None:
     except orjson.JSONDecodeError:
         return None
     if type(head) is not dict or head.get("type") != etype or type(tail) is not dict:
+        return None
+    if checked and not valid_json(line[i + len(cut) : j]):
         return None
     head.update(tail)
     return check(head, etype, skipped=cut[2:-2].decode())

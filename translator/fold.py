@@ -16,6 +16,7 @@ import orjson
 
 from translator import events as E
 from translator import headless as H
+from translator import model as M
 from translator.diagnostics import Diagnostic
 from translator.encoders import DECODED, RAW, SKIP, Encoder, RunSummary
 from translator.events import BadLine, Event
@@ -42,7 +43,8 @@ class Options:
 
     clock: str = WALL  # wall | recorded | estimated
     detect_recorded: bool = False  # --clock auto: use `recorded` if the first event is stamped
-    strict: bool = False  # decode and check every line, even ones the output does not use
+    strict: bool = False  # no fast paths: every line decoded whole (the reference for the checks)
+    trust_input: bool = False  # delta lines and skipped values only framing-checked (faster)
     stop_on_invalid: bool = False  # --on-invalid fail
     max_line_bytes: int = 64 << 20
     epoch: float = 0.0  # wall-clock seconds at monotonic 0, for the timestamps frames carry
@@ -384,6 +386,7 @@ class Translator:
                 and data[stop - 2] == 0x7D  # `}`
                 and data.count(b'{"type":"', pos, stop) == lines
                 and stop - pos <= self.options.max_line_bytes
+                and (self.options.trust_input or M.valid_deltas(data, pos, stop - 1))
             ):
                 first_no = self.line_no + 1
                 self.line_no += lines
@@ -690,8 +693,12 @@ class Translator:
         return False
 
     def _fast_delta(self, line: bytes, now: float) -> None:
-        if self._framed(line):
+        if not self._framed(line):
+            return
+        if self.options.trust_input or M.valid_deltas(line):
             self._deltas(1, line, line, now, self.line_no)
+        else:  # decoded whole: reported with its reason, or (a shape M does not vouch for) taken
+            self._general(line, now)
 
     def _deltas(self, n: int, last: bytes, lines: bytes, now: float, first_no: int) -> None:
         """Account `n` text/thinking deltas (the last one is `last`) without decoding them.
@@ -745,7 +752,11 @@ class Translator:
 
         def route(line: bytes, now: float) -> None:
             try:
-                ev = E.split_parse(line, etype) if split_from is not None and len(line) >= split_from else None
+                ev = (
+                    E.split_parse(line, etype, checked=not self.options.trust_input)
+                    if split_from is not None and len(line) >= split_from
+                    else None
+                )
                 if ev is None:
                     ev = orjson.loads(line)
                     if type(ev) is not dict or ev.get("type") != etype:

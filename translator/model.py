@@ -1,0 +1,72 @@
+"""The agent's `TurnEvent` variants as typed, immutable classes, decoded and checked in C.
+
+One class per serde variant (the tag is the `type` value), with the agent's own field types and
+ranges (u32 counts). Decoding into them is the check: a value that decodes is well-formed JSON,
+valid UTF-8, and has every field, of the right type and range. Today the text/thinking deltas
+(the bulk of a stream) are checked here, a run of them per call; sub-documents nobody reads
+whole (a run's history) are checked as JSON without being built (`valid_json`). Imports
+nothing of the package.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+from msgspec import Meta, Raw, Struct
+
+U32_MAX = (1 << 32) - 1
+MAX_STAMP_S = 253402300799  # 9999-12-31T23:59:59Z: datetime's last second
+
+U32 = Annotated[int, Meta(ge=0, le=U32_MAX)]
+Stamp = Annotated[float, Meta(ge=0, le=MAX_STAMP_S)]
+
+
+class Event(Struct, frozen=True, kw_only=True, tag_field="type"):
+    """A `TurnEvent`. A recorded log may stamp each one (`ts`, Unix seconds)."""
+
+    ts: Stamp | None = None
+
+
+class AssistantTextDelta(Event, frozen=True, tag=True):
+    turn_index: U32
+    content_block_index: U32
+    text: str
+
+
+class AssistantThinkingDelta(Event, frozen=True, tag=True):
+    turn_index: U32
+    content_block_index: U32
+    text: str
+
+
+Delta = AssistantTextDelta | AssistantThinkingDelta
+
+_DELTA = msgspec.json.Decoder(Delta)
+_RAW = msgspec.json.Decoder(Raw)
+
+
+def valid_deltas(buf: bytes, start: int = 0, end: int | None = None) -> bool:
+    """Whether the newline-separated lines `buf[start:end]` are all text/thinking deltas, each
+    checked in full (types, u32 ranges, UTF-8, a `ts` in range), decoded as one batch in one C
+    call without a copy. A line with a `timestamp` is not vouched for here (its check needs a
+    date parser)."""
+    end = len(buf) if end is None else end
+    try:
+        _DELTA.decode_lines(memoryview(buf)[start:end])
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return False
+    return buf.find(b'"timestamp":', start, end) < 0
+
+
+def valid_json(value: bytes) -> bool:
+    """Whether `value` is one well-formed JSON value in valid UTF-8 (orjson's rules), checked
+    without building it."""
+    try:
+        _RAW.decode(value)
+        if not value.isascii():
+            value.decode()
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return False
+    # A lone surrogate escape is malformed for orjson; the skip-parse above lets it pass.
+    return b"\\ud" not in value and b"\\uD" not in value
