@@ -8,13 +8,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import orjson
 import pytest
 from conftest import FIXTURES, events, frames_of, lines_of
 from test_cli import TRANSLATOR, run
 
+from translator.cli import exit_status
 from translator.encoders.enriched import EnrichedEncoder
 from translator.fold import Options, Translator
+from translator.pipeline import Config, translate
 from translator.rates import Rate, RateCard
 
 U64_MAX = (1 << 64) - 1
@@ -195,3 +198,52 @@ def test_a_reject_file_on_a_full_disk_exits_74_after_every_result(tmp_path: Path
     messages = proc.stderr.decode().splitlines()
     assert sorted(m.split(": ")[1] for m in messages) == ["--reject-file /dev/full", "<stdin>:1", "<stdin>:16"]
     assert "translator: --reject-file /dev/full: No space left on device; rejected lines are no longer kept" in messages
+
+
+class NotBytes(EnrichedEncoder):
+    """An encoder that puts a str among its frames for a run of model "poison": the failure
+    comes in the shell's writing, outside the core's own guard."""
+
+    def turn_start(self, ev: dict[str, Any], t: float) -> None:
+        super().turn_start(ev, t)
+        if ev["model"] == "poison":
+            self.out.append("not bytes")  # type: ignore[arg-type]
+
+
+async def test_a_failure_outside_the_core_ends_that_input_and_the_next_is_read(tmp_path: Path, capfd: Any) -> None:
+    poisoned, good = tmp_path / "poisoned.ndjson", tmp_path / "good.ndjson"
+    poisoned.write_bytes(two_runs("poison"))
+    good.write_bytes(events("thinking"))
+    out = tmp_path / "out"
+    cfg = Config(
+        sources=[str(poisoned), str(good)], make_encoder=lambda sid: NotBytes([], session_id=sid),
+        rates=RateCard.bundled(), session_id="S",
+    )
+    with open(out, "wb") as sink:
+        outcome = await translate(cfg, sink.fileno())
+    assert outcome.internal_error and exit_status(outcome, False) == 70
+    results = [f for f in frames_of(out.read_bytes()) if f["type"] == "result"]
+    assert results[-1]["result"] == "17 * 23 = 391."  # the next input, whole
+    err = capfd.readouterr().err
+    assert f"translator: {poisoned}:" in err and "internal error (TypeError: " in err and "this input ends here" in err
+
+
+async def test_a_failure_outside_the_core_ends_only_the_followed_stream(tmp_path: Path, capfd: Any) -> None:
+    log, out = tmp_path / "stdout.ndjson", tmp_path / "out"
+    log.write_bytes(two_runs("poison"))
+    cfg = Config(
+        sources=[], make_encoder=lambda sid: NotBytes([], session_id=sid), rates=RateCard.bundled(),
+        session_id="S", follow=str(log),
+    )
+    with open(out, "wb") as sink:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(translate, cfg, sink.fileno())
+            with anyio.fail_after(20):
+                while b"this input ends here" not in capfd.readouterr().err.encode():
+                    await anyio.sleep(0.05)
+            with open(log, "ab") as f:
+                f.write(events("thinking"))  # the follower goes on, with a new stream
+            with anyio.fail_after(20):
+                while b"17 * 23 = 391." not in out.read_bytes():
+                    await anyio.sleep(0.05)
+            tg.cancel_scope.cancel()

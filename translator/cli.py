@@ -221,6 +221,8 @@ def exit_status(outcome: Outcome, use_agent_status: bool) -> int:
         return 128 + outcome.signal
     if outcome.io_error:
         return EX_IOERR
+    if outcome.internal_error:
+        return EX_SOFTWARE
     if outcome.rejected or outcome.bad_data:
         return EX_DATAERR
     if outcome.broken_pipe:

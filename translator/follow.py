@@ -24,7 +24,7 @@ import anyio
 
 from translator.compressed import Decoder
 from translator.diagnostics import stderr as _stderr
-from translator.pipeline import CHUNK
+from translator.pipeline import CHUNK, OutputStuck
 
 if TYPE_CHECKING:
     from translator.fold import Translator
@@ -130,15 +130,23 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
                     if shell.metrics is not None:
                         shell.metrics.follow_offset = pos.offset
                 assert core is not None and pos is not None
-                while data := pos.read():
-                    if not shell.decoded(core, decoder, data):  # broken compressed data (reported)
-                        core.end(time.monotonic())
+                try:
+                    while data := pos.read():
+                        if not shell.decoded(core, decoder, data):  # broken compressed data (reported)
+                            core.end(time.monotonic())
+                            await shell.emit(core)
+                            shell.tally(core)
+                            return
+                        if shell.metrics is not None:
+                            shell.metrics.follow_offset = pos.offset
                         await shell.emit(core)
-                        shell.tally(core)
-                        return
-                    if shell.metrics is not None:
-                        shell.metrics.follow_offset = pos.offset
-                    await shell.emit(core)
+                except (OSError, OutputStuck):
+                    raise  # the output's trouble: the shell says it
+                except Exception as exc:  # the last resort: this stream ends, a new one goes on
+                    await shell.abandon(core, exc)
+                    shell.tally(core)
+                    core = shell.new_core(path, live=True)
+                    continue
                 st: os.stat_result | None = None
                 with contextlib.suppress(FileNotFoundError):
                     st = os.stat(path)

@@ -71,6 +71,7 @@ class Outcome:
     io_error: bool = False
     bad_data: bool = False  # compressed input that is damaged or cut short
     broken_pipe: bool = False
+    internal_error: bool = False  # a stream ended by the last resort
     signal: int | None = None
 
 
@@ -256,10 +257,25 @@ class Shell:
             else:
                 core.end(time.monotonic())
             await self.emit(core)
+        except (OSError, OutputStuck):
+            raise  # the output's trouble: run() says it, for every input alike
+        except Exception as exc:  # the last resort: this input ends, the next one is read
+            self.read_scope = None
+            await self.abandon(core, exc)
         finally:
             if fd != 0:
                 os.close(fd)
             self.tally(core)
+
+    async def abandon(self, core: Translator, exc: Exception) -> None:
+        """A stream that failed outside the core: said with the line reached, its open run
+        closed with what can still be written; the exit status is 70."""
+        self.outcome.internal_error = True
+        _stderr([f"translator: {core.source}:{core.line_no}: internal error ({type(exc).__name__}: {exc}); "
+                 "this input ends here"])
+        core.end(time.monotonic())
+        with contextlib.suppress(Exception):
+            await self.emit(core)
 
     async def _pump(self, fd: int, pollable: bool, core: Translator) -> None:
         decoder = Decoder()
