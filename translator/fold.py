@@ -18,9 +18,15 @@ from translator import events as E
 from translator import headless as H
 from translator import model as M
 from translator.diagnostics import Diagnostic
-from translator.encoders import DECODED, RAW, SKIP, Encoder, RunSummary
+from translator.encoders import DECODED, RAW, SILENT, SKIP, Encoder, RunSummary
 from translator.events import BadLine, Event
+from translator.headless_reader import HeadlessReader
 from translator.rates import RateCard, turn_cost
+from translator.states import Move, RunState, State
+from translator.stops import LOST_RUN_END as LOST_RUN_END  # re-exported: callers read them here
+from translator.stops import THINKING_BUDGET as THINKING_BUDGET
+from translator.stops import TRUNCATED as TRUNCATED
+from translator.stops import classify
 
 WALL, RECORDED, ESTIMATED = "wall", "recorded", "estimated"
 DELTA_TYPES = (E.TEXT_DELTA, E.THINKING_DELTA)
@@ -29,12 +35,6 @@ DELTA_PREFIXES = (b'{"type":"AssistantTextDelta",', b'{"type":"AssistantThinking
 # Where one delta line ends and the next begins.
 JOINT_TEXT = b"}\n" + DELTA_PREFIXES[0]
 JOINT_THINKING = b"}\n" + DELTA_PREFIXES[1]
-TRUNCATED = "the input ended before the run finished (no RunEnd)"
-LOST_RUN_END = "a new run started before this one finished (its RunEnd is missing)"
-THINKING_BUDGET = "thinking budget exhausted — the model kept reasoning without answering"
-# Stops that are errors with a message. ("Error" stands for a headless result's error whose
-# origin the headless dialect does not say.)
-FAILED_ERRORS = ("ProviderError", "HookDenied", "CompactionFailed", "Refusal", "ContentFilter", "Error")
 
 
 @dataclass(slots=True)
@@ -48,28 +48,6 @@ class Options:
     stop_on_invalid: bool = False  # --on-invalid fail
     max_line_bytes: int = 64 << 20
     epoch: float = 0.0  # wall-clock seconds at monotonic 0, for the timestamps frames carry
-
-
-def classify(stopped_for: Any) -> tuple[str, str | None]:
-    """Subtype and error text for a `RunEnd.stopped_for`, as the agent's headless driver maps it."""
-    if isinstance(stopped_for, str):
-        simple = {
-            "EndOfTurn": ("success", None),
-            "Cancelled": ("cancelled", None),
-            "MaxTokensExhausted": ("max_tokens", None),
-            "ThinkingBudgetExhausted": ("error", THINKING_BUDGET),
-        }
-        return simple.get(stopped_for, ("error", f"stopped for {stopped_for}"))
-    ((kind, value),) = stopped_for.items()
-    if kind == "MaxTurnsReached":
-        return "max_turns", None
-    if kind == "BudgetExceeded":  # headless input only: the driver's own decision
-        return "budget_exceeded", None
-    if kind in FAILED_ERRORS:
-        return "error", value if isinstance(value, str) else orjson.dumps(value).decode()
-    if kind == "StreamIdle" and isinstance(value, dict):
-        return "error", f"stream idle for {value.get('secs', 0)}s"
-    return "error", f"stopped for {kind}: {orjson.dumps(value).decode()}"
 
 
 MAX_MS = 1 << 53  # the largest integer every JSON reader takes exactly
@@ -88,7 +66,6 @@ class Frame:
         "answer",
         "api_s",
         "attempts",
-        "block",
         "cost",
         "fallback",
         "fallback_mark",
@@ -100,19 +77,14 @@ class Frame:
         "last_text",
         "message_ids",
         "open_index",
-        "results",
         "saw_turn",
-        "since_tool",
         "stop_reason",
-        "streamed",
         "t_prev_end",
         "t_start",
         "tool_calls",
-        "tool_ids",
         "tools",
         "turn_deltas",
         "turn_model",
-        "turn_open",
         "turns",
         "usage",
     )  # fmt: skip
@@ -135,7 +107,6 @@ class Frame:
         self.attempts = 0  # retries of the open turn so far
         self.turn_model: str | None = None
         self.turn_deltas = 0
-        self.turn_open = False
         self.last_model_now = 0.0  # arrival of the turn's latest model-streamed event
         self.last_model_src: bytes | Event | None = None  # that event, for its recorded time
         self.tools: dict[str, tuple[str | None, list[str]]] = {}
@@ -145,13 +116,6 @@ class Frame:
         self.stop_reason: str | None = None  # the last turn's
         self.message_ids: list[str] = []
         self.last_text: str | None = None  # the last non-empty text block of any turn
-        # Headless input only: text deltas since the last tool boundary (the reply when no
-        # message frame came), the tool calls seen, the kind and index of the streaming block.
-        self.since_tool: list[str] = []
-        self.tool_ids: set[str] = set()
-        self.block = ("", -1)
-        self.streamed = False  # this turn came with deltas (partial messages)
-        self.results: list[dict[str, Any]] = []  # a turn's tool results, until its message
 
 
 class Translator:
@@ -183,6 +147,7 @@ class Translator:
         self._started_at = started_at
         self._first_frame = True
         self._frame: Frame | None = None
+        self._runs = RunState()  # no run / in run / in turn: moves only through states.TRANSITIONS
         self._out = encoder.out
         self._diags: list[str] = []
         self._rejects: list[bytes] = []
@@ -203,16 +168,7 @@ class Translator:
             E.TOOL_END: self._tool_end,
             E.TURN_END: self._turn_end,
             E.RUN_END: self._run_end,
-            H.SYSTEM: self._h_system,
-            H.USER: self._h_user,
-            H.TEXT: self._h_delta,
-            H.THINKING: self._h_delta,
-            H.TOOL_USE: self._h_tool_use,
-            H.TOOL_RESULT: self._h_tool_result,
-            H.MESSAGE: self._h_message,
-            H.RESULT: self._h_result,
-            H.WARNING: self._h_other,
-            H.HOOK_EVENT: self._h_other,
+            **HeadlessReader(self).handlers,
         }
         # Handlers that take the raw line and decode only what they need. Empty until the first
         # event was decoded in full (it decides the clock), and always empty under --strict.
@@ -305,7 +261,7 @@ class Translator:
                 self._pending.clear()
                 self._line(line, now)
             if not self.stopped:
-                self._close(now, "error", TRUNCATED)
+                self._move(Move.INPUT_END, now)
         except Exception as exc:
             self._fault(exc, None, now)
         self.stopped = True
@@ -505,7 +461,7 @@ class Translator:
     def _end_orphan(self) -> None:
         """The failed run is over (its end, or a new run's start): translate again."""
         if self._orphan_of is not None:
-            self._frame = None
+            self._drop_frame()
             self.encoder, self._orphan_of = self._orphan_of, None
 
     def _abort(self, now: float, error: str) -> None:
@@ -516,7 +472,7 @@ class Translator:
         try:
             self._close(now, "error", error)
         except Exception:
-            self._frame = None
+            self._drop_frame()
             self.frames_closed += 1
             self.last_subtype = "error"
             self._out.append(plain_result(getattr(self.encoder, "session_id", None), error))
@@ -592,7 +548,7 @@ class Translator:
                 ttft, tbt = E.duration_s(end["ttft"]), E.duration_s(end["tbt"])
                 fr.api_s += ttft + tbt * max(fr.turn_deltas - 1, 0)
             return
-        if fr.turn_open and fr.t_prev_end is not None:
+        if self.in_turn and fr.t_prev_end is not None:
             fr.api_s += max(self._when(fr.last_model_now, fr.last_model_src) - fr.t_prev_end, 0.0)
         if end is not None:
             fr.t_prev_end = self._when(now, end)
@@ -658,9 +614,22 @@ class Translator:
             self._estimated_s += self._frame.api_s
         if self.closed is not None:
             self.closed.append((run, (self._frame and self._frame.turn_model) or self.model))
-        self._frame = None
+        self._drop_frame()
         self.frames_closed += 1
         self.last_subtype = run.subtype
+
+    def _drop_frame(self) -> None:
+        """The open run is over (closed, or given up after a failure)."""
+        self._frame = None
+        self._move(Move.RUN_END, 0.0)  # no recovery: `now` is not read
+
+    def _move(self, move: Move, now: float) -> None:
+        """Make a move through the table (states.py); a recovery closes the open run first."""
+        self._runs.move(move, lambda error: self._close(now, "error", error))
+
+    @property
+    def in_turn(self) -> bool:
+        return self._runs.state is State.IN_TURN
 
     def _close(self, now: float, subtype: str, error: str | None) -> None:
         """End the open frame without its RunEnd (input cut, signal, rejected input)."""
@@ -680,7 +649,7 @@ class Translator:
     def _model_event(self, fr: Frame, now: float, src: bytes | Event) -> None:
         if fr.first_model_now is None:
             fr.first_model_now = now
-        fr.turn_open = True
+        self._move(Move.MODEL, now)
         fr.last_model_now = now
         fr.last_model_src = src
 
@@ -780,11 +749,11 @@ class Translator:
         fr = self._frame
         index = ev["turn_index"]
         retry = fr is not None and fr.open_index == index
-        if fr is not None and not retry and index == 0 and fr.turns and line:
-            # turn_index restarts at 0 after a completed turn only with a new run: the
-            # previous RunEnd was lost. (Headless stand-ins number no runs: their runs end
-            # at a result or an init, and a close in here would write through SILENT.)
-            self._close(now, "error", LOST_RUN_END)
+        # turn_index restarts at 0 after a completed turn only with a new run: the previous
+        # RunEnd was lost. (Headless stand-ins number no runs: their runs end at a result or
+        # an init, and a close in here would write through SILENT.)
+        restart = fr is not None and not retry and index == 0 and fr.turns and line
+        self._move(Move.RETRY if retry else Move.RESTART if restart else Move.TURN_START, now)
         self.model = ev["model"] if self.model is None else self.model
         fr = self._frame_for(now, ev)
         fr.saw_turn = True
@@ -835,6 +804,7 @@ class Translator:
 
     def _tool_end(self, ev: Event, now: float, line: bytes) -> None:
         fr = self._frame_for(now, ev)
+        self._move(Move.TOOL_END, now)
         name, parts = fr.tools.pop(ev["tool_use_id"], (None, []))
         fr.tool_calls += 1
         self.encoder.tool_call(
@@ -870,7 +840,7 @@ class Translator:
             fr.fallback = None
             fr.last_text = last_block
         fr.stop_reason = ev["stop_reason"]
-        fr.turn_open = False
+        self._move(Move.TURN_END, now)
         fr.open_index = None
         fr.turn_deltas = 0
         fr.tools.clear()
@@ -881,171 +851,6 @@ class Translator:
         self._close_turn_span(fr, now, None)
         subtype, error = classify(ev["stopped_for"])
         self._finish(self._summary(fr, now, subtype, error, ev), self._stamp(now, ev))
-
-    # ------------------------------------------------------------------ headless input
-
-    def _headless(self, handler: Callable[..., object], *args: Any) -> None:
-        """Run a raw-event handler for a headless frame. An encoder that passes headless input
-        through must not also write what the handler would: it gets nothing of it."""
-        if self.encoder.translates_headless:
-            handler(*args)
-            return
-        encoder, self.encoder = self.encoder, SILENT
-        try:
-            handler(*args)
-        finally:
-            self.encoder = encoder
-
-    def _h_turn(self, fr: Frame | None, now: float, ev: Event) -> None:
-        """A headless frame of the model's: the turn it belongs to starts if none is open."""
-        if fr is None or not fr.turn_open:
-            index = len(fr.message_ids) if fr is not None else 0
-            start = {"type": E.TURN_START, "turn_index": index, "message_id": "", "model": self.model or ""}
-            self._headless(self._turn_start, start, now, b"")
-
-    def _h_system(self, ev: Event, now: float, line: bytes) -> None:
-        if ev.get("subtype") != "init":
-            self._h_other(ev, now, line)
-            return
-        model = ev.get("model")
-        if isinstance(model, str):
-            self.model = model.rsplit("/", 1)[-1]  # "provider/model"
-        self._end_orphan()
-        if self._frame is not None and self._frame.saw_turn:
-            self._close(now, "error", LOST_RUN_END)
-        self._h_frame(ev, now, line)
-        self._h_open(now, ev)
-
-    def _h_user(self, ev: Event, now: float, line: bytes) -> None:
-        """An echoed prompt: for Claude Code, a new input frame, the previous one answered."""
-        if not self.encoder.translates_headless:
-            self._h_other(ev, now, line)
-            return
-        fr = self._frame
-        if fr is not None and fr.saw_turn:
-            self._h_finish(fr, now, None, self._stamp(now, ev))
-        self._h_open(now, ev)
-
-    def _h_delta(self, ev: Event, now: float, line: bytes) -> None:
-        fr = self._frame
-        if fr is not None and fr.block[0] == H.TOOL_RESULT:
-            self._h_turn_end(fr, now, [], "tool_use")  # a tool's result: the next call began
-        fr = self._h_open(now, ev)
-        self._h_turn(fr, now, ev)
-        fr.streamed = True
-        kind = ev["type"]
-        if fr.block[0] != kind:
-            fr.block = (kind, fr.block[1] + 1)
-        delta = {"type": E.TEXT_DELTA if kind == H.TEXT else E.THINKING_DELTA, "turn_index": 0,
-                 "content_block_index": fr.block[1], "text": ev["delta"]}
-        if kind == H.TEXT:
-            fr.since_tool.append(ev["delta"])
-        self._h_frame(ev, now, line)
-        self._headless(self._text_delta if kind == H.TEXT else self._thinking_delta, delta, now, b"")
-
-    def _h_tool_use(self, ev: Event, now: float, line: bytes) -> None:
-        """Written when the tool call ends (after it ran), with its whole input. Without
-        partial messages the turn's text is not known yet: the call waits for the message."""
-        fr = self._h_open(now, ev)
-        self._h_turn(fr, now, ev)
-        fr.tool_ids.add(ev["id"])
-        fr.since_tool.clear()
-        fr.block = ("tool_use", fr.block[1] + 1)
-        self._h_frame(ev, now, line)
-        if fr.streamed:
-            self._headless(self._tool_start, {"tool_use_id": ev["id"], "name": ev["name"]}, now, b"")
-        fr.tools[ev["id"]] = (ev["name"], [orjson.dumps(ev.get("input", {})).decode()])
-
-    def _h_tool_result(self, ev: Event, now: float, line: bytes) -> None:
-        fr = self._h_open(now, ev)
-        fr.since_tool.clear()
-        fr.block = (H.TOOL_RESULT, fr.block[1])
-        t_ms = ev.get("t_ms")
-        if isinstance(t_ms, (int, float)) and t_ms > 0:
-            fr.api_s -= t_ms / 1000  # the tool's own run time is not API time
-        self._h_frame(ev, now, line)
-        content = ev["content"]
-        if isinstance(content, str):
-            content = [{"type": "text", "text": content}]
-        end = {"tool_use_id": ev["tool_use_id"], "is_error": ev["is_error"], "content": content}
-        if fr.streamed:
-            self._headless(self._tool_end, end, now, b"")
-        else:
-            fr.results.append({"type": "tool_result", **end})
-
-    def _h_message(self, ev: Event, now: float, line: bytes) -> None:
-        fr = self._h_open(now, ev)
-        self._h_turn(fr, now, ev)
-        content = ev["content"]
-        tools = [b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and "id" in b]
-        fr.tool_ids.update(tools)
-        self._h_frame(ev, now, line)
-        self._h_turn_end(fr, now, content, "tool_use" if tools else "end_turn", ev.get("role", "assistant"))
-
-    def _h_turn_end(self, fr: Frame, now: float, content: list[Any], stop: str, role: str = "assistant") -> None:
-        """The end of a headless turn: its message frame, or (with partial messages, where
-        there is none) the next call's start or the result. The dialect has no usage per turn."""
-        turn_end = {
-            "type": E.TURN_END, "turn_index": 0,
-            "assistant_message": {"role": role, "content": content},
-            "tool_results": [{"role": "user", "content": fr.results}] if fr.results else [],
-            "stop_reason": stop,
-            "usage": {"input_tokens": 0, "output_tokens": 0}, "ttft": None, "tbt": None,
-        }
-        fr.results = []
-        fr.block = ("", -1)
-        fr.streamed = False
-        self._headless(self._turn_end, turn_end, now, b"")
-
-    def _h_result(self, ev: Event, now: float, line: bytes) -> None:
-        self._h_finish(self._h_open(now, ev), now, ev, self._stamp(now, ev))
-
-    def _h_open(self, now: float, ev: Event) -> Frame:
-        """The open frame, or a new one. A headless run's reply is found its own way (see
-        _h_finish), never from the raw events' fallback."""
-        fr = self._frame
-        if fr is None:
-            self._headless(self._frame_for, now, ev)
-            fr = self._frame
-            assert fr is not None
-            fr.fallback = None
-        fr.last_now = now
-        return fr
-
-    def _h_finish(self, fr: Frame, now: float, upstream: Event | None, t: float) -> None:
-        """Close a headless input frame: at the upstream result, or (for Claude Code) at the
-        next echoed prompt, when the agent has evidently answered this one."""
-        if fr.streamed:  # with partial messages the last call ends here
-            self._h_turn_end(fr, now, [], "end_turn")
-        self._close_turn_span(fr, now, None)
-        if fr.answer is None and fr.since_tool:
-            fr.answer = "".join(fr.since_tool)  # partial messages: no message frames
-        end = H.run_end(upstream if upstream is not None else {"subtype": "success", "turns": fr.turns})
-        subtype, error = classify(end["stopped_for"])
-        run = self._summary(fr, now, subtype, error, end)
-        run.usage = end["total_usage"]  # the dialect reports tokens once, at its end
-        run.upstream = upstream
-        run.tool_calls = len(fr.tool_ids)
-        self._finish(run, t)
-
-    def _h_frame(self, ev: Event, now: float, line: bytes) -> None:
-        """A headless frame, as it is, to an encoder that passes them through."""
-        if not self.encoder.translates_headless:
-            self.encoder.headless_frame(ev, line.strip(), self._stamp(now, ev))
-
-    def _h_other(self, ev: Event, now: float, line: bytes) -> None:
-        """Frames with no raw-event counterpart (retries, warnings, hooks, echoed prompts)."""
-        self.encoder.headless_frame(ev, line.strip(), self._stamp(now, ev))
-
-
-class _Silent:
-    """An encoder that writes nothing (see Translator._headless)."""
-
-    def __getattr__(self, name: str) -> Callable[..., None]:
-        return lambda *args, **kwargs: None
-
-
-SILENT: Any = _Silent()
 
 
 def ends_run(line: bytes) -> bool:

@@ -70,3 +70,14 @@ class Encoder(Protocol):
     def result(self, run: RunSummary, t: float) -> None: ...
     def passthrough(self, line: bytes) -> None: ...
     def headless_frame(self, frame: Event, line: bytes, t: float) -> None: ...
+
+
+class _Silent:
+    """An encoder that writes nothing: a failed run's rest is read into it, and a headless
+    frame's raw-event moves, for an encoder that passes headless frames through."""
+
+    def __getattr__(self, name: str) -> Callable[..., None]:
+        return lambda *args, **kwargs: None
+
+
+SILENT: Any = _Silent()

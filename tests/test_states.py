@@ -1,0 +1,60 @@
+"""The fold's state machine on its own: every legal move, the illegal ones, the recoveries."""
+
+from __future__ import annotations
+
+import pytest
+
+from translator.states import TRANSITIONS, IllegalMove, Move, RunState, State, To
+from translator.stops import LOST_RUN_END, TRUNCATED
+
+LEGAL = [(state, move, to) for state, moves in TRANSITIONS.items() for move, to in moves.items()]
+ILLEGAL = [(state, move) for state in State for move in Move if move not in TRANSITIONS[state]]
+
+
+def at(state: State) -> RunState:
+    machine = RunState()
+    machine.state = state
+    return machine
+
+
+@pytest.mark.parametrize(("state", "move", "to"), LEGAL)
+def test_every_legal_move(state: State, move: Move, to: To) -> None:
+    recovered: list[str] = []
+    machine = at(state)
+    assert machine.move(move, recovered.append) == to
+    assert machine.state is to.state
+    assert recovered == ([] if to.recovery is None else [to.recovery])
+
+
+@pytest.mark.parametrize(("state", "move"), ILLEGAL)
+def test_an_illegal_move_is_reported_and_changes_nothing(state: State, move: Move) -> None:
+    machine = at(state)
+    with pytest.raises(IllegalMove, match=state.value):
+        machine.move(move, lambda text: pytest.fail(text))
+    assert machine.state is state
+
+
+def test_the_illegal_moves_are_the_turn_moves_without_a_turn() -> None:
+    assert set(ILLEGAL) == {(State.NO_RUN, Move.RETRY), (State.NO_RUN, Move.RESTART), (State.IN_RUN, Move.RETRY)}
+
+
+def test_recoveries() -> None:
+    recoveries = {(state, move): to.recovery for state, move, to in LEGAL if to.recovery is not None}
+    assert recoveries == {
+        (State.IN_RUN, Move.RESTART): LOST_RUN_END,
+        (State.IN_TURN, Move.RESTART): LOST_RUN_END,
+        (State.IN_RUN, Move.INPUT_END): TRUNCATED,
+        (State.IN_TURN, Move.INPUT_END): TRUNCATED,
+    }
+
+
+def test_a_run_of_two_turns() -> None:
+    machine = RunState()
+    path = [Move.TURN_START, Move.MODEL, Move.TOOL_END, Move.TURN_END, Move.TURN_START, Move.RETRY,
+            Move.MODEL, Move.TURN_END, Move.RUN_END]
+    states = []
+    for move in path:
+        machine.move(move, lambda text: pytest.fail(text))
+        states.append(machine.state)
+    assert states == [State.IN_TURN, State.IN_TURN, State.IN_TURN, State.IN_RUN, State.IN_TURN, State.IN_TURN,
+                      State.IN_TURN, State.IN_RUN, State.NO_RUN]

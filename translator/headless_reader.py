@@ -1,0 +1,229 @@
+"""The agent's headless stream-json, read into the fold's run and turn moves.
+
+The dialect has no turn boundaries of its own and streams a tool call only after it ran; what
+it takes to map its frames onto the fold's moves (the tool calls seen, the kind and index of
+the streaming block, whether the turn came as deltas, the results waiting for their message)
+is kept here, per run, so that the fold's run state stays the same for both dialects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from translator import events as E
+from translator import headless as H
+from translator.encoders import SILENT
+from translator.events import Event
+from translator.states import Move
+from translator.stops import LOST_RUN_END, classify
+
+if TYPE_CHECKING:
+    from translator.fold import Frame, Translator
+
+
+class Dialect:
+    """What the headless dialect keeps for one run."""
+
+    __slots__ = ("block", "results", "since_tool", "streamed", "tool_ids")
+
+    def __init__(self) -> None:
+        self.since_tool: list[str] = []  # text deltas since the last tool boundary
+        self.tool_ids: set[str] = set()  # the tool calls seen
+        self.block = ("", -1)  # the kind and index of the streaming block
+        self.streamed = False  # this turn came with deltas (partial messages)
+        self.results: list[dict[str, Any]] = []  # a turn's tool results, until its message
+
+
+class HeadlessReader:
+    """Headless frames → the fold's handlers, as raw events would have driven them."""
+
+    def __init__(self, fold: Translator) -> None:
+        self.fold = fold
+        self._run: Frame | None = None
+        self._dialect = Dialect()
+        self.handlers: dict[str, Callable[[Event, float, bytes], None]] = {
+            H.SYSTEM: self._system,
+            H.USER: self._user,
+            H.TEXT: self._delta,
+            H.THINKING: self._delta,
+            H.TOOL_USE: self._tool_use,
+            H.TOOL_RESULT: self._tool_result,
+            H.MESSAGE: self._message,
+            H.RESULT: self._result,
+            H.WARNING: self._other,
+            H.HOOK_EVENT: self._other,
+        }
+
+    def _of(self, fr: Frame) -> Dialect:
+        """The dialect state of run `fr` (a new run starts with a fresh one)."""
+        if fr is not self._run:
+            self._run, self._dialect = fr, Dialect()
+        return self._dialect
+
+    def _headless(self, handler: Callable[..., object], *args: Any) -> None:
+        """Run a raw-event handler for a headless frame. An encoder that passes headless input
+        through must not also write what the handler would: it gets nothing of it."""
+        fold = self.fold
+        if fold.encoder.translates_headless:
+            handler(*args)
+            return
+        encoder, fold.encoder = fold.encoder, SILENT
+        try:
+            handler(*args)
+        finally:
+            fold.encoder = encoder
+
+    def _turn(self, fr: Frame | None, now: float) -> None:
+        """A headless frame of the model's: the turn it belongs to starts if none is open."""
+        if fr is None or not self.fold.in_turn:
+            index = len(fr.message_ids) if fr is not None else 0
+            start = {"type": E.TURN_START, "turn_index": index, "message_id": "", "model": self.fold.model or ""}
+            self._headless(self.fold._turn_start, start, now, b"")
+
+    def _system(self, ev: Event, now: float, line: bytes) -> None:
+        if ev.get("subtype") != "init":
+            self._other(ev, now, line)
+            return
+        fold = self.fold
+        model = ev.get("model")
+        if isinstance(model, str):
+            fold.model = model.rsplit("/", 1)[-1]  # "provider/model"
+        fold._end_orphan()
+        if fold._frame is not None and fold._frame.saw_turn:
+            fold._close(now, "error", LOST_RUN_END)
+        self._frame(ev, now, line)
+        self._open(now, ev)
+
+    def _user(self, ev: Event, now: float, line: bytes) -> None:
+        """An echoed prompt: for Claude Code, a new input frame, the previous one answered."""
+        fold = self.fold
+        if not fold.encoder.translates_headless:
+            self._other(ev, now, line)
+            return
+        fr = fold._frame
+        if fr is not None and fr.saw_turn:
+            self._finish(fr, now, None, fold._stamp(now, ev))
+        self._open(now, ev)
+
+    def _delta(self, ev: Event, now: float, line: bytes) -> None:
+        fold = self.fold
+        fr = fold._frame
+        if fr is not None and self._of(fr).block[0] == H.TOOL_RESULT:
+            self._turn_end(fr, now, [], "tool_use")  # a tool's result: the next call began
+        fr = self._open(now, ev)
+        self._turn(fr, now)
+        st = self._of(fr)
+        st.streamed = True
+        kind = ev["type"]
+        if st.block[0] != kind:
+            st.block = (kind, st.block[1] + 1)
+        delta = {"type": E.TEXT_DELTA if kind == H.TEXT else E.THINKING_DELTA, "turn_index": 0,
+                 "content_block_index": st.block[1], "text": ev["delta"]}
+        if kind == H.TEXT:
+            st.since_tool.append(ev["delta"])
+        self._frame(ev, now, line)
+        self._headless(fold._text_delta if kind == H.TEXT else fold._thinking_delta, delta, now, b"")
+
+    def _tool_use(self, ev: Event, now: float, line: bytes) -> None:
+        """Written when the tool call ends (after it ran), with its whole input. Without
+        partial messages the turn's text is not known yet: the call waits for the message."""
+        fr = self._open(now, ev)
+        self._turn(fr, now)
+        st = self._of(fr)
+        st.tool_ids.add(ev["id"])
+        st.since_tool.clear()
+        st.block = ("tool_use", st.block[1] + 1)
+        self._frame(ev, now, line)
+        if st.streamed:
+            self._headless(self.fold._tool_start, {"tool_use_id": ev["id"], "name": ev["name"]}, now, b"")
+        fr.tools[ev["id"]] = (ev["name"], [orjson.dumps(ev.get("input", {})).decode()])
+
+    def _tool_result(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._open(now, ev)
+        st = self._of(fr)
+        st.since_tool.clear()
+        st.block = (H.TOOL_RESULT, st.block[1])
+        t_ms = ev.get("t_ms")
+        if isinstance(t_ms, (int, float)) and t_ms > 0:
+            fr.api_s -= t_ms / 1000  # the tool's own run time is not API time
+        self._frame(ev, now, line)
+        content = ev["content"]
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        end = {"tool_use_id": ev["tool_use_id"], "is_error": ev["is_error"], "content": content}
+        if st.streamed:
+            self._headless(self.fold._tool_end, end, now, b"")
+        else:
+            st.results.append({"type": "tool_result", **end})
+
+    def _message(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._open(now, ev)
+        self._turn(fr, now)
+        content = ev["content"]
+        tools = [b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and "id" in b]
+        self._of(fr).tool_ids.update(tools)
+        self._frame(ev, now, line)
+        self._turn_end(fr, now, content, "tool_use" if tools else "end_turn", ev.get("role", "assistant"))
+
+    def _turn_end(self, fr: Frame, now: float, content: list[Any], stop: str, role: str = "assistant") -> None:
+        """The end of a headless turn: its message frame, or (with partial messages, where
+        there is none) the next call's start or the result. The dialect has no usage per turn."""
+        st = self._of(fr)
+        turn_end = {
+            "type": E.TURN_END, "turn_index": 0,
+            "assistant_message": {"role": role, "content": content},
+            "tool_results": [{"role": "user", "content": st.results}] if st.results else [],
+            "stop_reason": stop,
+            "usage": {"input_tokens": 0, "output_tokens": 0}, "ttft": None, "tbt": None,
+        }
+        st.results = []
+        st.block = ("", -1)
+        st.streamed = False
+        self._headless(self.fold._turn_end, turn_end, now, b"")
+
+    def _result(self, ev: Event, now: float, line: bytes) -> None:
+        self._finish(self._open(now, ev), now, ev, self.fold._stamp(now, ev))
+
+    def _open(self, now: float, ev: Event) -> Frame:
+        """The open frame, or a new one. A headless run's reply is found its own way (see
+        _finish), never from the raw events' fallback."""
+        fold = self.fold
+        fr = fold._frame
+        if fr is None:
+            fold._move(Move.RUN_START, now)
+            self._headless(fold._frame_for, now, ev)
+            fr = fold._frame
+            assert fr is not None
+            fr.fallback = None
+        fr.last_now = now
+        return fr
+
+    def _finish(self, fr: Frame, now: float, upstream: Event | None, t: float) -> None:
+        """Close a headless input frame: at the upstream result, or (for Claude Code) at the
+        next echoed prompt, when the agent has evidently answered this one."""
+        fold = self.fold
+        st = self._of(fr)
+        if st.streamed:  # with partial messages the last call ends here
+            self._turn_end(fr, now, [], "end_turn")
+        fold._close_turn_span(fr, now, None)
+        if fr.answer is None and st.since_tool:
+            fr.answer = "".join(st.since_tool)  # partial messages: no message frames
+        end = H.run_end(upstream if upstream is not None else {"subtype": "success", "turns": fr.turns})
+        subtype, error = classify(end["stopped_for"])
+        run = fold._summary(fr, now, subtype, error, end)
+        run.usage = end["total_usage"]  # the dialect reports tokens once, at its end
+        run.upstream = upstream
+        run.tool_calls = len(st.tool_ids)
+        fold._finish(run, t)
+
+    def _frame(self, ev: Event, now: float, line: bytes) -> None:
+        """A headless frame, as it is, to an encoder that passes them through."""
+        if not self.fold.encoder.translates_headless:
+            self._other(ev, now, line)
+
+    def _other(self, ev: Event, now: float, line: bytes) -> None:
+        """Frames with no raw-event counterpart (retries, warnings, hooks, echoed prompts)."""
+        self.fold.encoder.headless_frame(ev, line.strip(), self.fold._stamp(now, ev))

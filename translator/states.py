@@ -1,0 +1,103 @@
+"""The fold's states and the one table of its legal moves (after h11's `_state.py`).
+
+A stream is, at any moment, outside any run, inside a run between turns, or inside a turn.
+Every event the readers hand the fold is one of the moves below; `TRANSITIONS` says where each
+move leads from each state. The recoveries — a run whose `RunEnd` was lost, a stream cut off
+inside a run — are entries like any other, carrying the error text the open run is closed
+with (a retried turn needs none: it is the agent's own move). A move missing from the table is
+illegal: `RunState.move` raises `IllegalMove`, and the fold's last resort reports it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from translator.stops import LOST_RUN_END, TRUNCATED
+
+
+class State(enum.Enum):
+    NO_RUN = "no run"
+    IN_RUN = "in run"  # a run is open, between turns
+    IN_TURN = "in turn"  # a turn is open (its TurnEnd not seen yet)
+
+
+class Move(enum.Enum):
+    RUN_START = "a run opens without a turn (a headless init, echoed prompt or result)"
+    TURN_START = "a turn starts"
+    RETRY = "the open turn is sent again (the same turn_index before its TurnEnd)"
+    RESTART = "turn_index 0 again after a completed turn: a new run"
+    MODEL = "the model streams (a delta, a tool call starting or its input)"
+    TOOL_END = "a tool call ends with its result"
+    TURN_END = "the turn ends"
+    RUN_END = "the run is closed (its RunEnd or result; a cut, a signal, a failure)"
+    INPUT_END = "the input ends"
+
+
+@dataclass(frozen=True, slots=True)
+class To:
+    """Where a move leads; `recovery`: the open run is first closed as an error with this text."""
+
+    state: State
+    recovery: str | None = None
+
+
+NO_RUN, IN_RUN, IN_TURN = State.NO_RUN, State.IN_RUN, State.IN_TURN
+M = Move
+
+TRANSITIONS: dict[State, dict[Move, To]] = {
+    NO_RUN: {
+        M.RUN_START: To(IN_RUN),
+        M.TURN_START: To(IN_TURN),
+        M.MODEL: To(IN_TURN),  # a stream joined inside a turn (a follower started from the end)
+        M.TOOL_END: To(IN_RUN),
+        M.TURN_END: To(IN_RUN),
+        M.RUN_END: To(NO_RUN),
+        M.INPUT_END: To(NO_RUN),
+    },
+    IN_RUN: {
+        M.RUN_START: To(IN_RUN),
+        M.TURN_START: To(IN_TURN),
+        M.RESTART: To(IN_TURN, LOST_RUN_END),
+        M.MODEL: To(IN_TURN),
+        M.TOOL_END: To(IN_RUN),
+        M.TURN_END: To(IN_RUN),
+        M.RUN_END: To(NO_RUN),
+        M.INPUT_END: To(NO_RUN, TRUNCATED),
+    },
+    IN_TURN: {
+        M.RUN_START: To(IN_TURN),
+        M.TURN_START: To(IN_TURN),  # a TurnStart whose predecessor never ended: a new turn
+        M.RETRY: To(IN_TURN),  # the agent's max_tokens or drain retry: nothing to recover
+        M.RESTART: To(IN_TURN, LOST_RUN_END),
+        M.MODEL: To(IN_TURN),
+        M.TOOL_END: To(IN_TURN),
+        M.TURN_END: To(IN_RUN),
+        M.RUN_END: To(NO_RUN),
+        M.INPUT_END: To(NO_RUN, TRUNCATED),
+    },
+}
+
+
+class IllegalMove(Exception):
+    """A move the table does not list for the current state (a bug in a reader)."""
+
+
+class RunState:
+    """The current state; it changes only through the table."""
+
+    __slots__ = ("state",)
+
+    def __init__(self) -> None:
+        self.state = NO_RUN
+
+    def move(self, move: Move, recover: Callable[[str], None]) -> To:
+        """Make `move`; a recovery entry first has `recover` close the open run with its text."""
+        to = TRANSITIONS[self.state].get(move)
+        if to is None:
+            raise IllegalMove(f"{move.value} cannot happen {self.state.value}")
+        if to.recovery is not None:
+            recover(to.recovery)
+        self.state = to.state
+        return to
