@@ -21,6 +21,7 @@ from translator.diagnostics import Diagnostic
 from translator.encoders import DECODED, RAW, SILENT, SKIP, Encoder, RunSummary
 from translator.events import BadLine, Event
 from translator.headless_reader import HeadlessReader
+from translator.lines import EXCERPT_BYTES, LineBuffer
 from translator.rates import RateCard, turn_cost
 from translator.states import Move, RunState, State
 from translator.stops import LOST_RUN_END as LOST_RUN_END  # re-exported: callers read them here
@@ -30,7 +31,6 @@ from translator.stops import classify
 
 WALL, RECORDED, ESTIMATED = "wall", "recorded", "estimated"
 DELTA_TYPES = (E.TEXT_DELTA, E.THINKING_DELTA)
-EXCERPT_BYTES = 80
 DELTA_PREFIXES = (b'{"type":"AssistantTextDelta",', b'{"type":"AssistantThinkingDelta",')
 # Where one delta line ends and the next begins.
 JOINT_TEXT = b"}\n" + DELTA_PREFIXES[0]
@@ -151,10 +151,7 @@ class Translator:
         self._out = encoder.out
         self._diags: list[str] = []
         self._rejects: list[bytes] = []
-        self._pending: list[bytes] = []
-        self._pending_len = 0
-        # An unfinished line being skipped: (bytes so far, excerpt, why; None: over-long).
-        self._discarding: tuple[int, bytes, str | None] | None = None
+        self._lines = LineBuffer(opts.max_line_bytes, self._reject, self._skipped)
         self._last_ts: float | None = None
         self._estimated_s = 0.0  # estimated API time of the stream's closed frames
         self._warned: set[str] = set()
@@ -198,67 +195,45 @@ class Translator:
             self._fault(exc, None, now)
 
     def _feed(self, data: bytes, now: float) -> None:
-        if self._discarding is not None:
-            rest = self._discard(data)
-            if rest is None:
-                return
-            data = rest
-        pos = 0
-        if self._pending:
-            nl = data.find(b"\n")
-            if nl >= 0:
-                self._pending.append(data[:nl])
-                line = b"".join(self._pending)
-                self._pending.clear()
-                self._pending_len = 0
-                self._line(line, now)
-                del line  # not held while the rest of the chunk is read
-                pos = nl + 1
-        last_nl = data.rfind(b"\n")
+        line, rest, pos = self._lines.head(data)
+        if line is not None:
+            self._line(line, now)
+            del line  # not held while the rest of the chunk is read
+        if rest is None:
+            return
+        last_nl = rest.rfind(b"\n")
         if last_nl >= pos and not self.stopped:
-            self._block(data, pos, last_nl + 1, now)
-        tail = data[max(last_nl + 1, pos) :]
+            self._block(rest, pos, last_nl + 1, now)
+        tail = rest[max(last_nl + 1, pos) :]
         if tail and not self.stopped:
-            self._pending.append(tail)
-            self._pending_len += len(tail)
-            if self._pending_len > self.options.max_line_bytes:
-                self._skip_line(None)
+            self._lines.hold(tail)
 
     def drop_line(self, reason: str) -> None:
         """Skip the unfinished line held so far and the rest of it as it arrives (reported and
         rejected as `reason`): a service whose memory budget the line would exceed."""
-        if self._pending and not self.stopped:
-            self._skip_line(reason)
+        if not self.stopped:
+            self._lines.skip(reason)
 
     @property
     def pending_bytes(self) -> int:
         """How many bytes of an unfinished line are held."""
-        return self._pending_len
+        return self._lines.pending_bytes
 
-    def _skip_line(self, reason: str | None) -> None:
-        """From now to its newline, the unfinished line goes to the rejects, piece by piece as
-        it came, and is not held: never joined, not even for the excerpt."""
-        pieces = self._pending
-        self._pending, self._pending_len = [], 0
-        excerpt = b""
-        for piece in pieces:
-            excerpt += piece[: EXCERPT_BYTES - len(excerpt)]
-            if len(excerpt) == EXCERPT_BYTES:
-                break
-        self._discarding = (0, excerpt, reason)
-        for piece in pieces:
-            self._discard_piece(piece)
+    def _reject(self, piece: bytes) -> None:
+        self._rejects.append(piece)
+
+    def _skipped(self, reason: str, excerpt: bytes) -> None:
+        """A line the buffer skipped has ended: it is reported as a line of its own."""
+        self.line_no += 1
+        self._report(reason, excerpt)
 
     def end(self, now: float) -> None:
         """The input ended: a last line without newline counts; an open frame is closed."""
         if self.stopped:
             return
         try:
-            if self._discarding is not None:
-                self._finish_discard()
-            elif self._pending:
-                line = b"".join(self._pending)
-                self._pending.clear()
+            line = self._lines.finish()
+            if line is not None:
                 self._line(line, now)
             if not self.stopped:
                 self._move(Move.INPUT_END, now)
@@ -476,30 +451,6 @@ class Translator:
             self.frames_closed += 1
             self.last_subtype = "error"
             self._out.append(plain_result(getattr(self.encoder, "session_id", None), error))
-
-    def _discard_piece(self, piece: bytes) -> None:
-        assert self._discarding is not None
-        size, excerpt, reason = self._discarding
-        self._discarding = (size + len(piece), excerpt, reason)
-        self._rejects.append(piece)
-
-    def _discard(self, data: bytes) -> bytes | None:
-        """Skip the rest of an over-long line, streaming it to the rejects as it goes."""
-        nl = data.find(b"\n")
-        if nl < 0:
-            self._discard_piece(data)
-            return None
-        self._discard_piece(data[:nl])
-        self._finish_discard()
-        return data[nl + 1 :]
-
-    def _finish_discard(self) -> None:
-        assert self._discarding is not None
-        size, excerpt, reason = self._discarding
-        self._discarding = None
-        self._rejects.append(b"\n")
-        self.line_no += 1
-        self._report(reason or f"line longer than {self.options.max_line_bytes} bytes ({size} bytes)", excerpt)
 
     # ------------------------------------------------------------------ frames and time
 
