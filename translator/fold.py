@@ -1,6 +1,8 @@
 """The sans-I/O core: bytes of one input stream in, output frames and diagnostics out.
 
-`Translator` owns line framing, per-line error handling, the per-frame state machine and timing.
+`Translator` ties the parts together: chunks become lines (lines.py), lines become events
+(raw_reader.py, headless_reader.py), and the events move the run's state machine (states.py);
+it owns the per-run state, per-line error handling and timing.
 It never reads, writes or looks at a clock: the caller passes each chunk with the time it
 arrived (`now`, monotonic seconds) and collects what came out with `take_output()` and
 `take_diagnostics()`. One input frame is one agent run, closed by its `RunEnd`.
@@ -8,7 +10,6 @@ arrived (`now`, monotonic seconds) and collects what came out with `take_output(
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,25 +17,22 @@ import orjson
 
 from translator import events as E
 from translator import headless as H
-from translator import model as M
 from translator.diagnostics import Diagnostic
-from translator.encoders import DECODED, RAW, SILENT, SKIP, Encoder, RunSummary
+from translator.encoders import DECODED, RAW, SILENT, Encoder, RunSummary
 from translator.events import BadLine, Event
 from translator.headless_reader import HeadlessReader
 from translator.lines import EXCERPT_BYTES, LineBuffer
+from translator.model import ESTIMATED as ESTIMATED  # re-exported: the clocks are read from here too
+from translator.model import RECORDED as RECORDED
+from translator.model import WALL as WALL
+from translator.model import DeltaRun
 from translator.rates import RateCard, turn_cost
+from translator.raw_reader import RawReader
 from translator.states import Move, RunState, State
 from translator.stops import LOST_RUN_END as LOST_RUN_END  # re-exported: callers read them here
 from translator.stops import THINKING_BUDGET as THINKING_BUDGET
 from translator.stops import TRUNCATED as TRUNCATED
 from translator.stops import classify
-
-WALL, RECORDED, ESTIMATED = "wall", "recorded", "estimated"
-DELTA_TYPES = (E.TEXT_DELTA, E.THINKING_DELTA)
-DELTA_PREFIXES = (b'{"type":"AssistantTextDelta",', b'{"type":"AssistantThinkingDelta",')
-# Where one delta line ends and the next begins.
-JOINT_TEXT = b"}\n" + DELTA_PREFIXES[0]
-JOINT_THINKING = b"}\n" + DELTA_PREFIXES[1]
 
 
 @dataclass(slots=True)
@@ -98,9 +96,9 @@ class Frame:
         self.cost = 0.0
         self.tool_calls = 0
         self.answer: str | None = None
-        # Blocks of raw delta lines (first line number, lines), kept only while no turn has
-        # produced a reply: they are the fallback reply.
-        self.fallback: list[tuple[int, bytes]] | None = []
+        # Runs of delta lines, kept only while no turn has produced a reply: they are the
+        # fallback reply.
+        self.fallback: list[DeltaRun] | None = []
         self.fallback_mark = 0  # where the open turn's attempt began in `fallback`
         self.saw_turn = False
         self.open_index: int | None = None  # turn_index of the TurnStart awaiting its TurnEnd
@@ -156,32 +154,21 @@ class Translator:
         self._estimated_s = 0.0  # estimated API time of the stream's closed frames
         self._warned: set[str] = set()
         self._orphan_of: Encoder | None = None  # the encoder, while a failed run's rest is skipped
-        self._handlers: dict[str, Callable[[Event, float, bytes], None]] = {
-            E.TURN_START: self._turn_start,
-            E.TEXT_DELTA: self._text_delta,
-            E.THINKING_DELTA: self._thinking_delta,
-            E.TOOL_START: self._tool_start,
-            E.TOOL_INPUT: self._tool_input,
-            E.TOOL_END: self._tool_end,
-            E.TURN_END: self._turn_end,
-            E.RUN_END: self._run_end,
-            **HeadlessReader(self).handlers,
-        }
-        # Handlers that take the raw line and decode only what they need. Empty until the first
-        # event was decoded in full (it decides the clock), and always empty under --strict.
-        self._fast: dict[bytes, Callable[[bytes, float], None]] = {}
-        self._batch_deltas = False
-        self._seen_first = False
         self._delta_mode = encoder.delta_mode
-        fast: dict[bytes, Callable[[bytes, float], None]] = {}
-        routed = [E.TURN_START, E.TOOL_START, E.TOOL_INPUT, E.TOOL_END, E.TURN_END, E.RUN_END]
-        if encoder.delta_mode != DECODED:
-            fast[E.TEXT_DELTA.encode()] = self._fast_delta
-            fast[E.THINKING_DELTA.encode()] = self._fast_delta
-        for etype in routed:
-            fast[etype.encode()] = self._route(etype)
-        # --on-invalid fail promises that every bad line stops the run, so it decodes them all.
-        self._fast_table = {} if opts.strict or opts.stop_on_invalid else fast
+        self._reader = RawReader(
+            self,
+            {
+                E.TURN_START: self._turn_start,
+                E.TEXT_DELTA: self._text_delta,
+                E.THINKING_DELTA: self._thinking_delta,
+                E.TOOL_START: self._tool_start,
+                E.TOOL_INPUT: self._tool_input,
+                E.TOOL_END: self._tool_end,
+                E.TURN_END: self._turn_end,
+                E.RUN_END: self._run_end,
+                **HeadlessReader(self).handlers,
+            },
+        )
 
     # ------------------------------------------------------------------ public API
 
@@ -203,7 +190,7 @@ class Translator:
             return
         last_nl = rest.rfind(b"\n")
         if last_nl >= pos and not self.stopped:
-            self._block(rest, pos, last_nl + 1, now)
+            self._reader.block(rest, pos, last_nl + 1, now)
         tail = rest[max(last_nl + 1, pos) :]
         if tail and not self.stopped:
             self._lines.hold(tail)
@@ -282,64 +269,6 @@ class Translator:
 
     # ------------------------------------------------------------------ lines
 
-    def _block(self, data: bytes, pos: int, end: int, now: float) -> None:
-        """The hot path: complete lines `data[pos:end]` (each ends with a newline).
-
-        Text/thinking deltas whose content the output does not need are the bulk of a stream.
-        A run of them is recognised and counted with C-level `find`/`count` over the bytes and
-        never touched one by one in Python; every other line goes through `_line`.
-
-        A run ends at the next line starting `{"type":"T` (TurnStart/TurnEnd/ToolCall*). The
-        counts then prove that every line in it is a delta that ends with `}` and holds a single
-        `{"type":"` (so no line is a cut-off delta with another event glued on); where they do
-        not, the lines are taken one at a time.
-        """
-        next_t = -1  # cached start of the next `\n{"type":"T` in data
-        while pos < end:
-            if not (self._batch_deltas and data.startswith(DELTA_PREFIXES, pos)):
-                nl = data.find(b"\n", pos, end)
-                self._line(data[pos:nl], now)
-                if self.stopped:
-                    return
-                pos = nl + 1
-                continue
-            if next_t < pos:
-                next_t = data.find(b'\n{"type":"T', pos, end)
-                if next_t < 0:
-                    next_t = end - 1
-            stop = next_t + 1  # just past the run: the first line that is not a delta
-            lines = data.count(b"\n", pos, stop)
-            joints = data.count(JOINT_TEXT, pos, stop)
-            if joints + 1 < lines:
-                joints += data.count(JOINT_THINKING, pos, stop)
-            if (
-                joints + 1 == lines
-                and data[stop - 2] == 0x7D  # `}`
-                and data.count(b'{"type":"', pos, stop) == lines
-                and stop - pos <= self.options.max_line_bytes
-                and (self.options.trust_input or M.valid_deltas(data, pos, stop - 1))
-            ):
-                first_no = self.line_no + 1
-                self.line_no += lines
-                keep = self._delta_mode != SKIP or self._collecting()
-                region = data[pos : stop - 1] if keep else b""
-                last = data[data.rfind(b"\n", pos, stop - 1) + 1 : stop - 1]
-                try:
-                    self._deltas(lines, last, region, now, first_no)
-                except Exception as exc:
-                    self._fault(exc, None, now)
-            else:  # something else is among them: take these lines one at a time
-                for line in data[pos : stop - 1].split(b"\n"):
-                    self._line(line, now)
-                    if self.stopped:
-                        return
-            pos = stop
-
-    def _collecting(self) -> bool:
-        """Whether delta lines must be kept: for the fallback reply, until a turn gives one."""
-        fr = self._frame
-        return fr is None or fr.fallback is not None
-
     def _line(self, line: bytes, now: float) -> None:
         self.line_no += 1
         try:
@@ -354,59 +283,7 @@ class Translator:
                 f"line longer than {self.options.max_line_bytes} bytes ({len(line)} bytes)", line
             )
             return
-        self._content(line, now)
-
-    def _content(self, line: bytes, now: float) -> None:
-        """One event's bytes (a line, or an event out of an envelope line)."""
-        if line.startswith(E.TYPE_PREFIX):
-            handler = self._fast.get(line[9 : line.find(b'"', 9)])
-            if handler is not None:
-                handler(line, now)
-                return
-        elif not line.strip():
-            return
-        self._general(line, now)
-
-    def _general(self, line: bytes, now: float) -> None:
-        """Full decode and check, then the event's handler (or pass-through if unknown)."""
-        try:
-            ev = E.parse(line)
-        except BadLine as exc:
-            if not self._envelope(line, now):
-                self._bad(line, exc.reason)
-            return
-        if not self._seen_first:
-            self._first_event(ev)
-        handler = self._handlers.get(ev["type"])
-        if handler is None:
-            self.encoder.passthrough(line.strip())
-        else:
-            self._handle(handler, ev, now, line)
-
-    def _envelope(self, line: bytes, now: float) -> bool:
-        """Whether the line is an envelope (or a batch) of events; if so, each is handled as if
-        it were a line of its own (same line number)."""
-        try:
-            inner = E.unwrap(E.loads(line))
-        except BadLine as exc:
-            self._bad(line, exc.reason)
-            return True
-        if inner is None:
-            return False
-        for ev in inner:
-            self._content(orjson.dumps(ev), now)
-            if self.stopped:
-                break
-        return True
-
-    def _first_event(self, ev: Event) -> None:
-        self._seen_first = True
-        if self.options.detect_recorded and E.has_timestamp(ev):
-            self.clock = RECORDED
-        self._fast = self._fast_table
-        if self.clock == RECORDED:  # every stamp is read, so every delta is decoded and checked
-            self._fast = {k: v for k, v in self._fast.items() if k.decode() not in DELTA_TYPES}
-        self._batch_deltas = bool(self._fast) and self.clock != RECORDED
+        self._reader.content(line, now)
 
     def _bad(self, line: bytes, reason: str, line_no: int | None = None) -> None:
         self._rejects.append(line + b"\n")
@@ -544,17 +421,23 @@ class Translator:
             tools_running=bool(fr.tools),
         )
 
-    def _fallback_text(self, kept: list[tuple[int, bytes]]) -> str:
+    def _fallback_text(self, kept: list[DeltaRun]) -> str:
         """The run's text deltas joined: decoded only now, when no turn gave a reply. The run
-        is ending, so each block is let go once decoded: a long line is not held while the
-        result that quotes it is written."""
+        is ending, so each run of lines is let go once decoded: a long line is not held while
+        the result that quotes it is written."""
         texts: list[str] = []
         kept.reverse()
         while kept:
-            first_no, block = kept.pop()
-            texts += [ev["text"] for ev in self._decode_region(block, first_no) if ev["type"] == E.TEXT_DELTA]
-            del block
+            run = kept.pop()
+            texts += [ev["text"] for ev in run.decode() if ev["type"] == E.TEXT_DELTA]
+            del run
         return "".join(texts)
+
+    @property
+    def collecting(self) -> bool:
+        """Whether delta lines must be kept: for the fallback reply, until a turn gives one."""
+        fr = self._frame
+        return fr is None or fr.fallback is not None
 
     def _finish(self, run: RunSummary, t: float) -> None:
         if self._orphan_of is not None:  # its result was written when it failed
@@ -604,95 +487,22 @@ class Translator:
         fr.last_model_now = now
         fr.last_model_src = src
 
-    def _framed(self, line: bytes) -> bool:
-        """The check a line gets when its content is decoded later or never: it must end like
-        a JSON object (a line cut short by a dying writer does not)."""
-        if line.rstrip().endswith(b"}"):
-            return True
-        self._bad(line, "invalid JSON (truncated line)")
-        return False
-
-    def _fast_delta(self, line: bytes, now: float) -> None:
-        if not self._framed(line):
-            return
-        if self.options.trust_input or M.valid_deltas(line):
-            self._deltas(1, line, line, now, self.line_no)
-        else:  # decoded whole: reported with its reason, or (a shape M does not vouch for) taken
-            self._general(line, now)
-
-    def _deltas(self, n: int, last: bytes, lines: bytes, now: float, first_no: int) -> None:
-        """Account `n` text/thinking deltas (the last one is `last`) without decoding them.
-        `lines` (newline-separated, numbered from `first_no`) are kept for the fallback reply
-        while no turn has given one, and handed raw to an encoder that may want them."""
-        fr = self._frame_for(now, last)
-        self._model_event(fr, now, last)
-        fr.turn_deltas += n
-        if lines and fr.fallback is not None:
-            fr.fallback.append((first_no, lines))
+    def _deltas(self, run: DeltaRun, now: float) -> None:
+        """Account a run of text/thinking deltas without decoding them. Its lines are kept for
+        the fallback reply while no turn has given one, and handed raw to an encoder that may
+        want them."""
+        fr = self._frame_for(now, run.last)
+        self._model_event(fr, now, run.last)
+        fr.turn_deltas += run.count
+        if run.lines and fr.fallback is not None:
+            fr.fallback.append(run)
         if self._delta_mode == RAW:
-            self.encoder.raw_deltas(
-                lines, lambda: self._decode_region(lines, first_no), self._stamp(now, None)
-            )
+            self.encoder.raw_deltas(run.lines, run.decode, self._stamp(now, None))
         elif self._delta_mode == DECODED:
             t = self._stamp(now, None)
             text, thinking = self.encoder.text_delta, self.encoder.thinking_delta
-            for ev in self._decode_region(lines, first_no):
+            for ev in run.decode():
                 (text if ev["type"] == E.TEXT_DELTA else thinking)(ev, t)
-
-    def _decode_region(self, region: bytes, first_no: int) -> list[Event]:
-        """Text/thinking delta lines (newline-separated, numbered from `first_no`) whose
-        decoding was deferred: one orjson call when they are all good; otherwise one by one,
-        the bad ones reported with their own line numbers and left out."""
-        if b"\n" in region:  # (one line, maybe a long one, is decoded as it is, not copied twice)
-            try:
-                evs: list[dict[str, Any]] = orjson.loads(b"[" + region.replace(b"\n", b",") + b"]")
-                if E.all_fit(evs, DELTA_TYPES) and b'"ts":' not in region and b'"timestamp":' not in region:
-                    return evs
-            except orjson.JSONDecodeError:
-                pass
-        good = []
-        for line_no, line in enumerate(region.split(b"\n"), first_no):
-            try:
-                ev = E.parse(line)
-                if ev["type"] not in DELTA_TYPES:
-                    raise BadLine(f"expected {' or '.join(DELTA_TYPES)}")
-                good.append(ev)
-            except BadLine as exc:
-                self._bad(line, exc.reason, line_no)
-        return good
-
-    def _route(self, etype: str) -> Callable[[bytes, float], None]:
-        """A line of a known type, decoded (without its skippable value) straight into its
-        handler; anything unexpected takes the general path, which reports it."""
-        handler = self._handlers[etype]
-        # Below this size skipping a value costs more (copies, a second decode) than it saves.
-        # A value the encoder reads is never skipped.
-        skippable = E.SKIPPABLE.get(etype)
-        split_from = skippable[2] if skippable is not None and E.skipped_name(etype) not in self.encoder.needs else None
-
-        def route(line: bytes, now: float) -> None:
-            try:
-                ev = (
-                    E.split_parse(line, etype, checked=not self.options.trust_input)
-                    if split_from is not None and len(line) >= split_from
-                    else None
-                )
-                if ev is None:
-                    ev = orjson.loads(line)
-                    if type(ev) is not dict or ev.get("type") != etype:
-                        raise BadLine("")
-                    E.check(ev, etype)
-            except (BadLine, orjson.JSONDecodeError):
-                self._general(line, now)
-                return
-            self._handle(handler, ev, now, line)
-
-        return route
-
-    def _handle(self, handler: Callable[[Event, float, bytes], None], ev: Event, now: float, line: bytes) -> None:
-        """Run an event's handler. The shape checks cover what the handlers read; should
-        anything still fail, `_line`'s last resort takes it."""
-        handler(ev, now, line)
 
     def _turn_start(self, ev: Event, now: float, line: bytes) -> None:
         if ev["turn_index"] == 0 and line:  # a new run (a raw TurnStart, not a headless stand-in)
@@ -731,7 +541,7 @@ class Translator:
         self._model_event(fr, now, ev)
         fr.turn_deltas += 1
         if fr.fallback is not None:
-            fr.fallback.append((self.line_no, line))
+            fr.fallback.append(self._reader.delta_run(1, self.line_no, line, line))
         self.encoder.text_delta(ev, self._stamp(now, ev))
 
     def _thinking_delta(self, ev: Event, now: float, line: bytes) -> None:

@@ -10,13 +10,17 @@ nothing of the package.
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import Meta, Raw, Struct
 
 U32_MAX = (1 << 32) - 1
 MAX_STAMP_S = 253402300799  # 9999-12-31T23:59:59Z: datetime's last second
+
+WALL, RECORDED, ESTIMATED = "wall", "recorded", "estimated"  # the clocks a stream is timed by
 
 U32 = Annotated[int, Meta(ge=0, le=U32_MAX)]
 Stamp = Annotated[float, Meta(ge=0, le=MAX_STAMP_S)]
@@ -70,3 +74,16 @@ def valid_json(value: bytes) -> bool:
         return False
     # A lone surrogate escape is malformed for orjson; the skip-parse above lets it pass.
     return b"\\ud" not in value and b"\\uD" not in value
+
+
+@dataclass(frozen=True, slots=True)
+class DeltaRun:
+    """A run of text/thinking delta lines, checked but handed over undecoded: how many, the
+    first one's line number, the last line (for the turn's timing), the lines themselves (b""
+    when no output will read them) and how to decode them, if an output does."""
+
+    count: int
+    first_no: int
+    last: bytes
+    lines: bytes
+    decode: Callable[[], list[dict[str, Any]]]
