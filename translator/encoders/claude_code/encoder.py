@@ -9,197 +9,35 @@ agent's events do not carry the value, are listed in the README's field table.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
-from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 
 import orjson
 
 from translator.encoders import DECODED, RAW, SKIP, RunSummary
-from translator.encoders.content import (
-    claude_block,
-    is_empty_text,
-    match_blocks,
-    tool_result_content,
-    tool_use_result,
+from translator.encoders.claude_code.blocks import Block, TurnBlocks
+from translator.encoders.claude_code.frames import (
+    INIT,
+    RETRY_ERRORS,
+    SUBAGENT_STATS,
+    TERMINAL_REASONS,
+    UNKNOWN_USAGE,
+    add_model_usage,
+    cc_turns,
+    iso,
+    result_usage,
+    uuid4,
+    wire_usage,
 )
+from translator.encoders.content import is_empty_text, match_blocks, tool_result_content, tool_use_result
 from translator.events import Event, text_run
 from translator.provider_errors import ApiError, api_error
 
-_NL = orjson.OPT_APPEND_NEWLINE
 THINKING_MARK = b'"type":"AssistantThinkingDelta"'
 CHARS_PER_TOKEN = 4  # Claude Code's rough token estimate for thinking text
-NO_USAGE = {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-# A turn's usage arrives only with its TurnEnd: frames written before it carry zeros.
-UNKNOWN_USAGE = {**NO_USAGE, "output_tokens": 0, "service_tier": "standard"}
-
-# system/init, in Claude Code's key order. Installation facts get neutral values of their type.
-INIT: dict[str, Any] = {
-    "type": "system",
-    "subtype": "init",
-    "cwd": "",
-    "session_id": None,
-    "tools": [],
-    "mcp_servers": [],
-    "model": None,
-    "permissionMode": "default",
-    "slash_commands": [],
-    "terminal_slash_commands": [],
-    "apiKeySource": "none",
-    "claude_code_version": "",
-    "output_style": "default",
-    "agents": [],
-    "skills": [],
-    "plugins": [],
-    "capabilities": [],
-    "analytics_disabled": True,
-    "product_feedback_disabled": True,
-    "served_by_anthropic": False,
-    "uuid": None,
-    "sandbox_enabled": False,
-    "memory_paths": {},
-    "original_cwd": "",
-    "additional_directories": [],
-    "messaging_socket_path": "",
-    "fast_mode_state": "off",
-    "fast_mode_disabled_reason": "",
-    "per_turn_effort_active": False,
-    "ultrathink_available": False,
-    "ultrathink_typed_raises": False,
-    "view_mode": "default",
-}
-SUBAGENT_STATS = {
-    "spawned": 0,
-    "requested": {"background": 0, "foreground": 0, "unset": 0},
-    "started_in_background": 0,
-    "max_depth": 0,
-    "spawned_by_subagents": 0,
-    "completed": 0,
-    "failed": 0,
-    "killed": {"parent": 0, "user": 0, "system": 0},
-    "refused": {"depth_limit": 0, "concurrency_limit": 0, "budget": 0},
-    "by_type": {},
-}
-# The agent's stop reasons that end a run without an answer, and Claude Code's terminal reason
-# for each (its `error_during_execution` results).
-TERMINAL_REASONS = {
-    "Cancelled": "aborted_streaming",
-    "HookDenied": "hook_stopped",
-    "CompactionFailed": "prompt_too_long",
-    "MaxTokensExhausted": "model_error",
-    "Refusal": "model_error",
-    "ContentFilter": "model_error",
-    "StreamIdle": "model_error",
-    "ThinkingBudgetExhausted": "model_error",
-    "Error": "model_error",  # a headless result's error of unstated origin
-}
-# A headless retry's error category as Claude Code names the error.
-RETRY_ERRORS = {"server_error": "server_error", "overloaded": "server_error", "rate_limit": "rate_limit"}
 
 
-@lru_cache(maxsize=64)
-def iso(t: float) -> str:
-    """Claude Code's timestamp format: UTC, milliseconds, `Z`. (The frames of one read share
-    their time, hence the cache.)"""
-    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
-
-
-def cc_turns(turns: int, stop: str | None) -> int:
-    """`num_turns` as Claude Code counts: the call that failed (API error), or the turn it
-    declined to start (max turns), counts as a turn too."""
-    return turns + 1 if stop in ("ProviderError", "MaxTurnsReached") else turns
-
-
-def uuid4() -> str:
-    """A random (version 4, RFC 4122 variant) UUID string; uuid.uuid4() costs twice as much."""
-    h = os.urandom(16).hex()
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
-
-
-def wire_usage(usage: dict[str, int]) -> dict[str, int]:
-    """The agent's usage (input includes the cache counters) in Anthropic's disjoint counters."""
-    write = usage.get("cache_creation_input_tokens", 0)
-    read = usage.get("cache_read_input_tokens", 0)
-    return {
-        "input_tokens": max(usage["input_tokens"] - write - read, 0),
-        "cache_creation_input_tokens": write,
-        "cache_read_input_tokens": read,
-        "output_tokens": usage["output_tokens"],
-    }
-
-
-def result_usage(wire: dict[str, int], api_error: bool = False) -> dict[str, Any]:
-    """A result's `usage`, in Claude Code's shape and key order."""
-    # API-error results print output_tokens_details first; assigning it again keeps its place.
-    usage: dict[str, Any] = {"output_tokens_details": {"thinking_tokens": 0}} if api_error else {}
-    usage.update(wire)
-    usage["output_tokens_details"] = {"thinking_tokens": 0}
-    usage.update(
-        {
-            "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
-            "service_tier": "standard",
-            "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
-            "inference_geo": "",
-            "iterations": [],
-            "speed": "standard",
-            "fallback_credit": None,
-        }
-    )
-    return usage
-
-
-def model_usage_entry(model: str) -> dict[str, Any]:
-    return {
-        "inputTokens": 0,
-        "outputTokens": 0,
-        "cacheReadInputTokens": 0,
-        "cacheCreationInputTokens": 0,
-        "webSearchRequests": 0,
-        "costUSD": 0.0,
-        "contextWindow": 0,
-        "maxOutputTokens": 0,
-        "thinkingTokens": 0,
-        "cacheCreationEphemeral5mInputTokens": 0,
-        "cacheCreationEphemeral1hInputTokens": 0,
-        "canonicalModel": model,
-        "provider": "",
-        "costBasis": "list",
-    }
-
-
-def add_model_usage(
-    table: dict[str, dict[str, Any]], model: str, wire: dict[str, int], cost: float, limits: tuple[int, int]
-) -> None:
-    entry = table.get(model)
-    if entry is None:
-        entry = table[model] = model_usage_entry(model)
-        entry["contextWindow"], entry["maxOutputTokens"] = limits
-    entry["inputTokens"] += wire["input_tokens"]
-    entry["outputTokens"] += wire["output_tokens"]
-    entry["cacheReadInputTokens"] += wire["cache_read_input_tokens"]
-    entry["cacheCreationInputTokens"] += wire["cache_creation_input_tokens"]
-    entry["costUSD"] += cost
-
-
-class Block:
-    """One content block of the turn being streamed."""
-
-    __slots__ = ("done", "index", "input", "kind", "name", "parts", "t_start", "tool_id")
-
-    def __init__(self, kind: str, index: int, t: float, tool_id: str = "", name: str = "") -> None:
-        self.kind = kind  # text | thinking | tool_use
-        self.index = index  # the API's content block index
-        self.parts: list[str] = []  # text, thinking or partial_json as it streamed
-        self.tool_id = tool_id
-        self.name = name
-        self.input: Any = {}  # a tool call's input, once known
-        self.t_start = t
-        self.done = False
-
-
-class ClaudeCodeEncoder:
+class ClaudeCodeEncoder(TurnBlocks):
     def __init__(
         self,
         out: list[bytes],
@@ -249,118 +87,6 @@ class ClaudeCodeEncoder:
         self.answered: set[str] = set()  # tool calls whose result frame is out
         self.pending: list[tuple[bytes, Callable[[], list[Event]]]] = []  # raw deltas, undecoded
         self.thinking_tokens = 0
-
-    def _emit(self, frame: dict[str, Any]) -> None:
-        self.out.append(orjson.dumps(frame, option=_NL))
-
-    def _stream(self, event: dict[str, Any], **extra: Any) -> None:
-        """A `stream_event` (callers check `partial`: only partial messages have them)."""
-        self._emit(
-            {
-                "type": "stream_event",
-                "event": event,
-                "session_id": self.session_id,
-                "parent_tool_use_id": None,
-                "uuid": self.new_id(),
-                **extra,
-                "api_message_id": self.message_id,
-            }
-        )
-
-    # ---------------------------------------------------------------- blocks
-
-    def _open(self, kind: str, index: int, t: float, tool_id: str = "", name: str = "") -> Block:
-        block = Block(kind, index, t, tool_id, name)
-        self.blocks.append(block)
-        if self.partial:
-            if kind == "text":
-                start: dict[str, Any] = {"type": "text", "text": ""}
-            elif kind == "thinking":
-                start = {"type": "thinking", "thinking": "", "signature": ""}
-            else:
-                start = {"type": "tool_use", "id": tool_id, "name": name, "input": {}}
-            extra = {"thinking_display": "updates"} if kind == "thinking" else {}
-            self._stream({"type": "content_block_start", "index": index, "content_block": start}, **extra)
-        return block
-
-    def _current(self, kind: str, index: int, t: float) -> Block:
-        """The open block of this kind and index; a new one ends the previous block."""
-        if self.blocks:
-            last = self.blocks[-1]
-            if not last.done and last.kind == kind and last.index == index:
-                return last
-            self._complete(last, t)
-        return self._open(kind, index, t)
-
-    def _complete(self, block: Block, t: float) -> None:
-        """The events prove `block` complete: its assistant frame goes out now. Without partial
-        messages a thinking block, and the blocks after it, wait for the turn's end (only
-        TurnEnd carries the signature) or for a tool call (which must not wait)."""
-        if block.done:
-            return
-        block.done = True
-        if not self.partial and (block.kind == "thinking" or self.holding):
-            self.holding = True
-            return
-        self._flush(t)
-
-    def _release(self, t: float) -> None:
-        """Write every completed block now, held thinking included (without its signature)."""
-        self.holding = False
-        self._flush(t)
-
-    def _flush(self, t: float) -> None:
-        while self.emitted < len(self.blocks) and self.blocks[self.emitted].done:
-            self._write(self.blocks[self.emitted], t, None, None)
-
-    def _write(self, block: Block, t: float, content: dict[str, Any] | None, usage: dict[str, Any] | None) -> None:
-        """The block's assistant frame (from `content`, the authoritative message block, when
-        given); with partial messages, after its signature and before its content_block_stop."""
-        self.emitted += 1
-        block.done = True
-        if content is not None:
-            content = claude_block(content)
-        else:
-            if block.kind == "text":
-                content = {"type": "text", "text": "".join(block.parts)}
-            elif block.kind == "thinking":
-                content = {"type": "thinking", "thinking": "".join(block.parts), "signature": ""}
-            else:
-                content = {"type": "tool_use", "id": block.tool_id, "name": block.name, "input": block.input}
-        if self.partial and block.kind == "thinking":  # "" when the block ended before its TurnEnd
-            self._stream(
-                {"type": "content_block_delta", "index": block.index,
-                 "delta": {"type": "signature_delta", "signature": content.get("signature", "")}}
-            )
-        if self.frames and not is_empty_text(content):  # the agent drops empty text blocks
-            self._emit(self._assistant(block, t, content, usage))
-        if self.partial:
-            self._stream({"type": "content_block_stop", "index": block.index})
-
-    def _assistant(self, block: Block, t: float, content: dict[str, Any], usage: dict[str, Any] | None) -> dict[str, Any]:
-        frame: dict[str, Any] = {
-            "type": "assistant",
-            "message": {
-                "id": self.message_id,
-                "type": "message",
-                "role": "assistant",
-                "model": self.turn_model,
-                "content": [content],
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": usage or UNKNOWN_USAGE,
-                "context_management": None,
-            },
-            "parent_tool_use_id": None,
-            "session_id": self.session_id,
-            "uuid": self.new_id(),
-            "timestamp": iso(t),
-            "request_id": None,
-        }
-        if block.kind == "thinking":
-            frame["thinking_duration_ms"] = max(0, round((t - block.t_start) * 1000))
-            frame["thinking_display"] = "updates"
-        return frame
 
     # ---------------------------------------------------------------- the fold's events
 

@@ -1,0 +1,156 @@
+"""`--format claude-code`'s block assembly: a turn's content blocks, each written as its own
+assistant frame as soon as the events prove it complete (with partial messages, framed by its
+stream events); a thinking block, and what follows it, waits for its signature."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from translator.encoders.claude_code.frames import _NL, UNKNOWN_USAGE, iso
+from translator.encoders.content import claude_block, is_empty_text
+
+
+class Block:
+    """One content block of the turn being streamed."""
+
+    __slots__ = ("done", "index", "input", "kind", "name", "parts", "t_start", "tool_id")
+
+    def __init__(self, kind: str, index: int, t: float, tool_id: str = "", name: str = "") -> None:
+        self.kind = kind  # text | thinking | tool_use
+        self.index = index  # the API's content block index
+        self.parts: list[str] = []  # text, thinking or partial_json as it streamed
+        self.tool_id = tool_id
+        self.name = name
+        self.input: Any = {}  # a tool call's input, once known
+        self.t_start = t
+        self.done = False
+
+
+class TurnBlocks:
+    """The open turn's blocks and the frames that carry them."""
+
+    out: list[bytes]
+    session_id: str
+    partial: bool  # partial messages: stream events around every block
+    frames: bool  # not --results-only
+    new_id: Callable[[], str]
+    message_id: str
+    turn_model: str
+    blocks: list[Block]  # this turn's blocks, in order
+    emitted: int  # how many of them have their assistant frame out
+    holding: bool  # completed blocks wait behind a thinking block (see _complete)
+
+    def _emit(self, frame: dict[str, Any]) -> None:
+        self.out.append(orjson.dumps(frame, option=_NL))
+
+    def _stream(self, event: dict[str, Any], **extra: Any) -> None:
+        """A `stream_event` (callers check `partial`: only partial messages have them)."""
+        self._emit(
+            {
+                "type": "stream_event",
+                "event": event,
+                "session_id": self.session_id,
+                "parent_tool_use_id": None,
+                "uuid": self.new_id(),
+                **extra,
+                "api_message_id": self.message_id,
+            }
+        )
+
+    # ---------------------------------------------------------------- blocks
+
+    def _open(self, kind: str, index: int, t: float, tool_id: str = "", name: str = "") -> Block:
+        block = Block(kind, index, t, tool_id, name)
+        self.blocks.append(block)
+        if self.partial:
+            if kind == "text":
+                start: dict[str, Any] = {"type": "text", "text": ""}
+            elif kind == "thinking":
+                start = {"type": "thinking", "thinking": "", "signature": ""}
+            else:
+                start = {"type": "tool_use", "id": tool_id, "name": name, "input": {}}
+            extra = {"thinking_display": "updates"} if kind == "thinking" else {}
+            self._stream({"type": "content_block_start", "index": index, "content_block": start}, **extra)
+        return block
+
+    def _current(self, kind: str, index: int, t: float) -> Block:
+        """The open block of this kind and index; a new one ends the previous block."""
+        if self.blocks:
+            last = self.blocks[-1]
+            if not last.done and last.kind == kind and last.index == index:
+                return last
+            self._complete(last, t)
+        return self._open(kind, index, t)
+
+    def _complete(self, block: Block, t: float) -> None:
+        """The events prove `block` complete: its assistant frame goes out now. Without partial
+        messages a thinking block, and the blocks after it, wait for the turn's end (only
+        TurnEnd carries the signature) or for a tool call (which must not wait)."""
+        if block.done:
+            return
+        block.done = True
+        if not self.partial and (block.kind == "thinking" or self.holding):
+            self.holding = True
+            return
+        self._flush(t)
+
+    def _release(self, t: float) -> None:
+        """Write every completed block now, held thinking included (without its signature)."""
+        self.holding = False
+        self._flush(t)
+
+    def _flush(self, t: float) -> None:
+        while self.emitted < len(self.blocks) and self.blocks[self.emitted].done:
+            self._write(self.blocks[self.emitted], t, None, None)
+
+    def _write(self, block: Block, t: float, content: dict[str, Any] | None, usage: dict[str, Any] | None) -> None:
+        """The block's assistant frame (from `content`, the authoritative message block, when
+        given); with partial messages, after its signature and before its content_block_stop."""
+        self.emitted += 1
+        block.done = True
+        if content is not None:
+            content = claude_block(content)
+        else:
+            if block.kind == "text":
+                content = {"type": "text", "text": "".join(block.parts)}
+            elif block.kind == "thinking":
+                content = {"type": "thinking", "thinking": "".join(block.parts), "signature": ""}
+            else:
+                content = {"type": "tool_use", "id": block.tool_id, "name": block.name, "input": block.input}
+        if self.partial and block.kind == "thinking":  # "" when the block ended before its TurnEnd
+            self._stream(
+                {"type": "content_block_delta", "index": block.index,
+                 "delta": {"type": "signature_delta", "signature": content.get("signature", "")}}
+            )
+        if self.frames and not is_empty_text(content):  # the agent drops empty text blocks
+            self._emit(self._assistant(block, t, content, usage))
+        if self.partial:
+            self._stream({"type": "content_block_stop", "index": block.index})
+
+    def _assistant(self, block: Block, t: float, content: dict[str, Any], usage: dict[str, Any] | None) -> dict[str, Any]:
+        frame: dict[str, Any] = {
+            "type": "assistant",
+            "message": {
+                "id": self.message_id,
+                "type": "message",
+                "role": "assistant",
+                "model": self.turn_model,
+                "content": [content],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": usage or UNKNOWN_USAGE,
+                "context_management": None,
+            },
+            "parent_tool_use_id": None,
+            "session_id": self.session_id,
+            "uuid": self.new_id(),
+            "timestamp": iso(t),
+            "request_id": None,
+        }
+        if block.kind == "thinking":
+            frame["thinking_duration_ms"] = max(0, round((t - block.t_start) * 1000))
+            frame["thinking_display"] = "updates"
+        return frame

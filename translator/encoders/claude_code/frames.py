@@ -1,0 +1,168 @@
+"""`--format claude-code`'s frames: the constant parts and the pure builders (no state).
+
+Frames, keys, key order and values follow the captures of Claude Code 2.1.332 in
+shared/reference/. Values that describe a Claude Code installation (its tools, commands,
+version, plugins, paths, permission rules) cannot be known from the agent's events; they are
+present with neutral values of the same type (see INIT).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any
+
+import orjson
+
+_NL = orjson.OPT_APPEND_NEWLINE
+NO_USAGE = {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+# A turn's usage arrives only with its TurnEnd: frames written before it carry zeros.
+UNKNOWN_USAGE = {**NO_USAGE, "output_tokens": 0, "service_tier": "standard"}
+
+# system/init, in Claude Code's key order. Installation facts get neutral values of their type.
+INIT: dict[str, Any] = {
+    "type": "system",
+    "subtype": "init",
+    "cwd": "",
+    "session_id": None,
+    "tools": [],
+    "mcp_servers": [],
+    "model": None,
+    "permissionMode": "default",
+    "slash_commands": [],
+    "terminal_slash_commands": [],
+    "apiKeySource": "none",
+    "claude_code_version": "",
+    "output_style": "default",
+    "agents": [],
+    "skills": [],
+    "plugins": [],
+    "capabilities": [],
+    "analytics_disabled": True,
+    "product_feedback_disabled": True,
+    "served_by_anthropic": False,
+    "uuid": None,
+    "sandbox_enabled": False,
+    "memory_paths": {},
+    "original_cwd": "",
+    "additional_directories": [],
+    "messaging_socket_path": "",
+    "fast_mode_state": "off",
+    "fast_mode_disabled_reason": "",
+    "per_turn_effort_active": False,
+    "ultrathink_available": False,
+    "ultrathink_typed_raises": False,
+    "view_mode": "default",
+}
+SUBAGENT_STATS = {
+    "spawned": 0,
+    "requested": {"background": 0, "foreground": 0, "unset": 0},
+    "started_in_background": 0,
+    "max_depth": 0,
+    "spawned_by_subagents": 0,
+    "completed": 0,
+    "failed": 0,
+    "killed": {"parent": 0, "user": 0, "system": 0},
+    "refused": {"depth_limit": 0, "concurrency_limit": 0, "budget": 0},
+    "by_type": {},
+}
+# The agent's stop reasons that end a run without an answer, and Claude Code's terminal reason
+# for each (its `error_during_execution` results).
+TERMINAL_REASONS = {
+    "Cancelled": "aborted_streaming",
+    "HookDenied": "hook_stopped",
+    "CompactionFailed": "prompt_too_long",
+    "MaxTokensExhausted": "model_error",
+    "Refusal": "model_error",
+    "ContentFilter": "model_error",
+    "StreamIdle": "model_error",
+    "ThinkingBudgetExhausted": "model_error",
+    "Error": "model_error",  # a headless result's error of unstated origin
+}
+# A headless retry's error category as Claude Code names the error.
+RETRY_ERRORS = {"server_error": "server_error", "overloaded": "server_error", "rate_limit": "rate_limit"}
+
+
+@lru_cache(maxsize=64)
+def iso(t: float) -> str:
+    """Claude Code's timestamp format: UTC, milliseconds, `Z`. (The frames of one read share
+    their time, hence the cache.)"""
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
+
+
+def cc_turns(turns: int, stop: str | None) -> int:
+    """`num_turns` as Claude Code counts: the call that failed (API error), or the turn it
+    declined to start (max turns), counts as a turn too."""
+    return turns + 1 if stop in ("ProviderError", "MaxTurnsReached") else turns
+
+
+def uuid4() -> str:
+    """A random (version 4, RFC 4122 variant) UUID string; uuid.uuid4() costs twice as much."""
+    h = os.urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
+
+
+def wire_usage(usage: dict[str, int]) -> dict[str, int]:
+    """The agent's usage (input includes the cache counters) in Anthropic's disjoint counters."""
+    write = usage.get("cache_creation_input_tokens", 0)
+    read = usage.get("cache_read_input_tokens", 0)
+    return {
+        "input_tokens": max(usage["input_tokens"] - write - read, 0),
+        "cache_creation_input_tokens": write,
+        "cache_read_input_tokens": read,
+        "output_tokens": usage["output_tokens"],
+    }
+
+
+def result_usage(wire: dict[str, int], api_error: bool = False) -> dict[str, Any]:
+    """A result's `usage`, in Claude Code's shape and key order."""
+    # API-error results print output_tokens_details first; assigning it again keeps its place.
+    usage: dict[str, Any] = {"output_tokens_details": {"thinking_tokens": 0}} if api_error else {}
+    usage.update(wire)
+    usage["output_tokens_details"] = {"thinking_tokens": 0}
+    usage.update(
+        {
+            "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+            "service_tier": "standard",
+            "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
+            "inference_geo": "",
+            "iterations": [],
+            "speed": "standard",
+            "fallback_credit": None,
+        }
+    )
+    return usage
+
+
+def model_usage_entry(model: str) -> dict[str, Any]:
+    return {
+        "inputTokens": 0,
+        "outputTokens": 0,
+        "cacheReadInputTokens": 0,
+        "cacheCreationInputTokens": 0,
+        "webSearchRequests": 0,
+        "costUSD": 0.0,
+        "contextWindow": 0,
+        "maxOutputTokens": 0,
+        "thinkingTokens": 0,
+        "cacheCreationEphemeral5mInputTokens": 0,
+        "cacheCreationEphemeral1hInputTokens": 0,
+        "canonicalModel": model,
+        "provider": "",
+        "costBasis": "list",
+    }
+
+
+def add_model_usage(
+    table: dict[str, dict[str, Any]], model: str, wire: dict[str, int], cost: float, limits: tuple[int, int]
+) -> None:
+    entry = table.get(model)
+    if entry is None:
+        entry = table[model] = model_usage_entry(model)
+        entry["contextWindow"], entry["maxOutputTokens"] = limits
+    entry["inputTokens"] += wire["input_tokens"]
+    entry["outputTokens"] += wire["output_tokens"]
+    entry["cacheReadInputTokens"] += wire["cache_read_input_tokens"]
+    entry["cacheCreationInputTokens"] += wire["cache_creation_input_tokens"]
+    entry["costUSD"] += cost
