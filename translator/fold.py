@@ -17,6 +17,7 @@ import orjson
 
 from translator import events as E
 from translator import headless as H
+from translator.clock import Clock
 from translator.diagnostics import Diagnostic
 from translator.encoders import DECODED, RAW, SILENT, Encoder, RunSummary
 from translator.events import BadLine, Event
@@ -28,6 +29,7 @@ from translator.model import WALL as WALL
 from translator.model import DeltaRun
 from translator.rates import RateCard, turn_cost
 from translator.raw_reader import RawReader
+from translator.run import Frame, to_ms
 from translator.states import Move, RunState, State
 from translator.stops import LOST_RUN_END as LOST_RUN_END  # re-exported: callers read them here
 from translator.stops import THINKING_BUDGET as THINKING_BUDGET
@@ -48,74 +50,6 @@ class Options:
     epoch: float = 0.0  # wall-clock seconds at monotonic 0, for the timestamps frames carry
 
 
-MAX_MS = 1 << 53  # the largest integer every JSON reader takes exactly
-
-
-def to_ms(seconds: float) -> int:
-    """Whole milliseconds, never negative and never more than a JSON number holds exactly."""
-    ms = seconds * 1000
-    return round(min(ms, MAX_MS)) if ms > 0 else 0
-
-
-class Frame:
-    """State of one open input frame (one run). Nothing in it outlives the frame."""
-
-    __slots__ = (
-        "answer",
-        "api_s",
-        "attempts",
-        "cost",
-        "fallback",
-        "fallback_mark",
-        "first_model_now",
-        "first_ttft",
-        "last_model_now",
-        "last_model_src",
-        "last_now",
-        "last_text",
-        "message_ids",
-        "open_index",
-        "saw_turn",
-        "stop_reason",
-        "t_prev_end",
-        "t_start",
-        "tool_calls",
-        "tools",
-        "turn_deltas",
-        "turn_model",
-        "turns",
-        "usage",
-    )  # fmt: skip
-
-    def __init__(self, t_start: float | None) -> None:
-        self.t_start = t_start  # clock time the frame began (None for the estimated clock)
-        self.t_prev_end = t_start  # end of the previous turn, where the next API span begins
-        self.api_s = 0.0
-        self.turns = 0
-        self.usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0}
-        self.cost = 0.0
-        self.tool_calls = 0
-        self.answer: str | None = None
-        # Runs of delta lines, kept only while no turn has produced a reply: they are the
-        # fallback reply.
-        self.fallback: list[DeltaRun] | None = []
-        self.fallback_mark = 0  # where the open turn's attempt began in `fallback`
-        self.saw_turn = False
-        self.open_index: int | None = None  # turn_index of the TurnStart awaiting its TurnEnd
-        self.attempts = 0  # retries of the open turn so far
-        self.turn_model: str | None = None
-        self.turn_deltas = 0
-        self.last_model_now = 0.0  # arrival of the turn's latest model-streamed event
-        self.last_model_src: bytes | Event | None = None  # that event, for its recorded time
-        self.tools: dict[str, tuple[str | None, list[str]]] = {}
-        self.last_now = 0.0
-        self.first_model_now: float | None = None  # arrival of the run's first model event
-        self.first_ttft: float | None = None  # the first turn's reported ttft (seconds)
-        self.stop_reason: str | None = None  # the last turn's
-        self.message_ids: list[str] = []
-        self.last_text: str | None = None  # the last non-empty text block of any turn
-
-
 class Translator:
     """One input stream's translation. Feed bytes; collect frames; `end()` or `cancel()` once."""
 
@@ -132,7 +66,7 @@ class Translator:
         self.encoder = encoder
         self.rates = rates
         self.source = source
-        self.clock = opts.clock
+        self._clock = Clock(opts.clock, started_at, opts.epoch)
         self.line_no = 0
         self.bad_lines = 0
         self.frames_closed = 0
@@ -143,15 +77,12 @@ class Translator:
         self.stopped = False  # after --on-invalid fail, or end()/cancel()
         self.model: str | None = None
         self._started_at = started_at
-        self._first_frame = True
         self._frame: Frame | None = None
         self._runs = RunState()  # no run / in run / in turn: moves only through states.TRANSITIONS
         self._out = encoder.out
         self._diags: list[str] = []
         self._rejects: list[bytes] = []
         self._lines = LineBuffer(opts.max_line_bytes, self._reject, self._skipped)
-        self._last_ts: float | None = None
-        self._estimated_s = 0.0  # estimated API time of the stream's closed frames
         self._warned: set[str] = set()
         self._orphan_of: Encoder | None = None  # the encoder, while a failed run's rest is skipped
         self._delta_mode = encoder.delta_mode
@@ -332,54 +263,20 @@ class Translator:
     # ------------------------------------------------------------------ frames and time
 
     def _stamp(self, now: float, src: bytes | Event | None) -> float:
-        """Wall-clock seconds of an event, for the timestamps frames carry. With the estimated
-        clock, never the arrival: the stream's start plus the API time estimated so far (it
-        grows at each TurnEnd), so the same bytes give the same frames however they arrive."""
-        if self.clock == RECORDED:
-            return self._when(now, src)
-        if self.clock == ESTIMATED:
-            fr = self._frame
-            return self.options.epoch + self._started_at + self._estimated_s + (fr.api_s if fr is not None else 0.0)
-        return now + self.options.epoch
-
-    def _when(self, now: float, src: bytes | Event | None) -> float:
-        """The clock time of an event: its arrival (wall) or its own stamp (recorded)."""
-        if self.clock != RECORDED:
-            return now
-        if isinstance(src, bytes):
-            try:
-                src = E.loads(src)
-            except BadLine:
-                src = None
-        ts = E.timestamp_s(src) if isinstance(src, dict) else None
-        if ts is None:
-            return self._last_ts if self._last_ts is not None else 0.0
-        self._last_ts = ts
-        return ts
+        return self._clock.stamp(now, src, self._frame)
 
     def _open(self, now: float, src: bytes | Event) -> Frame:
-        if self.clock == ESTIMATED:
-            t_start = None
-        elif self._first_frame and self.clock == WALL:
-            t_start = self._started_at  # a live stream's first run began when we started reading
-        else:
-            t_start = self._when(now, src)
-        self._first_frame = False
-        self._frame = frame = Frame(t_start)
+        self._frame = frame = Frame(self._clock.run_start(now, src))
         self.encoder.frame_start(self.model, self._stamp(now, src))
         return frame
 
     def _close_turn_span(self, fr: Frame, now: float, end: Event | None) -> None:
-        """Add the API time of the turn just ended (or cut off) to the frame."""
-        if self.clock == ESTIMATED:
-            if end is not None:
-                ttft, tbt = E.duration_s(end["ttft"]), E.duration_s(end["tbt"])
-                fr.api_s += ttft + tbt * max(fr.turn_deltas - 1, 0)
-            return
-        if self.in_turn and fr.t_prev_end is not None:
-            fr.api_s += max(self._when(fr.last_model_now, fr.last_model_src) - fr.t_prev_end, 0.0)
-        if end is not None:
-            fr.t_prev_end = self._when(now, end)
+        self._clock.turn_span(fr, now, end, self.in_turn)
+
+    @property
+    def clock(self) -> str:
+        """The clock the stream is timed by (`--clock auto` decides at the first event)."""
+        return self._clock.kind
 
     def _now_guess(self) -> float:
         return self._frame.last_now if self._frame is not None else self._started_at
@@ -388,17 +285,7 @@ class Translator:
         self, fr: Frame, now: float, subtype: str, error: str | None, end: Event | None
     ) -> RunSummary:
         fr.last_model_src = None  # the run is ending: a long line this points to can go
-        ttft: float | None = None
-        if self.clock == ESTIMATED:
-            duration = fr.api_s
-            ttft = fr.first_ttft
-        else:
-            if fr.first_model_now is not None and fr.t_start is not None and self.clock == WALL:
-                ttft = fr.first_model_now - fr.t_start
-            t_end = self._when(now, end) if end is not None else (
-                now if self.clock == WALL else (self._last_ts or 0.0)
-            )
-            duration = t_end - (fr.t_start or 0.0)
+        duration, ttft = self._clock.durations(fr, now, end)
         return RunSummary(
             subtype=subtype,
             error=error,
@@ -444,8 +331,8 @@ class Translator:
             self._end_orphan()
             return
         self.encoder.result(run, t)
-        if self._frame is not None and self.clock == ESTIMATED:
-            self._estimated_s += self._frame.api_s
+        if self._frame is not None:
+            self._clock.run_closed(self._frame)
         if self.closed is not None:
             self.closed.append((run, (self._frame and self._frame.turn_model) or self.model))
         self._drop_frame()

@@ -17,11 +17,12 @@ from translator import events as E
 from translator import headless as H
 from translator.encoders import SILENT
 from translator.events import Event
+from translator.run import Frame
 from translator.states import Move
 from translator.stops import LOST_RUN_END, classify
 
 if TYPE_CHECKING:
-    from translator.fold import Frame, Translator
+    from translator.fold import Translator
 
 
 class Dialect:

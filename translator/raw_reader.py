@@ -185,7 +185,7 @@ class RawReader:
         fold = self.fold
         self._seen_first = True
         if fold.options.detect_recorded and E.has_timestamp(ev):
-            fold.clock = RECORDED
+            fold._clock.kind = RECORDED
         self._fast = self._fast_table
         if fold.clock == RECORDED:  # every stamp is read, so every delta is decoded and checked
             self._fast = {k: v for k, v in self._fast.items() if k.decode() not in DELTA_TYPES}

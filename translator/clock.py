@@ -1,0 +1,84 @@
+"""How a stream's times are read, behind one interface: `wall` (arrival), `recorded` (the
+events' own stamps) or `estimated` (the ttft/tbt the agent reported; the same bytes then give
+the same frames however they arrive)."""
+
+from __future__ import annotations
+
+from translator import events as E
+from translator.events import BadLine, Event
+from translator.model import ESTIMATED, RECORDED, WALL
+from translator.run import Frame
+
+
+class Clock:
+    """One stream's clock. `now` is always the arrival (monotonic seconds)."""
+
+    def __init__(self, kind: str, started_at: float, epoch: float) -> None:
+        self.kind = kind  # wall | recorded | estimated
+        self.started_at = started_at
+        self.epoch = epoch  # wall-clock seconds at monotonic 0, for the timestamps frames carry
+        self._first_run = True
+        self._last_ts: float | None = None
+        self._estimated_s = 0.0  # estimated API time of the stream's closed runs
+
+    def stamp(self, now: float, src: bytes | Event | None, fr: Frame | None) -> float:
+        """Wall-clock seconds of an event, for the timestamps frames carry. With the estimated
+        clock, never the arrival: the stream's start plus the API time estimated so far (it
+        grows at each TurnEnd), so the same bytes give the same frames however they arrive."""
+        if self.kind == RECORDED:
+            return self.when(now, src)
+        if self.kind == ESTIMATED:
+            return self.epoch + self.started_at + self._estimated_s + (fr.api_s if fr is not None else 0.0)
+        return now + self.epoch
+
+    def when(self, now: float, src: bytes | Event | None) -> float:
+        """The clock time of an event: its arrival (wall) or its own stamp (recorded)."""
+        if self.kind != RECORDED:
+            return now
+        if isinstance(src, bytes):
+            try:
+                src = E.loads(src)
+            except BadLine:
+                src = None
+        ts = E.timestamp_s(src) if isinstance(src, dict) else None
+        if ts is None:
+            return self._last_ts if self._last_ts is not None else 0.0
+        self._last_ts = ts
+        return ts
+
+    def run_start(self, now: float, src: bytes | Event) -> float | None:
+        """When a run opening now began (None for the estimated clock)."""
+        if self.kind == ESTIMATED:
+            t_start = None
+        elif self._first_run and self.kind == WALL:
+            t_start = self.started_at  # a live stream's first run began when we started reading
+        else:
+            t_start = self.when(now, src)
+        self._first_run = False
+        return t_start
+
+    def turn_span(self, fr: Frame, now: float, end: Event | None, in_turn: bool) -> None:
+        """Add the API time of the turn just ended (or cut off) to the run."""
+        if self.kind == ESTIMATED:
+            if end is not None:
+                ttft, tbt = E.duration_s(end["ttft"]), E.duration_s(end["tbt"])
+                fr.api_s += ttft + tbt * max(fr.turn_deltas - 1, 0)
+            return
+        if in_turn and fr.t_prev_end is not None:
+            fr.api_s += max(self.when(fr.last_model_now, fr.last_model_src) - fr.t_prev_end, 0.0)
+        if end is not None:
+            fr.t_prev_end = self.when(now, end)
+
+    def durations(self, fr: Frame, now: float, end: Event | None) -> tuple[float, float | None]:
+        """A closing run's duration and time to its first model output (None: not known)."""
+        if self.kind == ESTIMATED:
+            return fr.api_s, fr.first_ttft
+        ttft = None
+        if fr.first_model_now is not None and fr.t_start is not None and self.kind == WALL:
+            ttft = fr.first_model_now - fr.t_start
+        t_end = self.when(now, end) if end is not None else (now if self.kind == WALL else (self._last_ts or 0.0))
+        return t_end - (fr.t_start or 0.0), ttft
+
+    def run_closed(self, fr: Frame) -> None:
+        if self.kind == ESTIMATED:
+            self._estimated_s += fr.api_s
