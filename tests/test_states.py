@@ -8,17 +8,19 @@ from translator.states import TRANSITIONS, IllegalMove, Move, RunState, State, T
 from translator.stops import LOST_RUN_END, TRUNCATED
 
 LEGAL = [(state, move, to) for state, moves in TRANSITIONS.items() for move, to in moves.items()]
-ILLEGAL = [(state, move) for state in State for move in Move if move not in TRANSITIONS[state]]
+STATES = [State.NO_RUN, State.IN_RUN, State.IN_TURN]
+MOVES = [value for name, value in vars(Move).items() if name.isupper()]
+ILLEGAL = [(state, move) for state in STATES for move in MOVES if move not in TRANSITIONS[state]]
 
 
-def at(state: State) -> RunState:
+def at(state: str) -> RunState:
     machine = RunState()
     machine.state = state
     return machine
 
 
 @pytest.mark.parametrize(("state", "move", "to"), LEGAL)
-def test_every_legal_move(state: State, move: Move, to: To) -> None:
+def test_every_legal_move(state: str, move: str, to: To) -> None:
     recovered: list[str] = []
     machine = at(state)
     assert machine.move(move, recovered.append) == to
@@ -27,15 +29,20 @@ def test_every_legal_move(state: State, move: Move, to: To) -> None:
 
 
 @pytest.mark.parametrize(("state", "move"), ILLEGAL)
-def test_an_illegal_move_is_reported_and_changes_nothing(state: State, move: Move) -> None:
+def test_an_illegal_move_is_reported_and_changes_nothing(state: str, move: str) -> None:
     machine = at(state)
-    with pytest.raises(IllegalMove, match=state.value):
+    with pytest.raises(IllegalMove, match=state):
         machine.move(move, lambda text: pytest.fail(text))
     assert machine.state is state
 
 
 def test_the_illegal_moves_are_the_turn_moves_without_a_turn() -> None:
     assert set(ILLEGAL) == {(State.NO_RUN, Move.RETRY), (State.NO_RUN, Move.RESTART), (State.IN_RUN, Move.RETRY)}
+
+
+def test_the_table_lists_every_state_and_only_known_moves() -> None:
+    assert set(TRANSITIONS) == set(STATES) and len(MOVES) == 9
+    assert all(set(moves) <= set(MOVES) and to.state in STATES for moves in TRANSITIONS.values() for to in moves.values())
 
 
 def test_recoveries() -> None:

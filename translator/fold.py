@@ -79,6 +79,7 @@ class Translator:
         self._started_at = started_at
         self._frame: Frame | None = None
         self._runs = RunState()  # no run / in run / in turn: moves only through states.TRANSITIONS
+        self._move_now = 0.0  # the arrival of the move being made (a recovery closes a run then)
         self._out = encoder.out
         self._diags: list[str] = []
         self._rejects: list[bytes] = []
@@ -344,9 +345,13 @@ class Translator:
         self._frame = None
         self._move(Move.RUN_END, 0.0)  # no recovery: `now` is not read
 
-    def _move(self, move: Move, now: float) -> None:
+    def _move(self, move: str, now: float) -> None:
         """Make a move through the table (states.py); a recovery closes the open run first."""
-        self._runs.move(move, lambda error: self._close(now, "error", error))
+        self._move_now = now
+        self._runs.move(move, self._recover)
+
+    def _recover(self, error: str) -> None:
+        self._close(self._move_now, "error", error)
 
     @property
     def in_turn(self) -> bool:

@@ -10,20 +10,23 @@ illegal: `RunState.move` raises `IllegalMove`, and the fold's last resort report
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from translator.stops import LOST_RUN_END, TRUNCATED
 
 
-class State(enum.Enum):
+class State:
+    """The states (strings: a table lookup is on the hot path, and an Enum hashes in Python)."""
+
     NO_RUN = "no run"
     IN_RUN = "in run"  # a run is open, between turns
     IN_TURN = "in turn"  # a turn is open (its TurnEnd not seen yet)
 
 
-class Move(enum.Enum):
+class Move:
+    """The moves the readers make (their values say what happened)."""
+
     RUN_START = "a run opens without a turn (a headless init, echoed prompt or result)"
     TURN_START = "a turn starts"
     RETRY = "the open turn is sent again (the same turn_index before its TurnEnd)"
@@ -39,14 +42,14 @@ class Move(enum.Enum):
 class To:
     """Where a move leads; `recovery`: the open run is first closed as an error with this text."""
 
-    state: State
+    state: str
     recovery: str | None = None
 
 
 NO_RUN, IN_RUN, IN_TURN = State.NO_RUN, State.IN_RUN, State.IN_TURN
 M = Move
 
-TRANSITIONS: dict[State, dict[Move, To]] = {
+TRANSITIONS: dict[str, dict[str, To]] = {
     NO_RUN: {
         M.RUN_START: To(IN_RUN),
         M.TURN_START: To(IN_TURN),
@@ -90,13 +93,13 @@ class RunState:
     __slots__ = ("state",)
 
     def __init__(self) -> None:
-        self.state = NO_RUN
+        self.state: str = NO_RUN
 
-    def move(self, move: Move, recover: Callable[[str], None]) -> To:
+    def move(self, move: str, recover: Callable[[str], None]) -> To:
         """Make `move`; a recovery entry first has `recover` close the open run with its text."""
         to = TRANSITIONS[self.state].get(move)
         if to is None:
-            raise IllegalMove(f"{move.value} cannot happen {self.state.value}")
+            raise IllegalMove(f"{move} cannot happen {self.state}")
         if to.recovery is not None:
             recover(to.recovery)
         self.state = to.state
