@@ -1,0 +1,343 @@
+"""The run fold: the readers' events move the run's state machine (states.py), the open run
+gathers what its result will say (run.py), and the encoder is told what happened. Sans I/O and
+line-free: `Translator` (fold.py) feeds it and catches what fails."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from translator import events as E
+from translator.clock import Clock
+from translator.encoders import DECODED, RAW, Encoder, RunSummary
+from translator.events import Event
+from translator.model import WALL, DeltaRun
+from translator.rates import RateCard, turn_cost
+from translator.run import Frame, to_ms
+from translator.states import Move, RunState, State
+from translator.stops import classify
+
+if TYPE_CHECKING:
+    from translator.raw_reader import RawReader
+
+
+@dataclass(slots=True)
+class Options:
+    """What the core needs to know; the CLI fills it."""
+
+    clock: str = WALL  # wall | recorded | estimated
+    detect_recorded: bool = False  # --clock auto: use `recorded` if the first event is stamped
+    strict: bool = False  # no fast paths: every line decoded whole (the reference for the checks)
+    trust_input: bool = False  # delta lines and skipped values only framing-checked (faster)
+    stop_on_invalid: bool = False  # --on-invalid fail
+    max_line_bytes: int = 64 << 20
+    epoch: float = 0.0  # wall-clock seconds at monotonic 0, for the timestamps frames carry
+
+
+class RunFold:
+    """The runs of one stream, one open at a time."""
+
+    _reader: RawReader  # set by Translator: it makes the DeltaRuns
+    line_no: int
+
+    def __init__(self, encoder: Encoder, *, rates: RateCard, options: Options, started_at: float) -> None:
+        self.options = options
+        self.encoder = encoder
+        self.rates = rates
+        self._clock = Clock(options.clock, started_at, options.epoch)
+        self.frames_closed = 0
+        self.last_subtype: str | None = None
+        # Set to [] by a shell that wants each closed run with its last turn's model (metrics).
+        self.closed: list[tuple[RunSummary, str | None]] | None = None
+        self.model: str | None = None
+        self._frame: Frame | None = None
+        self._runs = RunState()  # no run / in run / in turn: moves only through states.TRANSITIONS
+        self._move_now = 0.0  # the arrival of the move being made (a recovery closes a run then)
+        self._out = encoder.out
+        self._diags: list[str] = []
+        self._warned: set[str] = set()
+        self._orphan_of: Encoder | None = None  # the encoder, while a failed run's rest is skipped
+        self._delta_mode = encoder.delta_mode
+
+    def _end_orphan(self) -> None:
+        """The failed run is over (its end, or a new run's start): translate again."""
+        if self._orphan_of is not None:
+            self._drop_frame()
+            self.encoder, self._orphan_of = self._orphan_of, None
+
+    def _abort(self, now: float, error: str) -> None:
+        """Close the open frame as an error, whatever happens: if not even its result can be
+        written, the plainest one is."""
+        if self._frame is None:
+            return
+        try:
+            self._close(now, "error", error)
+        except Exception:
+            self._drop_frame()
+            self.frames_closed += 1
+            self.last_subtype = "error"
+            self._out.append(plain_result(getattr(self.encoder, "session_id", None), error))
+
+    # ------------------------------------------------------------------ frames and time
+
+    def _stamp(self, now: float, src: bytes | Event | None) -> float:
+        return self._clock.stamp(now, src, self._frame)
+
+    def _open(self, now: float, src: bytes | Event) -> Frame:
+        self._frame = frame = Frame(self._clock.run_start(now, src))
+        self.encoder.frame_start(self.model, self._stamp(now, src))
+        return frame
+
+    def _close_turn_span(self, fr: Frame, now: float, end: Event | None) -> None:
+        self._clock.turn_span(fr, now, end, self.in_turn)
+
+    @property
+    def clock(self) -> str:
+        """The clock the stream is timed by (`--clock auto` decides at the first event)."""
+        return self._clock.kind
+
+    def _now_guess(self) -> float:
+        return self._frame.last_now if self._frame is not None else self._clock.started_at
+
+    def _summary(
+        self, fr: Frame, now: float, subtype: str, error: str | None, end: Event | None
+    ) -> RunSummary:
+        fr.last_model_src = None  # the run is ending: a long line this points to can go
+        duration, ttft = self._clock.durations(fr, now, end)
+        return RunSummary(
+            subtype=subtype,
+            error=error,
+            answer=fr.answer,
+            fallback_text=self._fallback_text(fr.fallback) if fr.answer is None and fr.fallback else "",
+            turns=fr.turns if end is None else end["turn_count"],
+            usage=fr.usage,  # the sum of TurnEnd.usage, as the agent's driver reports it
+            cost_usd=fr.cost,
+            duration_ms=to_ms(duration),
+            duration_api_ms=to_ms(fr.api_s),
+            duration_source=self.clock,
+            tool_calls=fr.tool_calls,
+            turns_without_edit=None if end is None else end.get("turns_without_edit", 0),
+            no_edit_nudge_emitted=None if end is None else end.get("no_edit_nudge_emitted", False),
+            stopped_for=None if end is None else end["stopped_for"],
+            stop_reason=fr.stop_reason,
+            ttft_ms=None if ttft is None else to_ms(ttft),
+            message_ids=fr.message_ids,
+            last_text=fr.last_text,
+            tools_running=bool(fr.tools),
+        )
+
+    def _fallback_text(self, kept: list[DeltaRun]) -> str:
+        """The run's text deltas joined: decoded only now, when no turn gave a reply. The run
+        is ending, so each run of lines is let go once decoded: a long line is not held while
+        the result that quotes it is written."""
+        texts: list[str] = []
+        kept.reverse()
+        while kept:
+            run = kept.pop()
+            texts += [ev["text"] for ev in run.decode() if ev["type"] == E.TEXT_DELTA]
+            del run
+        return "".join(texts)
+
+    @property
+    def collecting(self) -> bool:
+        """Whether delta lines must be kept: for the fallback reply, until a turn gives one."""
+        fr = self._frame
+        return fr is None or fr.fallback is not None
+
+    def _finish(self, run: RunSummary, t: float) -> None:
+        if self._orphan_of is not None:  # its result was written when it failed
+            self._end_orphan()
+            return
+        self.encoder.result(run, t)
+        if self._frame is not None:
+            self._clock.run_closed(self._frame)
+        if self.closed is not None:
+            self.closed.append((run, (self._frame and self._frame.turn_model) or self.model))
+        self._drop_frame()
+        self.frames_closed += 1
+        self.last_subtype = run.subtype
+
+    def _drop_frame(self) -> None:
+        """The open run is over (closed, or given up after a failure)."""
+        self._frame = None
+        self._move(Move.RUN_END, 0.0)  # no recovery: `now` is not read
+
+    def _move(self, move: str, now: float) -> None:
+        """Make a move through the table (states.py); a recovery closes the open run first."""
+        self._move_now = now
+        self._runs.move(move, self._recover)
+
+    def _recover(self, error: str) -> None:
+        self._close(self._move_now, "error", error)
+
+    @property
+    def in_turn(self) -> bool:
+        return self._runs.state is State.IN_TURN
+
+    def _close(self, now: float, subtype: str, error: str | None) -> None:
+        """End the open frame without its RunEnd (input cut, signal, rejected input)."""
+        fr = self._frame
+        if fr is None:
+            return
+        self._close_turn_span(fr, now, None)
+        self._finish(self._summary(fr, now, subtype, error, None), self._stamp(now, None))
+
+    # ------------------------------------------------------------------ events
+
+    def _frame_for(self, now: float, src: bytes | Event) -> Frame:
+        fr = self._frame or self._open(now, src)
+        fr.last_now = now
+        return fr
+
+    def _model_event(self, fr: Frame, now: float, src: bytes | Event) -> None:
+        if fr.first_model_now is None:
+            fr.first_model_now = now
+        self._move(Move.MODEL, now)
+        fr.last_model_now = now
+        fr.last_model_src = src
+
+    def _deltas(self, run: DeltaRun, now: float) -> None:
+        """Account a run of text/thinking deltas without decoding them. Its lines are kept for
+        the fallback reply while no turn has given one, and handed raw to an encoder that may
+        want them."""
+        fr = self._frame_for(now, run.last)
+        self._model_event(fr, now, run.last)
+        fr.turn_deltas += run.count
+        if run.lines and fr.fallback is not None:
+            fr.fallback.append(run)
+        if self._delta_mode == RAW:
+            self.encoder.raw_deltas(run.lines, run.decode, self._stamp(now, None))
+        elif self._delta_mode == DECODED:
+            t = self._stamp(now, None)
+            text, thinking = self.encoder.text_delta, self.encoder.thinking_delta
+            for ev in run.decode():
+                (text if ev["type"] == E.TEXT_DELTA else thinking)(ev, t)
+
+    def _turn_start(self, ev: Event, now: float, line: bytes) -> None:
+        if ev["turn_index"] == 0 and line:  # a new run (a raw TurnStart, not a headless stand-in)
+            self._end_orphan()
+        fr = self._frame
+        index = ev["turn_index"]
+        retry = fr is not None and fr.open_index == index
+        # turn_index restarts at 0 after a completed turn only with a new run: the previous
+        # RunEnd was lost. (Headless stand-ins number no runs: their runs end at a result or
+        # an init, and a close in here would write through SILENT.)
+        restart = fr is not None and not retry and index == 0 and fr.turns and line
+        self._move(Move.RETRY if retry else Move.RESTART if restart else Move.TURN_START, now)
+        self.model = ev["model"] if self.model is None else self.model
+        fr = self._frame_for(now, ev)
+        fr.saw_turn = True
+        fr.turn_model = ev["model"]
+        fr.message_ids.append(ev["message_id"])
+        self._model_event(fr, now, ev)
+        if retry:
+            # The same turn sent again (the agent's max_tokens or drain retry): nothing of
+            # the abandoned attempt is the reply. Its deltas still count as API time.
+            fr.attempts += 1
+            if fr.fallback is not None:
+                del fr.fallback[fr.fallback_mark :]
+            fr.tools.clear()
+            self.encoder.turn_retry(ev, fr.attempts, self._stamp(now, ev))
+            return
+        fr.open_index = index
+        fr.attempts = 0
+        fr.fallback_mark = len(fr.fallback) if fr.fallback is not None else 0
+        fr.turn_deltas = 0
+        self.encoder.turn_start(ev, self._stamp(now, ev))
+
+    def _text_delta(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame_for(now, ev)
+        self._model_event(fr, now, ev)
+        fr.turn_deltas += 1
+        if fr.fallback is not None:
+            fr.fallback.append(self._reader.delta_run(1, self.line_no, line, line))
+        self.encoder.text_delta(ev, self._stamp(now, ev))
+
+    def _thinking_delta(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame_for(now, ev)
+        self._model_event(fr, now, ev)
+        fr.turn_deltas += 1
+        self.encoder.thinking_delta(ev, self._stamp(now, ev))
+
+    def _tool_start(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame_for(now, ev)
+        self._model_event(fr, now, ev)
+        fr.tools[ev["tool_use_id"]] = (ev["name"], [])
+        self.encoder.tool_start(ev, self._stamp(now, ev))
+
+    def _tool_input(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame_for(now, ev)
+        self._model_event(fr, now, ev)
+        fr.turn_deltas += 1
+        fr.tools.setdefault(ev["tool_use_id"], (None, []))[1].append(ev["partial_json"])
+        self.encoder.tool_input(ev, self._stamp(now, ev))
+
+    def _tool_end(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame_for(now, ev)
+        self._move(Move.TOOL_END, now)
+        name, parts = fr.tools.pop(ev["tool_use_id"], (None, []))
+        fr.tool_calls += 1
+        self.encoder.tool_call(
+            ev["tool_use_id"], name, tool_input("".join(parts)), ev, self._stamp(now, ev)
+        )
+
+    def _turn_end(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame_for(now, ev)
+        self._close_turn_span(fr, now, ev)
+        fr.turns += 1
+        if fr.first_ttft is None:
+            fr.first_ttft = E.duration_s(ev["ttft"])
+        usage = ev["usage"]
+        total = fr.usage
+        for key, value in usage.items():
+            total[key] = total.get(key, 0) + value
+        model = fr.turn_model or self.model
+        cost = 0.0
+        if model is not None:
+            rate = self.rates.rate(model)
+            if rate is not None:
+                cost = turn_cost(rate, usage)
+            elif model not in self._warned:
+                self._warned.add(model)
+                self._diags.append(
+                    f"translator: warning: no rate for model {model!r}; its cost counts as 0"
+                )
+        fr.cost += cost
+        message = ev["assistant_message"]
+        text, last_block = E.reply(message)
+        if text:
+            fr.answer = text
+            fr.fallback = None
+            fr.last_text = last_block
+        fr.stop_reason = ev["stop_reason"]
+        self._move(Move.TURN_END, now)
+        fr.open_index = None
+        fr.turn_deltas = 0
+        fr.tools.clear()
+        self.encoder.turn_end(ev, model, cost, self._stamp(now, ev))
+
+    def _run_end(self, ev: Event, now: float, line: bytes) -> None:
+        fr = self._frame_for(now, ev)
+        self._close_turn_span(fr, now, None)
+        subtype, error = classify(ev["stopped_for"])
+        self._finish(self._summary(fr, now, subtype, error, ev), self._stamp(now, ev))
+
+
+def plain_result(session_id: str | None, error: str) -> bytes:
+    """A result frame that needs nothing but its error text: written when an encoder failed
+    even to write a run's result, so that the run still has one."""
+    frame = {"type": "result", "subtype": "error", "is_error": True, "error": error, "session_id": session_id}
+    return orjson.dumps(frame) + b"\n"
+
+
+def tool_input(raw: str) -> Any:
+    """A tool call's input from its concatenated `partial_json`: the parsed JSON, the raw string
+    when it does not parse (as the model sent it), `{}` when there was none."""
+    if not raw.strip():
+        return {}
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw
