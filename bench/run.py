@@ -152,7 +152,9 @@ def metrics_overhead(ref: Path, rounds: int) -> None:
     """CPU time of a file replay with --metrics on and off, alternated. Each command's start-up
     (the same command on an empty input) is timed too and taken off: importing prometheus_client
     is a one-time cost (printed), not a per-byte one. The target is checked on the least time of
-    each (other processes on the machine only ever add to it); the medians are shown too."""
+    each (other processes on the machine only ever add to it), over at least 11 rounds: the
+    effect is smaller than the noise of a few; the medians are shown too."""
+    rounds = max(rounds, 11)
     base = [TRANSLATOR, "--session-id", "S"]
     commands = {"off": base, "on": [*base, "--metrics", "tcp:127.0.0.1:0"]}
     work: dict[str, list[float]] = {name: [] for name in commands}
