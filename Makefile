@@ -7,7 +7,7 @@ RUNTIME := $(VENV)/.installed-runtime
 TESTS := $(VENV)/.installed-test
 PIP := $(BIN)/python -m pip install --quiet
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint schemas bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -29,6 +29,9 @@ test: $(TESTS)
 lint: $(TESTS)
 	$(BIN)/ruff check translator tests bench
 	$(BIN)/mypy
+
+schemas: $(TESTS)  # after a change to translator/frames.py
+	$(BIN)/python -m translator.schema
 
 bench: $(TESTS)
 	command -v jq >/dev/null || (apt-get update -qq && apt-get install -y -qq jq) || true
