@@ -147,10 +147,10 @@ def in_process(folder: Path) -> float:
     from translator.batch import LocalStore
     from translator.fold import Options
     from translator.rates import RateCard
-    from translator.replay import Job, digest, translate_file
+    from translator.replay import Job, translate_file
 
     card = RateCard.bundled()
-    template = Job(format="enriched", partial=False, results_only=False, rates=card, rates_digest=digest(None),
+    template = Job(format="enriched", partial=False, results_only=False, rates=card, rates_digest=card.fingerprint(),
                    options=Options(), clock="auto", force=True)
     store = LocalStore()
     out = folder.parent / "tiny-alone"

@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
 
         template = replay.Job(
             format=args.format, partial=partial, results_only=results_only, rates=rates,
-            rates_digest=replay.digest(args.rates), options=cfg.options, clock=args.clock, force=args.force,
+            rates_digest=rates.fingerprint(), options=cfg.options, clock=args.clock, force=args.force,
         )
         return batch.run(args.files, args.out_dir, args.jobs, template, args.results_table, args.cluster)
     output: OutputFile | None = None

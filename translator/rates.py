@@ -6,6 +6,7 @@ Loaded once by the shell and handed to the core; pricing itself is pure arithmet
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -40,6 +41,11 @@ class RateCard:
         self._rules = rules
         self._scoped = scoped or {}
         self._cache: dict[str, Rate | None] = {}
+
+    def fingerprint(self) -> str:
+        """The prices in force, hashed: equal for equal cards, whatever file (or date) they came
+        from; batch replay redoes an output made under another card."""
+        return hashlib.sha256(repr((self._rules, sorted(self._scoped.items()))).encode()).hexdigest()
 
     def rate(self, model: str) -> Rate | None:
         try:

@@ -18,7 +18,6 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, BinaryIO, Protocol, cast
 
 import orjson
@@ -27,7 +26,7 @@ from translator import __version__
 from translator.api import core_options, make_encoder
 from translator.encoders import Encoder
 from translator.fold import Options, Translator
-from translator.rates import BUNDLED, RateCard
+from translator.rates import RateCard
 from translator.results import Recorder
 
 CHUNK = 1 << 20
@@ -53,7 +52,7 @@ class Job:
     partial: bool
     results_only: bool
     rates: RateCard
-    rates_digest: str  # the card's bytes, hashed: a new card makes every output stale
+    rates_digest: str  # RateCard.fingerprint(): a new card makes every output stale
     options: Options
     clock: str
     force: bool = False
@@ -82,12 +81,6 @@ class Done:
     skipped: bool = False  # up to date: nothing was read but the marker
     error: str | None = None  # why the file failed
     data_error: bool = False  # it failed on its content, not on I/O
-
-
-def digest(rates_file: str | None) -> str:
-    """The rate card's identity: its file's bytes (the bundled card when none is named)."""
-    path = Path(rates_file) if rates_file else BUNDLED
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 class Rejected(Exception):
