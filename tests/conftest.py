@@ -175,3 +175,33 @@ def translate_bytes(data: bytes, fmt: str, *, partial: bool = False, **options: 
     core.feed(data, 0.0)
     core.end(0.0)
     return Run(core.take_output(), core.take_diagnostics(), core.take_rejects(), core)
+
+
+# The fixtures whose Claude Code captures were made with partial messages.
+CC_PARTIAL = {"partial_messages", "thinking_partial"}
+
+
+def kind(frame: dict[str, Any]) -> str:
+    """A Claude Code frame's kind: its type, `system/<subtype>` or `stream_event/<event type>`."""
+    if frame["type"] == "stream_event":
+        return f"stream_event/{frame['event']['type']}"
+    return f"{frame['type']}/{frame['subtype']}" if "subtype" in frame and frame["type"] == "system" else frame["type"]
+
+
+def translate_cc(name: str, **options: Any) -> list[dict[str, Any]]:
+    """A fixture's raw events in Claude Code's frames (fresh ids numbered), with no diagnostics."""
+    from itertools import count
+
+    from translator.encoders.claude_code import ClaudeCodeEncoder
+
+    ids = count()
+    rates = RateCard.bundled()
+    encoder = ClaudeCodeEncoder(
+        [], session_id="SESSION", partial=name in CC_PARTIAL, limits=rates.limits,
+        new_id=lambda: f"id-{next(ids)}", **options,
+    )
+    core = Translator(encoder, rates=rates, options=Options(clock="estimated"))
+    core.feed(events(name), 0.0)
+    core.end(0.0)
+    assert core.take_diagnostics() == []
+    return frames_of(core.take_output())

@@ -7,19 +7,17 @@ except the values listed below, each with the reason it cannot or should not mat
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import orjson
 import pytest
-from conftest import FIXTURES, events, frames_of
+from conftest import FIXTURES, events, frames_of, kind, translate_cc
 
 from translator.encoders.claude_code import ClaudeCodeEncoder
-from translator.fold import Options, Translator
+from translator.fold import Translator
 from translator.rates import RateCard
 
 CAPTURES = FIXTURES / "claude-code"
-PARTIAL = {"partial_messages", "thinking_partial"}
 SCENARIOS = sorted(p.name.removesuffix(".stream.jsonl") for p in CAPTURES.glob("*.stream.jsonl"))
 
 # Differ from run to run, or describe the machine: never compared.
@@ -41,26 +39,6 @@ DEVIATIONS = {
     ("system/init", "model"): "a run with no TurnStart never names its model",
     ("assistant", "message.id"): "the synthetic API-error message's id is a fresh uuid",
 }
-
-
-def kind(frame: dict[str, Any]) -> str:
-    if frame["type"] == "stream_event":
-        return f"stream_event/{frame['event']['type']}"
-    return f"{frame['type']}/{frame['subtype']}" if "subtype" in frame and frame["type"] == "system" else frame["type"]
-
-
-def translate(name: str, **options: Any) -> list[dict[str, Any]]:
-    ids = itertools.count()
-    rates = RateCard.bundled()
-    encoder = ClaudeCodeEncoder(
-        [], session_id="SESSION", partial=name in PARTIAL, limits=rates.limits,
-        new_id=lambda: f"id-{next(ids)}", **options,
-    )
-    core = Translator(encoder, rates=rates, options=Options(clock="estimated"))
-    core.feed(events(name), 0.0)
-    core.end(0.0)
-    assert core.take_diagnostics() == []
-    return frames_of(core.take_output())
 
 
 def captured(name: str) -> list[dict[str, Any]]:
@@ -97,13 +75,13 @@ def known_deviation(name: str, frame_kind: str, diff: str) -> bool:
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_same_frames_in_the_same_order(name: str) -> None:
-    assert [kind(f) for f in translate(name)] == [kind(f) for f in captured(name)]
+    assert [kind(f) for f in translate_cc(name)] == [kind(f) for f in captured(name)]
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_same_keys_and_values(name: str) -> None:
     problems = []
-    for ours, theirs in zip(translate(name), captured(name), strict=True):
+    for ours, theirs in zip(translate_cc(name), captured(name), strict=True):
         frame_kind = kind(theirs)
         problems += [d for d in differences(ours, theirs, frame_kind) if not known_deviation(name, frame_kind, d)]
     assert problems == []
@@ -111,7 +89,7 @@ def test_same_keys_and_values(name: str) -> None:
 
 def test_the_deviations_are_real_and_limited() -> None:
     """The exemptions above are needed (each is hit) and no wider than said."""
-    ours, theirs = translate("tool_use_two_turns"), captured("tool_use_two_turns")
+    ours, theirs = translate_cc("tool_use_two_turns"), captured("tool_use_two_turns")
     first_text = ours[1]["message"]
     assert first_text["usage"] == {
         "input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
@@ -124,12 +102,12 @@ def test_the_deviations_are_real_and_limited() -> None:
     }
     assert theirs[4]["message"]["usage"]["output_tokens"] == 1
     # num_turns counts as Claude Code does: max_turns after one call is 2, an API error 1
-    assert translate("max_turns")[-1]["num_turns"] == 2
-    assert translate("api_error")[-1]["num_turns"] == 1
+    assert translate_cc("max_turns")[-1]["num_turns"] == 2
+    assert translate_cc("api_error")[-1]["num_turns"] == 1
 
 
 def test_usage_arithmetic_and_cost() -> None:
-    result = translate("tool_use_two_turns")[-1]
+    result = translate_cc("tool_use_two_turns")[-1]
     assert result["total_cost_usd"] == 0.006970200000000001  # the capture's float, to the bit
     assert result["usage"]["input_tokens"] == 64  # 3100 + 3276 minus both cache counters
     model = result["modelUsage"]["claude-sonnet-4-5"]
@@ -137,7 +115,7 @@ def test_usage_arithmetic_and_cost() -> None:
 
 
 def test_cumulative_and_per_frame_figures_over_several_runs() -> None:
-    first, second = [f for f in translate("multi_input_frames") if f["type"] == "result"]
+    first, second = [f for f in translate_cc("multi_input_frames") if f["type"] == "result"]
     assert (first["result_index"], second["result_index"]) == (0, 1)
     assert second["total_cost_usd"] == 0.0055305  # cumulative, as Claude Code
     assert second["modelUsage"]["claude-sonnet-4-5"]["inputTokens"] == 16
@@ -147,18 +125,18 @@ def test_cumulative_and_per_frame_figures_over_several_runs() -> None:
 
 
 def test_results_only_is_claude_code_output_format_json() -> None:
-    (ours,) = translate("tool_use_two_turns", results_only=True)
+    (ours,) = translate_cc("tool_use_two_turns", results_only=True)
     theirs = orjson.loads((CAPTURES / "tool_use_two_turns.json").read_bytes())
     assert differences(ours, theirs, "result") == []
 
 
 def test_api_error_text_and_fields() -> None:
-    synthetic, result = translate("api_error_400")[-2:]
+    synthetic, result = translate_cc("api_error_400")[-2:]
     assert synthetic["message"]["content"][0]["text"] == "API Error: 400 messages.0.content: fake invalid request"
     assert (synthetic["error"], synthetic["api_error_status"], synthetic["api_error_type"]) == (
         "unknown", 400, "invalid_request_error")
     assert (result["subtype"], result["is_error"], result["terminal_reason"]) == ("success", True, "api_error")
-    overloaded = translate("api_error_overloaded")[-1]
+    overloaded = translate_cc("api_error_overloaded")[-1]
     assert overloaded["api_error_status"] == 529 and overloaded["api_error_type"] == "overloaded_error"
     assert overloaded["result"].startswith("API Error: 529 Overloaded. This is a server-side issue")
 
@@ -167,7 +145,7 @@ def test_api_error_text_and_fields() -> None:
 def test_every_frame_is_accepted_by_the_python_sdk(name: str) -> None:
     from claude_agent_sdk._internal.message_parser import parse_message
 
-    parsed = [parse_message(f) for f in translate(name)]
+    parsed = [parse_message(f) for f in translate_cc(name)]
     assert all(p is not None for p in parsed)
     names = [type(p).__name__ for p in parsed]
     assert names[-1] == "ResultMessage"

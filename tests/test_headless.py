@@ -6,9 +6,7 @@ import itertools
 from typing import Any
 
 import pytest
-from conftest import EXPECTED, FIXTURES, drive, drive_cc, frames_of
-from test_claude_code import kind
-from test_claude_code import translate as translate_raw_cc
+from conftest import EXPECTED, FIXTURES, drive, drive_cc, frames_of, kind, translate_cc
 
 from translator.encoders.claude_code import ClaudeCodeEncoder
 from translator.fold import Options, Translator
@@ -124,7 +122,7 @@ def strip(value: Any) -> Any:
 def test_claude_code_from_either_dialect_is_the_same(name: str) -> None:
     from_headless = cc(f"{name}.pre0049" if name != "api_error" else name)
     # Without partial messages the headless stream has no thinking deltas to estimate from.
-    from_raw = [f for f in translate_raw_cc(name) if kind(f) != "system/thinking_tokens"]
+    from_raw = [f for f in translate_cc(name) if kind(f) != "system/thinking_tokens"]
     assert [kind(f) for f in from_headless] == [kind(f) for f in from_raw]
     for ours, theirs in zip(from_headless, from_raw, strict=False):
         # the headless result's cost is the agent's own figure (cache counted twice): not compared
