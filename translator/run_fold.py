@@ -17,7 +17,7 @@ from translator.model import WALL, DeltaRun
 from translator.rates import RateCard, turn_cost
 from translator.run import Frame, to_ms
 from translator.states import Move, RunState, State
-from translator.stops import classify
+from translator.stops import classify, variant
 
 if TYPE_CHECKING:
     from translator.raw_reader import RawReader
@@ -106,6 +106,7 @@ class RunFold:
     ) -> RunSummary:
         fr.last_model_src = None  # the run is ending: a long line this points to can go
         duration, ttft = self._clock.durations(fr, now, end)
+        stop_kind, stop_value = variant(None if end is None else end["stopped_for"])
         return RunSummary(
             subtype=subtype,
             error=error,
@@ -121,6 +122,8 @@ class RunFold:
             turns_without_edit=None if end is None else end.get("turns_without_edit", 0),
             no_edit_nudge_emitted=None if end is None else end.get("no_edit_nudge_emitted", False),
             stopped_for=None if end is None else end["stopped_for"],
+            stop_kind=stop_kind,
+            stop_value=stop_value,
             stop_reason=fr.stop_reason,
             ttft_ms=None if ttft is None else to_ms(ttft),
             message_ids=fr.message_ids,

@@ -15,6 +15,16 @@ THINKING_BUDGET = "thinking budget exhausted — the model kept reasoning withou
 FAILED_ERRORS = ("ProviderError", "HookDenied", "CompactionFailed", "Refusal", "ContentFilter", "Error")
 
 
+def variant(stopped_for: Any) -> tuple[str | None, Any]:
+    """`stopped_for`'s variant name and its value (None for a unit variant, or no stop at all)."""
+    if isinstance(stopped_for, str):
+        return stopped_for, None
+    if isinstance(stopped_for, dict) and len(stopped_for) == 1:
+        ((kind, value),) = stopped_for.items()
+        return kind, value
+    return None, None
+
+
 def classify(stopped_for: Any) -> tuple[str, str | None]:
     """Subtype and error text for a `RunEnd.stopped_for`, as the agent's headless driver maps it."""
     if isinstance(stopped_for, str):

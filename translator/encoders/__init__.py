@@ -42,6 +42,10 @@ class RunSummary:
     last_text: str | None = None  # the last non-empty text block of any turn
     tools_running: bool = False  # the run ended with a tool call started but not finished
     upstream: dict[str, Any] | None = None  # the agent's own result frame (headless input)
+    # `stopped_for` read once (stops.variant): the variant's name (None when the translator
+    # closed the run itself) and its value.
+    stop_kind: str | None = None
+    stop_value: Any = None
 
 
 class Encoder(Protocol):

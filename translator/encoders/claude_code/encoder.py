@@ -333,8 +333,7 @@ class ClaudeCodeEncoder(TurnBlocks):
             self._emit(pending)
         self.results = []
         self.api_ms += run.duration_api_ms
-        stopped = run.stopped_for
-        kind = stopped if isinstance(stopped, str) else next(iter(stopped), None) if stopped else None
+        kind, value = run.stop_kind, run.stop_value
         frame: dict[str, Any] = {
             "duration_api_ms": self.api_ms,
             "stop_reason": run.stop_reason,
@@ -358,13 +357,13 @@ class ClaudeCodeEncoder(TurnBlocks):
         elif kind == "BudgetExceeded":
             frame["terminal_reason"] = "budget_exhausted"
             frame["subtype"] = "error_max_budget_usd"
-            frame["errors"] = [str(stopped[kind])]
+            frame["errors"] = [str(value)]
         elif kind == "MaxTurnsReached":
             frame["terminal_reason"] = "max_turns"
             frame["subtype"] = "error_max_turns"
-            frame["errors"] = [f"Reached maximum number of turns ({stopped[kind]})"]
+            frame["errors"] = [f"Reached maximum number of turns ({value})"]
         elif kind == "ProviderError":
-            error = api_error(str(stopped[kind]))
+            error = api_error(str(value))
             self._api_error_message(error, t)
             frame.update(stop_reason="stop_sequence", terminal_reason="api_error", subtype="success")
             frame.update(api_error_status=error.status, api_error_type=error.type, result=error.text)
