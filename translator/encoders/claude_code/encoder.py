@@ -23,6 +23,7 @@ from translator.encoders.claude_code.frames import (
     TERMINAL_REASONS,
     UNKNOWN_USAGE,
     add_model_usage,
+    api_error_message,
     cc_turns,
     iso,
     result_usage,
@@ -396,39 +397,5 @@ class ClaudeCodeEncoder(TurnBlocks):
 
     def _api_error_message(self, error: ApiError, t: float) -> None:
         """The synthetic assistant message Claude Code prints before an API-error result."""
-        if not self.frames:
-            return
-        usage = {
-            "output_tokens_details": None,
-            "input_tokens": 0,
-            "output_tokens": 0,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-            "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
-            "service_tier": None,
-            "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
-            "inference_geo": None,
-            "iterations": None,
-            "speed": None,
-            "fallback_credit": None,
-        }
-        self._emit(
-            {
-                "type": "assistant",
-                "message": {
-                    "diagnostics": None, "id": self.new_id(), "container": None, "model": "<synthetic>",
-                    "role": "assistant", "stop_details": None, "stop_reason": "stop_sequence",
-                    "stop_sequence": "", "type": "message", "usage": usage,
-                    "content": [{"type": "text", "text": error.text}], "context_management": None,
-                },
-                "parent_tool_use_id": None,
-                "session_id": self.session_id,
-                "uuid": self.new_id(),
-                "timestamp": iso(t),
-                "error": error.category,
-                "request_id": None,
-                "is_api_error_message": True,
-                "api_error_status": error.status,
-                "api_error_type": error.type,
-            }
-        )
+        if self.frames:
+            self._emit(api_error_message(error, self.session_id, self.new_id, t))

@@ -9,11 +9,14 @@ present with neutral values of the same type (see INIT).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
 import orjson
+
+from translator.provider_errors import ApiError
 
 _NL = orjson.OPT_APPEND_NEWLINE
 NO_USAGE = {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
@@ -166,3 +169,39 @@ def add_model_usage(
     entry["cacheReadInputTokens"] += wire["cache_read_input_tokens"]
     entry["cacheCreationInputTokens"] += wire["cache_creation_input_tokens"]
     entry["costUSD"] += cost
+
+
+def api_error_message(error: ApiError, session_id: str, new_id: Callable[[], str], t: float) -> dict[str, Any]:
+    """The synthetic assistant message Claude Code prints before an API-error result."""
+    usage = {
+        "output_tokens_details": None,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0},
+        "service_tier": None,
+        "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
+        "inference_geo": None,
+        "iterations": None,
+        "speed": None,
+        "fallback_credit": None,
+    }
+    return {
+        "type": "assistant",
+        "message": {
+            "diagnostics": None, "id": new_id(), "container": None, "model": "<synthetic>",
+            "role": "assistant", "stop_details": None, "stop_reason": "stop_sequence",
+            "stop_sequence": "", "type": "message", "usage": usage,
+            "content": [{"type": "text", "text": error.text}], "context_management": None,
+        },
+        "parent_tool_use_id": None,
+        "session_id": session_id,
+        "uuid": new_id(),
+        "timestamp": iso(t),
+        "error": error.category,
+        "request_id": None,
+        "is_api_error_message": True,
+        "api_error_status": error.status,
+        "api_error_type": error.type,
+    }
