@@ -264,38 +264,6 @@ def all_fit(evs: list[Any], etypes: tuple[str, ...]) -> bool:
 _GET_TYPE = methodcaller("get", "type")
 
 
-def text_run(region: bytes) -> tuple[int, list[str]] | None:
-    """The block index and texts of newline-separated text deltas that all belong to one block,
-    laid out exactly as serde writes them; None for anything else (decode those whole).
-
-    The first line's fields before `text` are decoded and checked; every other line must start
-    with the same bytes (a JSON string cannot hold a raw newline, so `}\n` only ends a line);
-    the texts are then decoded as one array of strings, which checks each of them."""
-    first = region[: region.find(b"\n")] if b"\n" in region else region
-    marker = first.find(b',"text":')
-    if marker < 0 or not region.endswith(b"}"):
-        return None
-    prefix = first[: marker + 8]
-    try:
-        head = orjson.loads(first[:marker] + b"}")
-        texts = orjson.loads(b"[" + region[len(prefix) : -1].replace(b"}\n" + prefix, b",") + b"]")
-    except orjson.JSONDecodeError:
-        return None
-    if (
-        type(head) is not dict
-        or head.get("type") != TEXT_DELTA
-        or len(head) != 3
-        or type(head.get("turn_index")) is not int
-        or type(head.get("content_block_index")) is not int
-        or not 0 <= head["turn_index"] <= U32_MAX
-        or not 0 <= head["content_block_index"] <= U32_MAX
-        or len(texts) != region.count(b"\n") + 1
-        or not set(map(type, texts)) <= {str}
-    ):
-        return None
-    return head["content_block_index"], texts
-
-
 ENVELOPE_VERSION = 1
 
 

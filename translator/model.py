@@ -80,10 +80,14 @@ def valid_json(value: bytes) -> bool:
 class DeltaRun:
     """A run of text/thinking delta lines, checked but handed over undecoded: how many, the
     first one's line number, the last line (for the turn's timing), the lines themselves (b""
-    when no output will read them) and how to decode them, if an output does."""
+    when no output will read them), whether a thinking delta is among them, and how to decode
+    them if an output does: every delta (a bad line reported and left out), or, when they are
+    all text deltas of one block, that block's index and texts (None otherwise)."""
 
     count: int
     first_no: int
     last: bytes
     lines: bytes
+    thinking: bool
     decode: Callable[[], list[dict[str, Any]]]
+    text_block: Callable[[], tuple[int, list[str]] | None]

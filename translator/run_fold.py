@@ -211,7 +211,7 @@ class RunFold:
         if run.lines and fr.fallback is not None:
             fr.fallback.append(run)
         if self._delta_mode == RAW:
-            self.encoder.raw_deltas(run.lines, run.decode, self._stamp(now, None))
+            self.encoder.raw_deltas(run, self._stamp(now, None))
         elif self._delta_mode == DECODED:
             t = self._stamp(now, None)
             text, thinking = self.encoder.text_delta, self.encoder.thinking_delta

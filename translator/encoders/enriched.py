@@ -6,7 +6,6 @@ Keys keep the agent's names and order; the Claude Code names (`num_turns`, `usag
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -14,6 +13,7 @@ import orjson
 from translator.encoders import DECODED, SKIP, RunSummary
 from translator.events import CACHE_KEYS, Event
 from translator.headless import repair
+from translator.model import DeltaRun
 
 _NL = orjson.OPT_APPEND_NEWLINE
 COST_DECIMALS = 10  # far below a cent; drops the float noise of summing per-turn costs
@@ -63,7 +63,7 @@ class EnrichedEncoder:
         if self._partial:
             self._emit({"type": "thinking", "delta": ev["text"]})
 
-    def raw_deltas(self, lines: bytes, decode: Callable[[], list[Event]], t: float) -> None:
+    def raw_deltas(self, run: DeltaRun, t: float) -> None:
         pass  # never asked for: this encoder skips deltas or takes them decoded
 
     def tool_start(self, ev: Event, t: float) -> None:

@@ -31,10 +31,10 @@ from translator.encoders.claude_code.frames import (
     wire_usage,
 )
 from translator.encoders.content import is_empty_text, match_blocks, tool_result_content, tool_use_result
-from translator.events import Event, text_run
+from translator.events import Event
+from translator.model import DeltaRun
 from translator.provider_errors import ApiError, api_error
 
-THINKING_MARK = b'"type":"AssistantThinkingDelta"'
 CHARS_PER_TOKEN = 4  # Claude Code's rough token estimate for thinking text
 
 
@@ -86,7 +86,7 @@ class ClaudeCodeEncoder(TurnBlocks):
         self.holding = False  # completed blocks wait behind a thinking block (see _complete)
         self.results: list[dict[str, Any]] = []  # tool results waiting for the turn's end
         self.answered: set[str] = set()  # tool calls whose result frame is out
-        self.pending: list[tuple[bytes, Callable[[], list[Event]]]] = []  # raw deltas, undecoded
+        self.pending: list[DeltaRun] = []  # runs of deltas, undecoded
         self.thinking_tokens = 0
 
     # ---------------------------------------------------------------- the fold's events
@@ -129,21 +129,21 @@ class ClaudeCodeEncoder(TurnBlocks):
             )
         self.turn_start(ev, t)
 
-    def raw_deltas(self, lines: bytes, decode: Callable[[], list[Event]], t: float) -> None:
-        self.pending.append((lines, decode))
-        if THINKING_MARK in lines:
+    def raw_deltas(self, run: DeltaRun, t: float) -> None:
+        self.pending.append(run)
+        if run.thinking:
             self._resolve(t)
 
     def _resolve(self, t: float) -> None:
         """Decode the raw deltas kept so far, now that their content is needed."""
         pending, self.pending = self.pending, []
-        for lines, decode in pending:
-            run = text_run(lines)
-            if run is not None:  # the usual case, one text block's run of deltas: taken whole
-                block = self._current("text", run[0], t)
-                block.parts.extend(run[1])
+        for run in pending:
+            texts = run.text_block()
+            if texts is not None:  # the usual case, one text block's run of deltas: taken whole
+                block = self._current("text", texts[0], t)
+                block.parts.extend(texts[1])
                 continue
-            for ev in decode():
+            for ev in run.decode():
                 if ev["type"] == "AssistantTextDelta":
                     self._text(ev, t)
                 else:
