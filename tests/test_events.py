@@ -5,8 +5,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from translator.events import BadLine, check, split_parse
-from translator.raw_reader import text_run
+from translator.events import BadLine, check
+from translator.raw_reader import split_parse, text_run
 
 
 def delta(text: object, index: int = 0, **extra: object) -> bytes:

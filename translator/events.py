@@ -1,8 +1,7 @@
 """The agent's raw event dialect (caliban `TurnEvent` NDJSON): decoding and shape checks.
 
-Everything here is pure: bytes in, dicts (or a `BadLine` reason) out. The fold asks for the
-cheapest decoding that still gives it what the output needs; `split_parse` is how a megabyte
-`RunEnd` is read without parsing the history the output never shows.
+Everything here is pure: bytes in, dicts (or a `BadLine` reason) out. How the bytes are laid
+out (and read fast because of it) is raw_reader's business.
 """
 
 from __future__ import annotations
@@ -14,8 +13,6 @@ from typing import Any
 
 import orjson
 
-from translator.model import valid_json
-
 Event = dict[str, Any]
 
 TURN_START = "TurnStart"
@@ -26,10 +23,6 @@ TOOL_INPUT = "ToolCallInputDelta"
 TOOL_END = "ToolCallEnd"
 TURN_END = "TurnEnd"
 RUN_END = "RunEnd"
-
-# serde writes `type` first, so a compact line of a known event starts with this prefix.
-TYPE_PREFIX = b'{"type":"'
-
 
 class BadLine(Exception):
     """A line that cannot be used; `reason` is what the diagnostic says."""
@@ -158,24 +151,6 @@ HINTS: dict[Shape, str] = {
     _is_amount: " (a number, not negative)",
 }
 
-# Values a split parse skips because the output never shows them: RunEnd's history (megabytes
-# in a long session) and TurnEnd's tool results (a copy of what ToolCallEnd carried). The key
-# after the skipped one is found from the right, since only serde's fixed trailing keys follow
-# it; the skipped key itself is the first occurrence before that (nothing before it in RunEnd;
-# in TurnEnd the assistant message could hold the marker inside a tool input, so it is looked
-# for from the right as well, within the fixed-shape tool results).
-# Each entry: (skipped key, the key after it, the line length from which skipping pays).
-SKIPPABLE: dict[str, tuple[bytes, bytes, int]] = {
-    RUN_END: (b',"final_messages":', b',"total_usage":', 0),
-    TURN_END: (b',"tool_results":', b',"stop_reason":', 16384),
-}
-
-
-def skipped_name(etype: str) -> str:
-    """How an encoder's `needs` names the value a split parse of `etype` skips."""
-    return f"{etype}.{SKIPPABLE[etype][0][2:-2].decode()}"
-
-
 def loads(line: bytes) -> Any:
     """orjson.loads with the failure turned into a readable reason."""
     try:
@@ -303,35 +278,6 @@ def parse(line: bytes) -> Event:
     if type(etype) is not str:
         raise BadLine("'type' is not a string")
     return check(ev, etype)
-
-
-def split_parse(line: bytes, etype: str, checked: bool = True) -> Event | None:
-    """Decode a compact serde line of `etype` without its skippable value (see SKIPPABLE).
-
-    A JSON string cannot contain an unescaped `,"key":` marker, so the markers found are the
-    real keys. The head and the tail are parsed and checked; the skipped value is only checked
-    to be valid JSON, without being built (not even that unless `checked`). Returns None where
-    the line is not laid out as serde writes it, or the skipped value is not valid JSON (the
-    caller then parses it whole, and reports it).
-    """
-    cut, resume, _ = SKIPPABLE[etype]
-    j = line.rfind(resume)
-    if j < 0:
-        return None
-    i = line.find(cut, 0, j) if etype == RUN_END else line.rfind(cut, 0, j)
-    if i < 0:
-        return None
-    try:
-        head = orjson.loads(line[:i] + b"}")
-        tail = orjson.loads(b"{" + line[j + 1 :])
-    except orjson.JSONDecodeError:
-        return None
-    if type(head) is not dict or head.get("type") != etype or type(tail) is not dict:
-        return None
-    if checked and not valid_json(line[i + len(cut) : j]):
-        return None
-    head.update(tail)
-    return check(head, etype, skipped=cut[2:-2].decode())
 
 
 def duration_s(d: dict[str, int] | None) -> float:

@@ -32,6 +32,58 @@ JOINT_TEXT = b"}\n" + DELTA_PREFIXES[0]
 JOINT_THINKING = b"}\n" + DELTA_PREFIXES[1]
 Report = Callable[[bytes, str, int], None]
 
+# serde writes `type` first, so a compact line of a known event starts with this prefix.
+TYPE_PREFIX = b'{"type":"'
+
+
+# Values a split parse skips because the output never shows them: RunEnd's history (megabytes
+# in a long session) and TurnEnd's tool results (a copy of what ToolCallEnd carried). The key
+# after the skipped one is found from the right, since only serde's fixed trailing keys follow
+# it; the skipped key itself is the first occurrence before that (nothing before it in RunEnd;
+# in TurnEnd the assistant message could hold the marker inside a tool input, so it is looked
+# for from the right as well, within the fixed-shape tool results).
+# Each entry: (skipped key, the key after it, the line length from which skipping pays).
+SKIPPABLE: dict[str, tuple[bytes, bytes, int]] = {
+    E.RUN_END: (b',"final_messages":', b',"total_usage":', 0),
+    E.TURN_END: (b',"tool_results":', b',"stop_reason":', 16384),
+}
+
+
+def skipped_name(etype: str) -> str:
+    """How an encoder's `needs` names the value a split parse of `etype` skips."""
+    return f"{etype}.{SKIPPABLE[etype][0][2:-2].decode()}"
+
+
+def split_parse(line: bytes, etype: str, checked: bool = True) -> Event | None:
+    """Decode a compact serde line of `etype` without its skippable value (see SKIPPABLE).
+
+    A JSON string cannot contain an unescaped `,"key":` marker, so the markers found are the
+    real keys. The head and the tail are parsed and checked; the skipped value is only checked
+    to be valid JSON, without being built (not even that unless `checked`). Returns None where
+    the line is not laid out as serde writes it, or the skipped value is not valid JSON (the
+    caller then parses it whole, and reports it).
+    """
+    cut, resume, _ = SKIPPABLE[etype]
+    j = line.rfind(resume)
+    if j < 0:
+        return None
+    i = line.find(cut, 0, j) if etype == E.RUN_END else line.rfind(cut, 0, j)
+    if i < 0:
+        return None
+    try:
+        head = orjson.loads(line[:i] + b"}")
+        tail = orjson.loads(b"{" + line[j + 1 :])
+    except orjson.JSONDecodeError:
+        return None
+    if type(head) is not dict or head.get("type") != etype or type(tail) is not dict:
+        return None
+    if checked and not M.valid_json(line[i + len(cut) : j]):
+        return None
+    head.update(tail)
+    return E.check(head, etype, skipped=cut[2:-2].decode())
+
+
+
 
 def decode_deltas(region: bytes, first_no: int, bad: Report) -> list[Event]:
     """Text/thinking delta lines (newline-separated, numbered from `first_no`) whose decoding
@@ -178,7 +230,7 @@ class RawReader:
 
     def content(self, line: bytes, now: float) -> None:
         """One event's bytes (a line, or an event out of an envelope line)."""
-        if line.startswith(E.TYPE_PREFIX):
+        if line.startswith(TYPE_PREFIX):
             handler = self._fast.get(line[9 : line.find(b'"', 9)])
             if handler is not None:
                 handler(line, now)
@@ -252,13 +304,13 @@ class RawReader:
         fold = self.fold
         # Below this size skipping a value costs more (copies, a second decode) than it saves.
         # A value the encoder reads is never skipped.
-        skippable = E.SKIPPABLE.get(etype)
-        split_from = skippable[2] if skippable is not None and E.skipped_name(etype) not in fold.encoder.needs else None
+        skippable = SKIPPABLE.get(etype)
+        split_from = skippable[2] if skippable is not None and skipped_name(etype) not in fold.encoder.needs else None
         checked = not fold.options.trust_input
 
         def route(line: bytes, now: float) -> None:
             try:
-                ev = E.split_parse(line, etype, checked) if split_from is not None and len(line) >= split_from else None
+                ev = split_parse(line, etype, checked) if split_from is not None and len(line) >= split_from else None
                 if ev is None:
                     ev = orjson.loads(line)
                     if type(ev) is not dict or ev.get("type") != etype:

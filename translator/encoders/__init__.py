@@ -54,7 +54,7 @@ class Encoder(Protocol):
 
     out: list[bytes]  # one frame (a line, newline included) per item
     delta_mode: str  # SKIP, RAW or DECODED
-    # Values the fold may skip unread (events.SKIPPABLE: "TurnEnd.tool_results", …) that this
+    # Values the fold may skip unread (raw_reader.SKIPPABLE: "TurnEnd.tool_results", …) that this
     # encoder reads: the fold then decodes them. Nothing an encoder reads is ever skipped.
     needs: frozenset[str]
     # Whether headless stream-json input is translated (through the methods below) or passed
