@@ -226,3 +226,10 @@ def test_unfinished_lines_of_all_connections_stay_within_the_budget(tmp_path: Pa
     assert err.count(b"line longer than") + err.count(b"line skipped: unfinished lines") == 4
     # each client's 50 MiB line is never held beyond the 24 MiB budget (plus reading buffers)
     assert (peak - base) < 24 * 1024 + 16 * 1024, (base, peak)
+
+
+def test_a_socket_mode_that_is_not_octal_is_a_usage_error(tmp_path: Path) -> None:
+    proc = subprocess.run([TRANSLATOR, "--listen", f"unix:{tmp_path / 's.sock'}", "--socket-mode", "9x"],
+                          capture_output=True, timeout=20)
+    assert proc.returncode == 64
+    assert proc.stderr.endswith(b"translator: argument --socket-mode: invalid octal value: '9x'\n")

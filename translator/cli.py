@@ -67,6 +67,11 @@ class Parser(argparse.ArgumentParser):
         self.exit(EX_USAGE, f"translator: {message}\n")
 
 
+def octal(text: str) -> int:
+    """A file mode as chmod takes it (argparse names this function in its error)."""
+    return int(text, 8)
+
+
 def build_parser() -> Parser:
     p = Parser(
         prog="translator",
@@ -167,7 +172,7 @@ def build_parser() -> Parser:
         help="with --listen: bytes of unfinished lines held for all connections together; a line that would "
         "pass it is skipped and reported (default: 2 x --max-line-bytes)",
     )
-    serve.add_argument("--socket-mode", type=lambda v: int(v, 8), metavar="MODE", help="with --listen unix:PATH: the socket's permissions, octal (default 0600)")
+    serve.add_argument("--socket-mode", type=octal, metavar="MODE", help="with --listen unix:PATH: the socket's permissions, octal (default 0600)")
     watch = p.add_argument_group("observability")
     watch.add_argument(
         "--metrics",
