@@ -249,3 +249,29 @@ def test_an_io_error_is_retried_by_dask_then_reported(cluster: Any, tmp_path: Pa
     mem = hashlib.sha1(b"/proc/self/mem").hexdigest()
     tries = [t for t in log if str(t[0]).endswith(f"-alone-{mem}") and t[1] == "processing"]
     assert len(tries) == 3, tries  # the first try alone and its two retries
+
+
+def test_a_local_cluster_dies_with_the_batch(tmp_path: Path) -> None:
+    from test_batch import children, wait_for
+
+    src = tmp_path / "logs"
+    generate(str(tmp_path / "big.ndjson"), 6)
+    for n in range(40):
+        (src / f"s{n}").mkdir(parents=True)
+        shutil.copy(tmp_path / "big.ndjson", src / f"s{n}" / "stdout.ndjson")
+    proc = subprocess.Popen([TRANSLATOR, "--out-dir", str(tmp_path / "out"), "--cluster", "local:2", str(src)],
+                            stderr=subprocess.DEVNULL)
+    wait_for(lambda: len(children(proc.pid)) >= 2, 120)  # the workers (and their resource tracker)
+    family = children(proc.pid)
+    family |= {grandchild for pid in family for grandchild in children(pid)}
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    wait_for(lambda: not any(running(pid) for pid in family), 60)
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie waiting to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
