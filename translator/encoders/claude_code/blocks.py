@@ -1,6 +1,7 @@
-"""`--format claude-code`'s block assembly: a turn's content blocks, each written as its own
-assistant frame as soon as the events prove it complete (with partial messages, framed by its
-stream events); a thinking block, and what follows it, waits for its signature."""
+"""`--format claude-code`'s block assembly: a turn's content blocks built from its deltas and
+tool-call events, each written as its own assistant frame as soon as the events prove it
+complete (with partial messages, framed by its stream events); a thinking block, and what
+follows it, waits for its signature."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ import orjson
 
 from translator.encoders.claude_code.frames import _NL, UNKNOWN_USAGE, iso
 from translator.encoders.content import claude_block, is_empty_text
+from translator.events import Event
+from translator.model import DeltaRun
+
+CHARS_PER_TOKEN = 4  # Claude Code's rough token estimate for thinking text
 
 
 class Block:
@@ -42,6 +47,9 @@ class TurnBlocks:
     blocks: list[Block]  # this turn's blocks, in order
     emitted: int  # how many of them have their assistant frame out
     holding: bool  # completed blocks wait behind a thinking block (see _complete)
+    pending: list[DeltaRun]  # runs of deltas, undecoded
+    thinking_tokens: int
+
 
     def _emit(self, frame: dict[str, Any]) -> None:
         self.out.append(orjson.dumps(frame, option=_NL))
@@ -154,3 +162,89 @@ class TurnBlocks:
             frame["thinking_duration_ms"] = max(0, round((t - block.t_start) * 1000))
             frame["thinking_display"] = "updates"
         return frame
+
+    # ---------------------------------------------------------------- blocks from the events
+
+    def raw_deltas(self, run: DeltaRun, t: float) -> None:
+        self.pending.append(run)
+        if run.thinking:
+            self._resolve(t)
+
+    def _resolve(self, t: float) -> None:
+        """Decode the raw deltas kept so far, now that their content is needed."""
+        pending, self.pending = self.pending, []
+        for run in pending:
+            texts = run.text_block()
+            if texts is not None:  # the usual case, one text block's run of deltas: taken whole
+                block = self._current("text", texts[0], t)
+                block.parts.extend(texts[1])
+                continue
+            for ev in run.decode():
+                if ev["type"] == "AssistantTextDelta":
+                    self._text(ev, t)
+                else:
+                    self._thinking(ev, t)
+
+    def text_delta(self, ev: Event, t: float) -> None:
+        self._resolve(t)
+        self._text(ev, t)
+
+    def thinking_delta(self, ev: Event, t: float) -> None:
+        self._resolve(t)
+        self._thinking(ev, t)
+
+    def _text(self, ev: Event, t: float) -> None:
+        block = self._current("text", ev["content_block_index"], t)
+        block.parts.append(ev["text"])
+        if self.partial:
+            self._stream(
+                {"type": "content_block_delta", "index": block.index,
+                 "delta": {"type": "text_delta", "text": ev["text"]}}
+            )
+
+    def _thinking(self, ev: Event, t: float) -> None:
+        block = self._current("thinking", ev["content_block_index"], t)
+        block.parts.append(ev["text"])
+        delta = int(len(ev["text"]) / CHARS_PER_TOKEN + 0.5)
+        self.thinking_tokens += delta
+        if self.frames:
+            self._emit(
+                {"type": "system", "subtype": "thinking_tokens", "estimated_tokens": self.thinking_tokens,
+                 "estimated_tokens_delta": delta, "session_id": self.session_id, "uuid": self.new_id()}
+            )
+        if self.partial:
+            self._stream(
+                {"type": "content_block_delta", "index": block.index,
+                 "delta": {"type": "thinking_delta", "thinking": ev["text"]}},
+                thinking_display="updates",
+            )
+
+    def tool_start(self, ev: Event, t: float) -> None:
+        self._resolve(t)
+        if self.blocks:
+            self._complete(self.blocks[-1], t)
+        self._release(t)  # text before a tool call shows before the tool runs
+        index = self.blocks[-1].index + 1 if self.blocks else 0
+        self._open("tool_use", index, t, ev["tool_use_id"], ev["name"])
+
+    def _tool(self, tool_use_id: str) -> Block | None:
+        return next((b for b in self.blocks if b.kind == "tool_use" and b.tool_id == tool_use_id), None)
+
+    def tool_input(self, ev: Event, t: float) -> None:
+        block = self._tool(ev["tool_use_id"])
+        if block is None or block.done:
+            return
+        chunk = ev["partial_json"]
+        if self.partial:
+            self._stream(
+                {"type": "content_block_delta", "index": block.index,
+                 "delta": {"type": "input_json_delta", "partial_json": chunk}}
+            )
+        block.parts.append(chunk)
+        # A prefix of a JSON object never parses: once the input does, it is all there.
+        if chunk.rstrip().endswith("}"):
+            try:
+                block.input = orjson.loads("".join(block.parts))
+            except orjson.JSONDecodeError:
+                return
+            self._complete(block, t)

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from translator.encoders import DECODED, RAW, SKIP, RunSummary
 from translator.encoders.claude_code.blocks import Block, TurnBlocks
 from translator.encoders.claude_code.frames import (
@@ -34,8 +32,6 @@ from translator.encoders.content import is_empty_text, match_blocks, tool_result
 from translator.events import Event
 from translator.model import DeltaRun
 from translator.provider_errors import ApiError, api_error
-
-CHARS_PER_TOKEN = 4  # Claude Code's rough token estimate for thinking text
 
 
 class ClaudeCodeEncoder(TurnBlocks):
@@ -128,90 +124,6 @@ class ClaudeCodeEncoder(TurnBlocks):
                  "session_id": self.session_id, "uuid": self.new_id()}
             )
         self.turn_start(ev, t)
-
-    def raw_deltas(self, run: DeltaRun, t: float) -> None:
-        self.pending.append(run)
-        if run.thinking:
-            self._resolve(t)
-
-    def _resolve(self, t: float) -> None:
-        """Decode the raw deltas kept so far, now that their content is needed."""
-        pending, self.pending = self.pending, []
-        for run in pending:
-            texts = run.text_block()
-            if texts is not None:  # the usual case, one text block's run of deltas: taken whole
-                block = self._current("text", texts[0], t)
-                block.parts.extend(texts[1])
-                continue
-            for ev in run.decode():
-                if ev["type"] == "AssistantTextDelta":
-                    self._text(ev, t)
-                else:
-                    self._thinking(ev, t)
-
-    def text_delta(self, ev: Event, t: float) -> None:
-        self._resolve(t)
-        self._text(ev, t)
-
-    def thinking_delta(self, ev: Event, t: float) -> None:
-        self._resolve(t)
-        self._thinking(ev, t)
-
-    def _text(self, ev: Event, t: float) -> None:
-        block = self._current("text", ev["content_block_index"], t)
-        block.parts.append(ev["text"])
-        if self.partial:
-            self._stream(
-                {"type": "content_block_delta", "index": block.index,
-                 "delta": {"type": "text_delta", "text": ev["text"]}}
-            )
-
-    def _thinking(self, ev: Event, t: float) -> None:
-        block = self._current("thinking", ev["content_block_index"], t)
-        block.parts.append(ev["text"])
-        delta = int(len(ev["text"]) / CHARS_PER_TOKEN + 0.5)
-        self.thinking_tokens += delta
-        if self.frames:
-            self._emit(
-                {"type": "system", "subtype": "thinking_tokens", "estimated_tokens": self.thinking_tokens,
-                 "estimated_tokens_delta": delta, "session_id": self.session_id, "uuid": self.new_id()}
-            )
-        if self.partial:
-            self._stream(
-                {"type": "content_block_delta", "index": block.index,
-                 "delta": {"type": "thinking_delta", "thinking": ev["text"]}},
-                thinking_display="updates",
-            )
-
-    def tool_start(self, ev: Event, t: float) -> None:
-        self._resolve(t)
-        if self.blocks:
-            self._complete(self.blocks[-1], t)
-        self._release(t)  # text before a tool call shows before the tool runs
-        index = self.blocks[-1].index + 1 if self.blocks else 0
-        self._open("tool_use", index, t, ev["tool_use_id"], ev["name"])
-
-    def _tool(self, tool_use_id: str) -> Block | None:
-        return next((b for b in self.blocks if b.kind == "tool_use" and b.tool_id == tool_use_id), None)
-
-    def tool_input(self, ev: Event, t: float) -> None:
-        block = self._tool(ev["tool_use_id"])
-        if block is None or block.done:
-            return
-        chunk = ev["partial_json"]
-        if self.partial:
-            self._stream(
-                {"type": "content_block_delta", "index": block.index,
-                 "delta": {"type": "input_json_delta", "partial_json": chunk}}
-            )
-        block.parts.append(chunk)
-        # A prefix of a JSON object never parses: once the input does, it is all there.
-        if chunk.rstrip().endswith("}"):
-            try:
-                block.input = orjson.loads("".join(block.parts))
-            except orjson.JSONDecodeError:
-                return
-            self._complete(block, t)
 
     def tool_call(self, tool_use_id: str, name: str | None, input: Any, end: Event, t: float) -> None:
         self._resolve(t)
