@@ -3,8 +3,11 @@ own in its reader): what the result will say, and what the clock needs to time i
 
 from __future__ import annotations
 
+from translator import events as E
+from translator.encoders import RunSummary
 from translator.events import Event
 from translator.model import DeltaRun
+from translator.stops import variant
 
 MAX_MS = 1 << 53  # the largest integer every JSON reader takes exactly
 
@@ -72,3 +75,47 @@ class Frame:
         self.stop_reason: str | None = None  # the last turn's
         self.message_ids: list[str] = []
         self.last_text: str | None = None  # the last non-empty text block of any turn
+
+
+def summary(
+    fr: Frame, subtype: str, error: str | None, end: Event | None, duration: float, ttft: float | None, clock: str
+) -> RunSummary:
+    """What the run came to: its state, its end (None when the translator closed it), and how
+    long it took by `clock`."""
+    stop_kind, stop_value = variant(None if end is None else end["stopped_for"])
+    return RunSummary(
+        subtype=subtype,
+        error=error,
+        answer=fr.answer,
+        fallback_text=fallback_text(fr.fallback) if fr.answer is None and fr.fallback else "",
+        turns=fr.turns if end is None else end["turn_count"],
+        usage=fr.usage,  # the sum of TurnEnd.usage, as the agent's driver reports it
+        cost_usd=fr.cost,
+        duration_ms=to_ms(duration),
+        duration_api_ms=to_ms(fr.api_s),
+        duration_source=clock,
+        tool_calls=fr.tool_calls,
+        turns_without_edit=None if end is None else end.get("turns_without_edit", 0),
+        no_edit_nudge_emitted=None if end is None else end.get("no_edit_nudge_emitted", False),
+        stopped_for=None if end is None else end["stopped_for"],
+        stop_kind=stop_kind,
+        stop_value=stop_value,
+        stop_reason=fr.stop_reason,
+        ttft_ms=None if ttft is None else to_ms(ttft),
+        message_ids=fr.message_ids,
+        last_text=fr.last_text,
+        tools_running=bool(fr.tools),
+    )
+
+
+def fallback_text(kept: list[DeltaRun]) -> str:
+    """The run's text deltas joined: decoded only now, when no turn gave a reply. The run
+    is ending, so each run of lines is let go once decoded: a long line is not held while
+    the result that quotes it is written."""
+    texts: list[str] = []
+    kept.reverse()
+    while kept:
+        run = kept.pop()
+        texts += [ev["text"] for ev in run.decode() if ev["type"] == E.TEXT_DELTA]
+        del run
+    return "".join(texts)

@@ -15,9 +15,9 @@ from translator.encoders import DECODED, RAW, Encoder, RunSummary
 from translator.events import Event
 from translator.model import WALL, DeltaRun
 from translator.rates import RateCard, turn_cost
-from translator.run import Frame, to_ms
+from translator.run import Frame, summary
 from translator.states import Move, RunState, State
-from translator.stops import classify, variant
+from translator.stops import classify
 
 if TYPE_CHECKING:
     from translator.raw_reader import RawReader
@@ -106,42 +106,7 @@ class RunFold:
     ) -> RunSummary:
         fr.last_model_src = None  # the run is ending: a long line this points to can go
         duration, ttft = self._clock.durations(fr, now, end)
-        stop_kind, stop_value = variant(None if end is None else end["stopped_for"])
-        return RunSummary(
-            subtype=subtype,
-            error=error,
-            answer=fr.answer,
-            fallback_text=self._fallback_text(fr.fallback) if fr.answer is None and fr.fallback else "",
-            turns=fr.turns if end is None else end["turn_count"],
-            usage=fr.usage,  # the sum of TurnEnd.usage, as the agent's driver reports it
-            cost_usd=fr.cost,
-            duration_ms=to_ms(duration),
-            duration_api_ms=to_ms(fr.api_s),
-            duration_source=self.clock,
-            tool_calls=fr.tool_calls,
-            turns_without_edit=None if end is None else end.get("turns_without_edit", 0),
-            no_edit_nudge_emitted=None if end is None else end.get("no_edit_nudge_emitted", False),
-            stopped_for=None if end is None else end["stopped_for"],
-            stop_kind=stop_kind,
-            stop_value=stop_value,
-            stop_reason=fr.stop_reason,
-            ttft_ms=None if ttft is None else to_ms(ttft),
-            message_ids=fr.message_ids,
-            last_text=fr.last_text,
-            tools_running=bool(fr.tools),
-        )
-
-    def _fallback_text(self, kept: list[DeltaRun]) -> str:
-        """The run's text deltas joined: decoded only now, when no turn gave a reply. The run
-        is ending, so each run of lines is let go once decoded: a long line is not held while
-        the result that quotes it is written."""
-        texts: list[str] = []
-        kept.reverse()
-        while kept:
-            run = kept.pop()
-            texts += [ev["text"] for ev in run.decode() if ev["type"] == E.TEXT_DELTA]
-            del run
-        return "".join(texts)
+        return summary(fr, subtype, error, end, duration, ttft, self.clock)
 
     @property
     def collecting(self) -> bool:
