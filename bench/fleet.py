@@ -144,10 +144,10 @@ def main() -> None:
 
 def in_process(folder: Path) -> float:
     """Seconds to translate every log under `folder` in this process, one after another."""
-    from translator.batch import LocalStore
     from translator.fold import Options
     from translator.rates import RateCard
-    from translator.replay import Job, translate_file
+    from translator.shell.batch import LocalStore
+    from translator.shell.replay import Job, translate_file
 
     card = RateCard.bundled()
     template = Job(format="enriched", partial=False, results_only=False, rates=card, rates_digest=card.fingerprint(),

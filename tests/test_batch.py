@@ -19,9 +19,9 @@ from conftest import FIXTURES, events
 from test_cli import TRANSLATOR
 
 from bench.gen import generate
-from translator.batch import LocalStore
 from translator.rates import RateCard
-from translator.replay import Job, session_id, translate_file
+from translator.shell.batch import LocalStore
+from translator.shell.replay import Job, session_id, translate_file
 
 
 def batch(*args: str) -> subprocess.CompletedProcess[bytes]:

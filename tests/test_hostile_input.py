@@ -17,8 +17,8 @@ from test_cli import TRANSLATOR, run
 from translator.cli import exit_status
 from translator.encoders.enriched import EnrichedEncoder
 from translator.fold import Options, Translator
-from translator.pipeline import Config, translate
 from translator.rates import Rate, RateCard
+from translator.shell.pump import Config, translate
 
 U64_MAX = (1 << 64) - 1
 Event = dict[str, Any]

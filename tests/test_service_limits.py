@@ -22,8 +22,8 @@ from test_cli import TRANSLATOR
 from test_service import Server, exchange, expected, read_all, without_timing
 
 from translator.encoders.enriched import EnrichedEncoder
-from translator.pipeline import Config, translate
 from translator.rates import RateCard
+from translator.shell.pump import Config, translate
 
 
 def poisoned_stream() -> bytes:

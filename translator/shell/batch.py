@@ -27,8 +27,8 @@ from typing import Any, BinaryIO
 from tqdm import tqdm
 
 from translator.diagnostics import formatted, stderr
-from translator.replay import Done, Job, Store, translate_file
-from translator.selection import Found, Input, SelectionError, check_distinct, select, target_name
+from translator.shell.replay import Done, Job, Store, translate_file
+from translator.shell.selection import Found, Input, SelectionError, check_distinct, select, target_name
 
 EX_DATAERR, EX_CANTCREAT, EX_IOERR = 65, 73, 74
 PR_SET_PDEATHSIG = 1
@@ -231,7 +231,7 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
             stderr([f"translator: --results-table: {exc}"])
             return exc.status
     if cluster is not None or any("://" in n for n in [*names, out_dir or ""]):
-        from translator import fleet
+        from translator.shell import fleet
 
         return fleet.run(names, out_dir, workers, template, results_table, cluster)
     try:

@@ -34,7 +34,7 @@ from translator.diagnostics import stderr as _stderr
 
 if TYPE_CHECKING:
     from translator.fold import Translator
-    from translator.pipeline import Shell
+    from translator.shell.pump import Shell
 
 CHUNK = 1 << 16
 FINAL_SEND_S = 5.0  # how long a closing connection may take to accept its last frames

@@ -24,11 +24,11 @@ from typing import Any
 
 from tqdm import tqdm
 
-from translator import batch
 from translator.diagnostics import stderr
 from translator.extras import MissingExtra, need
-from translator.replay import Done, Job, Store, translate_file
-from translator.selection import EX_USAGE, Found, SelectionError
+from translator.shell import batch
+from translator.shell.replay import Done, Job, Store, translate_file
+from translator.shell.selection import EX_USAGE, Found, SelectionError
 
 RETRIES = 2
 GROUP_BYTES = 64 << 20  # small files are translated in groups up to this size (one task each) ...

@@ -34,7 +34,7 @@ from translator.diagnostics import stderr as _stderr
 if TYPE_CHECKING:
     from translator.encoders import RunSummary
     from translator.fold import Translator
-    from translator.pipeline import Shell
+    from translator.shell.pump import Shell
 
 SUBTYPES = ("success", "error", "max_tokens", "max_turns", "cancelled", "budget_exceeded")
 # The usage counted, as the agent reports it (its input_tokens includes both cache counters).

@@ -24,11 +24,11 @@ import anyio
 
 from translator.compressed import Decoder
 from translator.diagnostics import stderr as _stderr
-from translator.pipeline import CHUNK, OutputStuck
+from translator.shell.pump import CHUNK, OutputStuck
 
 if TYPE_CHECKING:
     from translator.fold import Translator
-    from translator.pipeline import Shell
+    from translator.shell.pump import Shell
 
 RECHECK_S = 5.0  # even with inotify, a look this often (a volume remounted, an event missed)
 POLL_S = 0.2  # without inotify

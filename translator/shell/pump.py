@@ -31,7 +31,7 @@ from translator.fold import Options, Translator
 from translator.rates import RateCard
 
 if TYPE_CHECKING:
-    from translator.metrics import Metrics
+    from translator.shell.metrics import Metrics
 
 CHUNK = 1 << 18
 BATCH = 1 << 20  # output is written in pieces of about this size
@@ -298,7 +298,7 @@ class Shell:
 
     def observe(self) -> bool:
         """--metrics: start serving them; False (reported) when the address cannot be served."""
-        from translator.metrics import Metrics
+        from translator.shell.metrics import Metrics
 
         try:
             self.metrics = Metrics.serve(self, self.cfg.metrics or "")
@@ -329,11 +329,11 @@ class Shell:
                     tg.start_soon(self.metrics.heartbeat)
                 try:
                     if self.cfg.follow is not None:
-                        from translator.follow import follow
+                        from translator.shell.follow import follow
 
                         await follow(self, self.cfg.follow, self.cfg.from_end)
                     elif self.cfg.listen is not None:
-                        from translator.service import Service
+                        from translator.shell.service import Service
 
                         service = Service(self)
                         try:
