@@ -325,7 +325,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def load_rates(path: str | None) -> RateCard:
-    """--rates, else the agent's card named by CALIBAN_RATES_YAML, else the bundled one."""
+    """--rates, else the agent's card named by CALIBAN_RATES_YAML, else the bundled one;
+    `--rates genai-prices`: that package's prices (an extra), named in a note."""
+    if path == "genai-prices":
+        try:
+            from translator.prices import GenaiPricesCard
+            card = GenaiPricesCard()
+        except ImportError:
+            raise UserError("--rates genai-prices", "needs the prices extra: pip install "
+                            "'caliban-stream-translator[prices]'", EX_CONFIG) from None
+        _stderr([f"translator: rates: {card.identity} (long-context tiers at their base price)"], "info")
+        return card
     name = f"--rates {path}" if path else f"{ENV_CARD}={os.environ.get(ENV_CARD)}"
     try:
         return RateCard.load(path) if path else RateCard.default(os.environ)
