@@ -144,6 +144,7 @@ def test_drip_clients_cannot_keep_a_real_client_waiting(tmp_path: Path) -> None:
     assert waited < 15, waited  # a few line timeouts, not forever
     _, err = srv.stop()
     assert b"a line unfinished 2 s after it began; closing" in err
+    assert err.count(b"all 2 connections are being served; the next clients wait") == 1  # once a minute at most
     print(f"a real client beside four drip clients waited {waited:.2f} s")  # the figure for the report
 
 

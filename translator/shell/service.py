@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 CHUNK = 1 << 16
 FINAL_SEND_S = 5.0  # how long a closing connection may take to accept its last frames
+FULL_NOTE_S = 60.0  # how often the service may say that all its connections are taken
 
 
 class Stalled(Exception):
@@ -96,6 +97,7 @@ class Service:
         self.pending = 0  # bytes of unfinished lines held for all connections
         self.open: set[anyio.CancelScope] = set()
         self.served = 0
+        self.quiet_until = 0.0  # no note that all slots are taken before then
         self.socket_file: tuple[str, int, int] | None = None  # a unix socket we created: path, dev, ino
 
     async def listen(self, address: str) -> Listener[ByteStream]:
@@ -140,9 +142,11 @@ class Service:
         self, sock: Listener[ByteStream], connections: TaskGroup, label: str, numbers: Iterator[int]
     ) -> None:
         while True:
-            if self.slots.value == 0:
+            if self.slots.value == 0 and anyio.current_time() >= self.quiet_until:
+                # said once a minute at most: under a steady load every accept would say it
+                self.quiet_until = anyio.current_time() + FULL_NOTE_S
                 _stderr([f"translator: {label}: all {self.max_connections} connections are being served; "
-                         "the next client waits"], "info")
+                         "the next clients wait"], "info")
             await self.slots.acquire()
             try:
                 stream = await sock.accept()  # type: ignore[attr-defined]
