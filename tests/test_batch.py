@@ -216,8 +216,9 @@ def wait_for(condition: object, timeout: float = 60.0) -> None:
 def test_workers_die_with_the_batch(tmp_path: Path) -> None:
     src = tmp_path / "logs"
     src.mkdir()
+    generate(str(tmp_path / "big.ndjson"), 25)
     for n in range(6):
-        generate(str(src / f"big-{n}.ndjson"), 25)
+        shutil.copy(tmp_path / "big.ndjson", src / f"big-{n}.ndjson")
     proc = subprocess.Popen([TRANSLATOR, "--out-dir", str(tmp_path / "out"), "--jobs", "2", str(src)],
                             stderr=subprocess.DEVNULL)
     wait_for(lambda: len(children(proc.pid)) >= 2)
@@ -238,7 +239,7 @@ def test_progress_is_in_bytes_within_a_file_on_a_terminal(tmp_path: Path) -> Non
     pid, fd = pty.fork()
     if pid == 0:  # the child: stderr (and stdout) on a pseudo-terminal 100 columns wide
         fcntl.ioctl(2, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-        os.execv(TRANSLATOR, [TRANSLATOR, "--out-dir", str(out), "--jobs", "1", str(src)])
+        os.execv(TRANSLATOR, [TRANSLATOR, "--out-dir", str(out), "--jobs", "1", "--format", "claude-code", str(src)])
     seen = b""
     while True:
         try:

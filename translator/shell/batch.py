@@ -200,7 +200,7 @@ def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = No
     pending = set(futures)
     try:
         while pending:
-            finished, pending = wait(pending, timeout=0.2, return_when=FIRST_COMPLETED)
+            finished, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
             for future in finished:
                 try:
                     result = future.result()
