@@ -18,7 +18,8 @@ from translator.cli import exit_status
 from translator.encoders.enriched import EnrichedEncoder
 from translator.fold import Options, Translator
 from translator.rates import Rate, RateCard
-from translator.shell.pump import Config, translate
+from translator.shell.modes import translate
+from translator.shell.pump import Config
 
 U64_MAX = (1 << 64) - 1
 Event = dict[str, Any]

@@ -23,7 +23,8 @@ from test_service import Server, exchange, expected, read_all, without_timing
 
 from translator.encoders.enriched import EnrichedEncoder
 from translator.rates import RateCard
-from translator.shell.pump import Config, translate
+from translator.shell.modes import translate
+from translator.shell.pump import Config
 
 
 def poisoned_stream() -> bytes:

@@ -18,8 +18,9 @@ from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import use_json
 from translator.fold import Options
 from translator.rates import ENV_CARD, RateCard
+from translator.shell.modes import translate
 from translator.shell.output import OutputFile
-from translator.shell.pump import Config, Outcome, translate
+from translator.shell.pump import Config, Outcome
 from translator.usage import EX_CONFIG, EX_IOERR, EX_NOINPUT, EX_USAGE, UserError, check
 
 EX_OK, EX_DATAERR, EX_SOFTWARE, EX_CANTCREAT = 0, 65, 70, 73
@@ -291,13 +292,13 @@ def main(argv: list[str] | None = None) -> int:
         metrics=args.metrics,
     )
     if args.out_dir is not None or args.results_table is not None:
-        from translator.shell import batch, replay  # the pool and progress bar cost the others nothing
+        from translator.shell import modes, replay  # the pool and progress bar cost the others nothing
 
         template = replay.Job(
             format=args.format, partial=partial, results_only=results_only, rates=rates,
             rates_digest=rates.fingerprint(), options=cfg.options, clock=args.clock, force=args.force,
         )
-        return batch.run(args.files, args.out_dir, args.jobs, template, args.results_table, args.cluster)
+        return modes.out_dir(args.files, args.out_dir, args.jobs, template, args.results_table, args.cluster)
     output: OutputFile | None = None
     if args.output not in (None, "-"):
         try:

@@ -219,21 +219,8 @@ def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = No
     return done, False
 
 
-def run(names: list[str], out_dir: str | None, workers: int, template: Job,
-        results_table: str | None = None, cluster: str | None = None) -> int:
-    """Translate everything under `names` as `template` says; the exit status."""
-    if results_table is not None:
-        from translator.extras import MissingExtra, need
-
-        try:
-            need("pyarrow")
-        except MissingExtra as exc:
-            stderr([f"translator: --results-table: {exc}"])
-            return exc.status
-    if cluster is not None or any("://" in n for n in [*names, out_dir or ""]):
-        from translator.shell import fleet
-
-        return fleet.run(names, out_dir, workers, template, results_table, cluster)
+def run(names: list[str], out_dir: str | None, workers: int, template: Job, results_table: str | None = None) -> int:
+    """Translate every local file under `names` as `template` says; the exit status."""
     try:
         if out_dir is not None:
             prepare_out_dir(out_dir)

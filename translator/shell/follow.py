@@ -17,14 +17,13 @@ import ctypes.util
 import errno
 import os
 import stat
-import time
 from typing import TYPE_CHECKING
 
 import anyio
 
-from translator.compressed import Decoder
+from translator.api import READ_SIZE as CHUNK
 from translator.diagnostics import stderr as _stderr
-from translator.shell.pump import CHUNK, OutputStuck
+from translator.shell.pump import OutputStuck, Pump
 
 if TYPE_CHECKING:
     from translator.fold import Translator
@@ -104,6 +103,19 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
     core: Translator | None = None
     identity = (0, 0)
     pos: Position | None = None
+    pump: Pump | None = None
+    data: bytes | None = b""
+
+    async def read() -> bytes | None:
+        nonlocal data
+        assert pos is not None
+        data = pos.read()
+        return data or None  # b"": nothing more for now; None: cut back and written again
+
+    def offset() -> None:
+        if shell.metrics is not None and pos is not None:
+            shell.metrics.follow_offset = pos.offset
+
     skip_existing = from_end
     try:
         with anyio.CancelScope() as scope:
@@ -121,31 +133,27 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
                         _stderr([f"translator: --follow {path}: {exc.strerror}"])
                         shell.outcome.io_error = True
                         return
-                    decoder = Decoder()  # a .gz or .zst, complete or growing, is read inflated
                     opened = os.fstat(fd)
                     identity = _identity(opened)
                     pos = Position(fd, opened.st_size if skip_existing else 0)
                     skip_existing = False
                     core = shell.new_core(path, live=True)
+                    pump = Pump(shell, core)  # a .gz or .zst, complete or growing, is read inflated
                     if shell.metrics is not None:
                         shell.metrics.follow_offset = pos.offset
-                assert core is not None and pos is not None
+                assert core is not None and pos is not None and pump is not None
                 try:
-                    while data := pos.read():
-                        if not shell.decoded(core, decoder, data):  # broken compressed data (reported)
-                            core.end(time.monotonic())
-                            await shell.emit(core)
-                            shell.tally(core)
-                            return
-                        if shell.metrics is not None:
-                            shell.metrics.follow_offset = pos.offset
-                        await shell.emit(core)
+                    if await pump.run(read, offset) and not core.stopped:  # broken compressed data (reported)
+                        await pump.close()
+                        shell.tally(core)
+                        return
                 except (OSError, OutputStuck):
                     raise  # the output's trouble: the shell says it
                 except Exception as exc:  # the last resort: this stream ends, a new one goes on
                     await shell.abandon(core, exc)
                     shell.tally(core)
                     core = shell.new_core(path, live=True)
+                    pump = Pump(shell, core)
                     continue
                 st: os.stat_result | None = None
                 with contextlib.suppress(FileNotFoundError):
@@ -155,17 +163,15 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
                     # a new file, or this one cut back: the stream so far has ended
                     if shell.metrics is not None:
                         shell.metrics.restarted("replaced" if replaced else "truncated")
-                    core.end(time.monotonic())
-                    await shell.emit(core)
+                    await pump.close()
                     shell.tally(core)
                     core = None
                     os.close(fd)
                     fd = -1
                     continue
                 await wakeup.wait()
-        if core is not None:
-            core.cancel(time.monotonic())
-            await shell.emit(core)
+        if core is not None and pump is not None:
+            await pump.close(cancelled=True)
             shell.tally(core)
     finally:
         shell.read_scope = None

@@ -1,16 +1,14 @@
-"""The I/O shell: reads chunks, hands them to the core with their arrival time, writes what
-comes back. Nothing here knows the event format.
+"""The pump every shell runs: reads chunks, hands them to the core with their arrival time,
+writes what comes back; and what the shells share around it (the configuration, the outcome,
+stdout, the reject file, signals). Nothing here knows the event format or where input comes from.
 
 Reads take whatever the input has (a pipe read returns as soon as a line is there), and every
 read is followed by a write of its output, so output is flushed whenever the input goes quiet.
-Regular files are read directly; pipes, sockets and terminals are awaited with anyio so that a
-signal can interrupt a quiet input.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import signal
 import stat
@@ -21,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import anyio
-import anyio.lowlevel
 
 from translator.api import core_options
 from translator.compressed import CorruptInput, Decoder
@@ -33,7 +30,6 @@ from translator.rates import RateCard
 if TYPE_CHECKING:
     from translator.shell.metrics import Metrics
 
-CHUNK = 1 << 18
 BATCH = 1 << 20  # output is written in pieces of about this size
 WRITE_GRACE_S = 5.0  # after a signal, how long a blocked downstream may hold up the last frames
 
@@ -169,6 +165,42 @@ class RejectFile:
             self.fd = -1
 
 
+class Pump:
+    """One input stream's loop, source → core → sink, written once for every shell (as
+    httpcore's `_receive_event` feeds h11): a chunk read is handed to the core, decompressed,
+    with its arrival time; what came back (frames, diagnostics, rejected lines) goes out at
+    once. The shell brings its own `read` and, if not stdout, its own `write`."""
+
+    def __init__(self, shell: Shell, core: Translator, write: Callable[[bytes], Awaitable[None]] | None = None) -> None:
+        self.shell = shell
+        self.core = core
+        self.write = write
+        self.decoder = Decoder()  # a gzip or zstd input is read inflated, whatever its chunks
+
+    async def run(self, read: Callable[[], Awaitable[bytes | None]], fed: Callable[[], None] | None = None) -> bool:
+        """Read, feed and write until `read` has nothing more for now (None: False returned) or
+        the stream is over (True: the input ended, its compressed data broke, or the core
+        stopped). `fed` runs after each chunk is in the core, before its output goes out."""
+        shell, core = self.shell, self.core
+        while (data := await read()) is not None:
+            if not shell.decoded(core, self.decoder, data):
+                return True
+            if fed is not None:
+                fed()
+            await shell.emit(core, self.write)
+            if core.stopped:
+                return True
+        return False
+
+    async def close(self, cancelled: bool = False) -> None:
+        """The stream is over: an open run gets its result (cancelled after a signal)."""
+        if cancelled:
+            self.core.cancel(time.monotonic())
+        else:
+            self.core.end(time.monotonic())
+        await self.shell.emit(self.core, self.write)
+
+
 class Shell:
     def __init__(self, cfg: Config, out: Output) -> None:
         self.cfg = cfg
@@ -224,49 +256,6 @@ class Shell:
         if core.bad_lines and self.cfg.options.stop_on_invalid:
             self.outcome.rejected = True
 
-    async def source(self, name: str) -> None:
-        if name == "-":
-            fd, label = 0, "<stdin>"
-        else:
-            label = name
-            try:
-                fd = os.open(name, os.O_RDONLY)
-            except OSError as exc:
-                _stderr([f"translator: {name}: {exc.strerror}"])
-                self.outcome.missing_input = True
-                return
-        try:
-            mode = os.fstat(fd).st_mode
-            if stat.S_ISDIR(mode):  # opens fine, fails on the first read
-                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
-        except OSError as exc:
-            _stderr([f"translator: {label}: {exc.strerror}"])
-            self.outcome.missing_input = True
-            if fd != 0:
-                os.close(fd)
-            return
-        pollable = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
-        core = self.new_core(label, live=pollable)
-        try:
-            with anyio.CancelScope() as scope:
-                self.read_scope = scope
-                await self._pump(fd, pollable, core)
-            self.read_scope = None
-            if self.outcome.signal is not None:
-                core.cancel(time.monotonic())
-            else:
-                core.end(time.monotonic())
-            await self.emit(core)
-        except (OSError, OutputStuck):
-            raise  # the output's trouble: run() says it, for every input alike
-        except Exception as exc:  # the last resort: this input ends, the next one is read
-            self.read_scope = None
-            await self.abandon(core, exc)
-        finally:
-            if fd != 0:
-                os.close(fd)
-            self.tally(core)
-
     async def abandon(self, core: Translator, exc: Exception) -> None:
         """A stream that failed outside the core: said with the line reached, its open run
         closed with what can still be written; the exit status is 70."""
@@ -276,25 +265,6 @@ class Shell:
         core.end(time.monotonic())
         with contextlib.suppress(Exception):
             await self.emit(core)
-
-    async def _pump(self, fd: int, pollable: bool, core: Translator) -> None:
-        decoder = Decoder()
-        while True:
-            if pollable:
-                await anyio.wait_readable(fd)
-            else:
-                await anyio.lowlevel.checkpoint()
-            try:
-                data = os.read(fd, CHUNK)
-            except OSError as exc:
-                _stderr([f"translator: {core.source}: read error: {exc.strerror}"])
-                self.outcome.io_error = True
-                return
-            if not self.decoded(core, decoder, data):
-                return
-            await self.emit(core)
-            if core.stopped:
-                return
 
     def observe(self) -> bool:
         """--metrics: start serving them; False (reported) when the address cannot be served."""
@@ -319,7 +289,9 @@ class Shell:
             return False
         return bool(data)
 
-    async def run(self) -> None:
+    async def run(self, body: Callable[[], Awaitable[None]]) -> None:
+        """Run a mode's `body` under the signal watcher (and the metrics, if asked for); the
+        output's trouble is said here, for every mode alike."""
         if self.cfg.metrics is not None and not self.observe():
             return
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
@@ -328,25 +300,7 @@ class Shell:
                 if self.metrics is not None:
                     tg.start_soon(self.metrics.heartbeat)
                 try:
-                    if self.cfg.follow is not None:
-                        from translator.shell.follow import follow
-
-                        await follow(self, self.cfg.follow, self.cfg.from_end)
-                    elif self.cfg.listen is not None:
-                        from translator.shell.service import Service
-
-                        service = Service(self)
-                        try:
-                            listener = await service.listen(self.cfg.listen)
-                        except OSError as exc:
-                            _stderr([f"translator: --listen {self.cfg.listen}: {exc.strerror or exc}"])
-                            self.outcome.io_error = True
-                            return
-                        await service.serve(listener, self.cfg.listen)
-                    for name in self.cfg.sources if self.cfg.follow is None and self.cfg.listen is None else ():
-                        await self.source(name)
-                        if self.outcome.signal is not None or self.outcome.rejected:
-                            break
+                    await body()
                 except BrokenPipeError:
                     self.outcome.broken_pipe = True  # the consumer has gone: stop quietly
                 except OutputStuck:
@@ -364,18 +318,3 @@ class Shell:
             if self.read_scope is not None:
                 self.read_scope.cancel()
             return
-
-
-async def translate(cfg: Config, out_fd: int = 1) -> Outcome:
-    """Translate every source in order to `out_fd`; never raises for I/O trouble."""
-    out = Output(out_fd)
-    shell = Shell(cfg, out)
-    try:
-        await shell.run()
-    finally:
-        out.close()
-        if shell.rejects is not None:
-            shell.rejects.close()
-        if shell.metrics is not None:
-            shell.metrics.close()
-    return shell.outcome

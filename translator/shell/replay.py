@@ -23,13 +23,13 @@ from typing import Any, BinaryIO, Protocol, cast
 import orjson
 
 from translator import __version__
+from translator.api import READ_SIZE as CHUNK
 from translator.api import core_options, make_encoder
 from translator.encoders import Encoder
 from translator.fold import Options, Translator
 from translator.rates import RateCard
 from translator.results import Recorder
 
-CHUNK = 1 << 20
 NAMESPACE = uuid.UUID("7b7c2f0e-49a1-4b5e-9c1d-0c6a1e5d2b49")  # this tool's uuid5 namespace
 
 

@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import ByteStream, Listener, TaskGroup
 
-from translator.compressed import Decoder
+from translator.api import READ_SIZE as CHUNK
 from translator.diagnostics import stderr as _stderr
+from translator.shell.pump import Pump
 
 if TYPE_CHECKING:
     from translator.fold import Translator
     from translator.shell.pump import Shell
 
-CHUNK = 1 << 16
 FINAL_SEND_S = 5.0  # how long a closing connection may take to accept its last frames
 FULL_NOTE_S = 60.0  # how often the service may say that all its connections are taken
 
@@ -160,7 +160,8 @@ class Service:
     async def connection(self, stream: ByteStream, label: str) -> None:
         core = self.shell.new_core(label, live=True)
         held = 0  # this connection's share of self.pending
-        decoder = Decoder()  # a client may send its stream gzip- or zstd-compressed
+        line_began: float | None = None  # when the unfinished line's first bytes came
+        lines_before = 0
 
         async def send(data: bytes) -> None:
             """A send blocked as long as the idle timeout is a client that does not read."""
@@ -169,6 +170,35 @@ class Service:
             if blocked.cancelled_caught:
                 raise Stalled(f"its output unread for {self.idle_timeout:g} s")
 
+        pump = Pump(self.shell, core, send)  # a client may send its stream gzip- or zstd-compressed
+
+        async def receive() -> bytes:
+            """The next chunk; a client quiet for the idle timeout, or dripping a line for
+            longer than the line timeout, is stalled."""
+            nonlocal lines_before
+            now = anyio.current_time()
+            line_due = None if line_began is None else line_began + self.line_timeout
+            with anyio.move_on_after(min(self.idle_timeout, (line_due or now + self.idle_timeout) - now)) as quiet:
+                try:
+                    data = await stream.receive(CHUNK)
+                except anyio.EndOfStream:
+                    data = b""
+            if quiet.cancelled_caught:
+                if line_due is not None and anyio.current_time() >= line_due:
+                    raise Stalled(f"a line unfinished {self.line_timeout:g} s after it began")
+                raise Stalled(f"nothing for {self.idle_timeout:g} s")
+            lines_before = core.line_no
+            return data
+
+        def fed() -> None:
+            """The line timer and the memory budget, after each chunk."""
+            nonlocal line_began, held
+            if core.pending_bytes and (line_began is None or core.line_no != lines_before):
+                line_began = anyio.current_time()
+            elif not core.pending_bytes:
+                line_began = None
+            held = self.hold(core, held)
+
         scope = anyio.CancelScope()
         metrics = self.shell.metrics
         if metrics is not None:
@@ -176,34 +206,9 @@ class Service:
         try:
             with scope:
                 self.open.add(scope)
-                line_began: float | None = None  # when the unfinished line's first bytes came
-                while not core.stopped:
-                    now = anyio.current_time()
-                    line_due = None if line_began is None else line_began + self.line_timeout
-                    with anyio.move_on_after(min(self.idle_timeout, (line_due or now + self.idle_timeout) - now)) as quiet:
-                        try:
-                            data = await stream.receive(CHUNK)
-                        except anyio.EndOfStream:
-                            data = b""
-                    if quiet.cancelled_caught:
-                        if line_due is not None and anyio.current_time() >= line_due:
-                            raise Stalled(f"a line unfinished {self.line_timeout:g} s after it began")
-                        raise Stalled(f"nothing for {self.idle_timeout:g} s")
-                    lines_before = core.line_no
-                    if not self.shell.decoded(core, decoder, data):  # the end, or broken compressed data
-                        break
-                    if core.pending_bytes and (line_began is None or core.line_no != lines_before):
-                        line_began = anyio.current_time()
-                    elif not core.pending_bytes:
-                        line_began = None
-                    held = self.hold(core, held)
-                    await self.shell.emit(core, send)
-            if scope.cancelled_caught:
-                core.cancel(time.monotonic())  # the grace period after SIGTERM ran out
-            else:
-                core.end(time.monotonic())
+                await pump.run(receive, fed)  # to the end, broken compressed data, or a stopped core
             with anyio.CancelScope(shield=True), anyio.move_on_after(FINAL_SEND_S):
-                await self.shell.emit(core, send)
+                await pump.close(cancelled=scope.cancelled_caught)  # cancelled: the grace after SIGTERM ran out
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             pass  # the client went away: its stream ends here, nobody else's
         except Stalled as why:
@@ -244,3 +249,15 @@ class Service:
         core.end(time.monotonic())
         with anyio.CancelScope(shield=True), anyio.move_on_after(FINAL_SEND_S), contextlib.suppress(Exception):
             await self.shell.emit(core, send)
+
+
+async def listen(shell: Shell, address: str) -> None:
+    """`--listen ADDRESS`: serve it until a signal; an address that cannot be served is said."""
+    service = Service(shell)
+    try:
+        listener = await service.listen(address)
+    except OSError as exc:
+        _stderr([f"translator: --listen {address}: {exc.strerror or exc}"])
+        shell.outcome.io_error = True
+        return
+    await service.serve(listener, address)

@@ -1,0 +1,118 @@
+"""The package's import graph is a tree: no module imports itself back through others, the
+core and the library API never import a shell, and only the CLI imports the shells.
+
+Read from the source with `ast` (nothing is imported): every `import`/`from` of a translator
+module counts, at module level or inside a function (a lazy import is still an edge), except
+those under `if TYPE_CHECKING:`, which exist for the type checker only."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import translator
+
+ROOT = Path(translator.__file__).parent
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def runtime_imports(tree: ast.AST, name: str, is_package: bool, modules: set[str]) -> set[str]:
+    """The modules `name` imports when it runs (`from pkg import mod` imports mod; `from pkg
+    import thing` imports pkg)."""
+    found: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.orelse:
+                visit(child)
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = name.split(".") if is_package else name.split(".")[:-1]
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            names = {f"{base}.{alias.name}" for alias in node.names}
+            found.update(names & modules)
+            if names - modules:
+                found.add(base)
+        for inner in ast.iter_child_nodes(node):
+            visit(inner)
+
+    visit(tree)
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    paths = {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+    edges: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        tree = ast.parse(path.read_text(), str(path))
+        targets = runtime_imports(tree, name, path.name == "__init__.py", set(paths))
+        edges[name] = {t for t in targets if t in paths and t != name}
+    return edges
+
+
+def cycle(edges: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle, as the modules on it, or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def walk(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt):], nxt]
+            if nxt not in state and (found := walk(nxt)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(edges):
+        if start not in state and (found := walk(start)):
+            return found
+    return None
+
+
+def is_shell(name: str) -> bool:
+    return name == "translator.shell" or name.startswith("translator.shell.")
+
+
+def test_the_graph_is_read() -> None:
+    """Lazy imports count, type-only ones do not (else the tests below could pass on nothing)."""
+    edges = graph()
+    assert {"translator.shell.modes", "translator.shell.replay"} <= edges["translator.cli"]  # one lazy
+    assert "translator.fold" in edges["translator.api"]
+    assert "translator.events" in edges["translator.fold"]  # `from translator import events as E`
+    assert "translator.fold" not in edges["translator.raw_reader"]  # under TYPE_CHECKING only
+
+
+def test_no_import_cycles() -> None:
+    assert cycle(graph()) is None
+
+
+def test_a_cycle_is_found() -> None:
+    assert cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_only_the_cli_imports_the_shells() -> None:
+    outside = {
+        name: sorted(dep for dep in deps if is_shell(dep))
+        for name, deps in graph().items()
+        if name != "translator.cli" and not is_shell(name)
+    }
+    assert {name: deps for name, deps in outside.items() if deps} == {}
+
+
+def test_nothing_imports_the_cli() -> None:
+    importers = sorted(name for name, deps in graph().items() if "translator.cli" in deps)
+    assert importers == ["translator.__main__"]
