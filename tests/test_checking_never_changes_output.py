@@ -92,6 +92,7 @@ MALFORMED = {
     "invalid UTF-8": delta("\u00e9").replace(b"\xc3\xa9", b"\xff"),
     "lone surrogate": delta("SURR").replace(b"SURR", b"\\ud800"),
     "stamp out of range": delta(ts=-5),
+    "two deltas on one line": delta("y")[:-1] + delta("z"),
 }
 
 
@@ -118,3 +119,14 @@ def test_corrupt_history_in_a_run_end_is_rejected_by_default(fmt: str, partial: 
         data = line(type="TurnStart", turn_index=0, message_id="m", model="claude-sonnet-4-5") + corrupt
         same_both_ways(data, fmt, partial)
         assert translate_bytes(data, fmt, partial=partial).rejects == corrupt
+
+
+@pytest.mark.parametrize(("fmt", "partial"), FORMATS)
+def test_delta_with_a_field_serde_does_not_write_is_decoded_whole(fmt: str, partial: bool) -> None:
+    extra = delta("b", timestamp="2026-01-01T00:00:00Z").replace(b"\n", b"") + b"\n"
+    for where in (1, 3):
+        deltas = [delta("a"), delta("b"), delta("c"), delta("d")]
+        deltas.insert(where, extra)
+        deltas.insert(where, delta("x", note=1))
+        data = line(type="TurnStart", turn_index=0, message_id="m", model="claude-sonnet-4-5") + b"".join(deltas) + run_end()
+        same_both_ways(data, fmt, partial)

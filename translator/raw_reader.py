@@ -2,7 +2,7 @@
 
 Every line is decoded and checked before the fold sees it, the cheapest way that is still
 total: a run of text/thinking deltas — the bulk of a stream — is recognised by its bytes,
-checked in one C call (model.valid_deltas) and handed to the fold as one `DeltaRun`, decoded
+checked in one C call (model.delta_count) and handed to the fold as one `DeltaRun`, decoded
 only if an output reads it; a known event is decoded straight into its handler (a megabyte
 history checked as JSON without being built); anything else is decoded whole, where the
 dialect (raw event, headless frame, envelope) is told apart per line.
@@ -176,8 +176,11 @@ class RawReader:
 
         A run ends at the next line starting `{"type":"T` (TurnStart/TurnEnd/ToolCall*). The
         counts then prove that every line in it is a delta that ends with `}` and holds a single
-        `{"type":"` (so no line is a cut-off delta with another event glued on); where they do
-        not, or a line fails its check, the lines are taken one at a time.
+        value (so no line is a cut-off delta with another event glued on): checked, as many
+        deltas decode as there are lines (every `}\n{` between two lines is a boundary between
+        two top-level values, since neither a string nor a container can hold one); trusted, as
+        many `{"type":"` as lines. Where they do not, or a line fails its check, the lines are
+        taken one at a time.
         """
         fold = self.fold
         opts = fold.options
@@ -202,9 +205,10 @@ class RawReader:
             if (
                 joints + 1 == lines
                 and data[stop - 2] == 0x7D  # `}`
-                and data.count(b'{"type":"', pos, stop) == lines
                 and stop - pos <= opts.max_line_bytes
-                and (opts.trust_input or M.valid_deltas(data, pos, stop - 1))
+                and (
+                    data.count(b'{"type":"', pos, stop) if opts.trust_input else M.delta_count(data, pos, stop - 1)
+                ) == lines
             ):
                 first_no = fold.line_no + 1
                 fold.line_no += lines
@@ -292,7 +296,7 @@ class RawReader:
     def _fast_delta(self, line: bytes, now: float) -> None:
         if not self._framed(line):
             return
-        if self.fold.options.trust_input or M.valid_deltas(line):
+        if self.fold.options.trust_input or M.delta_count(line) == 1:
             self.fold._deltas(self.delta_run(1, self.fold.line_no, line, line), now)
         else:  # decoded whole: reported with its reason, or (a shape M does not vouch for) taken
             self._general(line, now)
