@@ -9,6 +9,8 @@ arrived (`now`, monotonic seconds) and collects what came out with `take_output(
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from translator import events as E
 from translator import headless as H
 from translator.diagnostics import Diagnostic
@@ -165,21 +167,19 @@ class Translator(RunFold):
 
     # ------------------------------------------------------------------ lines
 
-    def _line(self, line: bytes, now: float) -> None:
+    def _line(self, line: bytes, now: float, handler: Callable[[bytes, float], None] | None = None) -> None:
+        """One line; `handler`: the reader's, when it already knows which takes the line."""
         self.line_no += 1
         try:
-            self._take(line, now)
+            if len(line) > self.options.max_line_bytes:
+                self._rejects.append(line + b"\n")
+                self._report(f"line longer than {self.options.max_line_bytes} bytes ({len(line)} bytes)", line)
+            elif handler is not None:
+                handler(line, now)
+            else:
+                self._reader.content(line, now)
         except Exception as exc:
             self._fault(exc, line, now)
-
-    def _take(self, line: bytes, now: float) -> None:
-        if len(line) > self.options.max_line_bytes:
-            self._rejects.append(line + b"\n")
-            self._report(
-                f"line longer than {self.options.max_line_bytes} bytes ({len(line)} bytes)", line
-            )
-            return
-        self._reader.content(line, now)
 
     def _bad(self, line: bytes, reason: str, line_no: int | None = None) -> None:
         self._rejects.append(line + b"\n")

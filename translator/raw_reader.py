@@ -177,9 +177,9 @@ class RawReader:
         A run ends at the next line starting `{"type":"T` (TurnStart/TurnEnd/ToolCall*). The
         counts then prove that every line in it is a delta that ends with `}` and holds a single
         value (so no line is a cut-off delta with another event glued on): checked, as many
-        deltas decode as there are lines (every `}\n{` between two lines is a boundary between
-        two top-level values, since neither a string nor a container can hold one); trusted, as
-        many `{"type":"` as lines. Where they do not, or a line fails its check, the lines are
+        deltas decode as there are lines (a `}`, a newline and a `{` can only part two top-level
+        values: neither a string nor a container can hold them so); trusted, as many
+        `{"type":"` as lines. Where they do not, or a line fails its check, the lines are
         taken one at a time.
         """
         fold = self.fold
@@ -188,7 +188,9 @@ class RawReader:
         while pos < end:
             if not (self._batch_deltas and data.startswith(DELTA_PREFIXES, pos)):
                 nl = data.find(b"\n", pos, end)
-                fold._line(data[pos:nl], now)
+                line = data[pos:nl]
+                # (the handler is looked up here, as `content` would: one call less per line)
+                fold._line(line, now, self._fast.get(line[9 : line.find(b'"', 9)]) if line.startswith(TYPE_PREFIX) else None)
                 if fold.stopped:
                     return
                 pos = nl + 1
