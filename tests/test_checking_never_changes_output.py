@@ -115,7 +115,8 @@ def test_corrupt_history_in_a_run_end_is_rejected_by_default(fmt: str, partial: 
     history = [{"role": "user", "content": [{"type": "text", "text": "\u00e9"}]}]
     good = line(type="RunEnd", final_messages=history, total_usage={"input_tokens": 0, "output_tokens": 0},
                 turn_count=0, stopped_for="EndOfTurn", turns_without_edit=0, no_edit_nudge_emitted=False)
-    for corrupt in (good.replace(b"\xc3\xa9", b"\xff"), good.replace(b'"role"', b'"role":', 1)):
+    lone_surrogate = good.replace(b"\xc3\xa9", b"\\ud800")
+    for corrupt in (good.replace(b"\xc3\xa9", b"\xff"), good.replace(b'"role"', b'"role":', 1), lone_surrogate):
         data = line(type="TurnStart", turn_index=0, message_id="m", model="claude-sonnet-4-5") + corrupt
         same_both_ways(data, fmt, partial)
         assert translate_bytes(data, fmt, partial=partial).rejects == corrupt
