@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import orjson
 import pytest
 from conftest import EXPECTED, FIXTURES, drive, drive_cc, frames_of, kind, translate_cc
 
@@ -184,3 +185,17 @@ def test_a_partial_stream_ending_on_a_tool_result_has_no_reply_and_no_false_erro
     assert run.diagnostics == []
     (result,) = results(run.output)
     assert result["result"] == "Checking."  # nothing since the tool: the upstream value stays
+
+
+def test_the_agents_structured_output_reaches_the_claude_code_result() -> None:
+    """`caliban --json-schema` puts its answer in the result's `structured_output`; Claude Code's
+    result carries the same key, so the translation keeps it (and adds none where there is none)."""
+    data = headless("tool_use_two_turns")
+    plain = drive_cc(data)[0][-1]
+    lines = data.splitlines()
+    result = orjson.loads(lines[-1])
+    result["structured_output"] = {"files": 3}
+    frames, diagnostics = drive_cc(b"\n".join([*lines[:-1], orjson.dumps(result)]) + b"\n")
+    assert diagnostics == []
+    assert "structured_output" not in plain
+    assert frames[-1]["type"] == "result" and frames[-1]["structured_output"] == {"files": 3}

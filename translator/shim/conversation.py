@@ -98,8 +98,6 @@ class Conversation:
             elif kind == "result":
                 if self.interrupted:
                     out.append(orjson.dumps(control.interrupted(self.session_id)) + b"\n")
-                if self.run_result is not None and "structured_output" in self.run_result:
-                    frame["structured_output"] = self.run_result["structured_output"]
                 self.last_is_error = frame.get("is_error") is True
             else:
                 out.append(fit(raw))

@@ -296,6 +296,8 @@ class ClaudeCodeEncoder(TurnBlocks):
         frame.update(queued_turn_count=0, result_index=self.result_index)
         if self.frames:  # `--output-format json` has no per-result model usage
             frame["model_usage_since_last_result"] = self.frame_model_usage
+        if run.upstream is not None and "structured_output" in run.upstream:  # the agent's --json-schema answer
+            frame["structured_output"] = run.upstream["structured_output"]
         self.result_index += 1
         self._emit(frame)
 
