@@ -16,7 +16,6 @@ from translator.provider_errors import recognise
 SYSTEM, USER, TEXT, THINKING = "system", "user", "text", "thinking"
 TOOL_USE, TOOL_RESULT, MESSAGE, RESULT = "tool_use", "tool_result", "message", "result"
 WARNING, HOOK_EVENT = "warning", "hook_event"
-FRAMES = (SYSTEM, USER, TEXT, THINKING, TOOL_USE, TOOL_RESULT, MESSAGE, RESULT, WARNING, HOOK_EVENT)
 
 ADR_0049_KEYS = ("num_turns", "is_error", "duration_ms", "usage")
 

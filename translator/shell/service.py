@@ -96,7 +96,6 @@ class Service:
         self.max_pending = cfg.max_pending_bytes
         self.pending = 0  # bytes of unfinished lines held for all connections
         self.open: set[anyio.CancelScope] = set()
-        self.served = 0
         self.quiet_until = 0.0  # no note that all slots are taken before then
         self.socket_file: tuple[str, int, int] | None = None  # a unix socket we created: path, dev, ino
 
@@ -225,7 +224,6 @@ class Service:
                 metrics.active -= 1
                 metrics.forget(core)
             self.open.discard(scope)
-            self.served += 1
             self.slots.release()
             with anyio.CancelScope(shield=True):
                 await stream.aclose()
