@@ -172,8 +172,7 @@ class Translator(RunFold):
         self.line_no += 1
         try:
             if len(line) > self.options.max_line_bytes:
-                self._rejects.append(line + b"\n")
-                self._report(f"line longer than {self.options.max_line_bytes} bytes ({len(line)} bytes)", line)
+                self._bad(line, f"line longer than {self.options.max_line_bytes} bytes ({len(line)} bytes)")
             elif handler is not None:
                 handler(line, now)
             else:
