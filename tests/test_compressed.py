@@ -134,3 +134,14 @@ def test_batch_is_not_broken_by_compressed_input(tmp_path: Path) -> None:
     proc = subprocess.run([TRANSLATOR, "--out-dir", str(tmp_path / "out"), str(src)],
                           capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_batch_reads_zstd_as_every_mode_does(tmp_path: Path) -> None:
+    for name, data in (("plain", PLAIN), ("packed", zstd.compress(PLAIN))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "a.ndjson").write_bytes(data)  # the name says nothing: the bytes do
+        proc = subprocess.run([TRANSLATOR, "--out-dir", str(tmp_path / f"{name}-out"), str(tmp_path / name)],
+                              capture_output=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+    written = {name: (tmp_path / f"{name}-out" / "a.enriched.jsonl").read_bytes() for name in ("plain", "packed")}
+    assert written["packed"] == written["plain"] and written["plain"].count(b'"type":"result"') == 1

@@ -2,8 +2,9 @@
 
 A thin facade over the sans-I/O core (`fold.Translator` and the encoders), so that embedding
 never means wiring an encoder's output list by hand. `translate()` turns a whole input into
-frames; `Stream` translates a live input as it arrives. The command line is built on the same
-pieces (`make_encoder`, `core_options`).
+frames; `Stream` translates a live input as it arrives. Both move the input through the core
+with the steps every shell's pump takes (feed.py), and the command line builds its encoders
+here (`make_encoder`).
 """
 
 from __future__ import annotations
@@ -11,24 +12,21 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
 from os import PathLike, fspath
 from typing import Any, Literal, Protocol, TypedDict, Unpack
 
 import orjson
 
-from translator.compressed import CorruptInput, Decoder
 from translator.encoders import Encoder
 from translator.encoders.enriched import EnrichedEncoder
-from translator.fold import ESTIMATED, WALL, Options, Translator
+from translator.feed import CHUNK, CLOCKS, Clock, Feed, core_options, new_core, steps
+from translator.fold import Options
 from translator.rates import RateCard
 
 Format = Literal["enriched", "claude-code"]
-Clock = Literal["auto", "wall", "recorded", "estimated"]
 Frame = dict[str, Any]  # one output frame, decoded
 FORMATS: tuple[Format, ...] = ("enriched", "claude-code")
-CLOCKS: tuple[Clock, ...] = ("auto", "wall", "recorded", "estimated")
-READ_SIZE = 1 << 18
+READ_SIZE = CHUNK  # how much a file object is asked for at a time
 
 
 class Readable(Protocol):
@@ -78,16 +76,6 @@ def make_encoder(
     raise ValueError(f"unknown format {format!r}: expected one of {', '.join(FORMATS)}")
 
 
-def core_options(base: Options, clock: str, live: bool, epoch: float) -> Options:
-    """The core's options for one stream. `auto` is recorded when the first event carries a
-    stamp, else the arrival time for a live input and the ttft/tbt estimate for a replay."""
-    if clock not in CLOCKS:
-        raise ValueError(f"unknown clock {clock!r}: expected one of {', '.join(CLOCKS)}")
-    if clock == "auto":
-        return replace(base, clock=WALL if live else ESTIMATED, detect_recorded=True, epoch=epoch)
-    return replace(base, clock=clock, detect_recorded=False, epoch=epoch)
-
-
 def _card(rates: Rates) -> RateCard:
     if rates is None:
         return RateCard.bundled()
@@ -126,51 +114,44 @@ class Stream:
             results_only=results_only, rates=card,
         )
         base = Options(strict=strict, stop_on_invalid=on_invalid == "fail", max_line_bytes=max_line_bytes)
-        epoch = time.time() - time.monotonic()
-        self._core = Translator(
-            encoder, rates=card, options=core_options(base, clock, live, epoch),
-            started_at=time.monotonic(), source=source,
-        )
-        self._out = encoder.out
-        self._decoder = Decoder()
-        self._broken: list[str] = []
+        self._feed = Feed(new_core(
+            encoder, rates=card, options=base, clock=clock, live=live, epoch=time.time() - time.monotonic(),
+            source=source, started_at=time.monotonic(),
+        ))  # fmt: skip
+        self._core = self._feed.core
+        self._diags: list[str] = []
+        self._rejects: list[bytes] = []
 
     def feed(self, data: bytes, now: float | None = None) -> list[bytes]:
         """Consume a chunk (any split: lines may span chunks; gzip or zstd data is inflated)
         that arrived at `now` (`time.monotonic()` seconds; default: now). Returns the frames
         it completed."""
         now = time.monotonic() if now is None else now
-        try:
-            self._core.feed(self._decoder.feed(data), now)
-        except CorruptInput as exc:  # nothing more can be read: the input ends here
-            self._broken.append(f"translator: {self._core.source}: {exc}")
-            self._core.end(now)
+        self._feed.feed(data, now)
+        if self._feed.broken is not None:  # nothing more can be read: the input ends here
+            self._feed.end(now)
         return self._take()
 
     def end(self, now: float | None = None) -> list[bytes]:
         """The input ended: a last line without a newline counts; an open run is closed
         with an error result ("the input ended before the run finished")."""
-        now = time.monotonic() if now is None else now
-        try:
-            self._core.feed(self._decoder.finish(), now)
-        except CorruptInput as exc:
-            self._broken.append(f"translator: {self._core.source}: {exc}")
-        self._core.end(now)
+        self._feed.end(time.monotonic() if now is None else now)
         return self._take()
 
     def cancel(self, now: float | None = None) -> list[bytes]:
         """Stop (e.g. on a signal): an open run is closed as `cancelled`."""
-        self._core.cancel(time.monotonic() if now is None else now)
+        self._feed.cancel(time.monotonic() if now is None else now)
         return self._take()
 
     def take_diagnostics(self) -> list[str]:
         """One line per bad input line since the last call: `translator: <source>:<line>: …`."""
-        broken, self._broken = self._broken, []
-        return self._core.take_diagnostics() + broken
+        diags, self._diags = self._diags, []
+        return diags
 
     def take_rejects(self) -> bytes:
         """The rejected input lines since the last call, verbatim, each with its newline."""
-        return self._core.take_rejects()
+        rejects, self._rejects = self._rejects, []
+        return b"".join(rejects)
 
     @property
     def stopped(self) -> bool:
@@ -202,9 +183,11 @@ class Stream:
         return self._core.clock
 
     def _take(self) -> list[bytes]:
-        frames = self._out[:]
-        self._out.clear()
-        return frames
+        """The frames, for the caller now; the diagnostics and rejects, kept for theirs."""
+        taken = self._feed.take()
+        self._diags += taken.said
+        self._rejects += taken.rejects
+        return taken.frames
 
 
 def _chunks(data: Input) -> Iterator[bytes]:
@@ -240,15 +223,10 @@ def translate_bytes(
 
         on_diagnostic = logging.getLogger("translator").warning
     report = on_diagnostic
-    for chunk in _chunks(data):
-        yield from stream.feed(chunk, 0.0)
-        for line in stream.take_diagnostics():
+    for taken in steps(stream._feed, _chunks(data)):
+        yield from taken.frames
+        for line in taken.said:
             report(line)
-        if stream.stopped:
-            break
-    yield from stream.end(0.0)
-    for line in stream.take_diagnostics():
-        report(line)
 
 
 def translate(

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from translator.api import READ_SIZE as CHUNK
 from translator.diagnostics import stderr as _stderr
+from translator.feed import CHUNK
 from translator.shell.pump import OutputStuck, Pump
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class Wakeup:
         with anyio.move_on_after(RECHECK_S):
             await anyio.wait_readable(self.fd)
         try:
-            while os.read(self.fd, 65536):
+            while os.read(self.fd, CHUNK):  # the events are not read, only drained
                 pass
         except BlockingIOError:
             pass

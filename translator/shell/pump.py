@@ -20,10 +20,9 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from translator.api import core_options
-from translator.compressed import CorruptInput, Decoder
 from translator.diagnostics import stderr as _stderr
 from translator.encoders import Encoder
+from translator.feed import Feed, Taken, new_core, take
 from translator.fold import Options, Translator
 from translator.rates import RateCard
 
@@ -167,38 +166,41 @@ class RejectFile:
 
 class Pump:
     """One input stream's loop, source → core → sink, written once for every shell (as
-    httpcore's `_receive_event` feeds h11): a chunk read is handed to the core, decompressed,
-    with its arrival time; what came back (frames, diagnostics, rejected lines) goes out at
-    once. The shell brings its own `read` and, if not stdout, its own `write`."""
+    httpcore's `_receive_event` feeds h11): the steps of feed.py's `steps()`, awaited. A chunk
+    read is handed to the core, decompressed, with its arrival time; what came back (frames,
+    diagnostics, rejected lines) goes out at once. The shell brings its own `read` and, if not
+    stdout, its own `write`."""
 
     def __init__(self, shell: Shell, core: Translator, write: Callable[[bytes], Awaitable[None]] | None = None) -> None:
         self.shell = shell
-        self.core = core
+        self.feed = Feed(core)  # a gzip or zstd input is read inflated, whatever its chunks
         self.write = write
-        self.decoder = Decoder()  # a gzip or zstd input is read inflated, whatever its chunks
 
     async def run(self, read: Callable[[], Awaitable[bytes | None]], fed: Callable[[], None] | None = None) -> bool:
         """Read, feed and write until `read` has nothing more for now (None: False returned) or
-        the stream is over (True: the input ended, its compressed data broke, or the core
+        the stream is over (True: the input ended (b""), its compressed data broke, or the core
         stopped). `fed` runs after each chunk is in the core, before its output goes out."""
-        shell, core = self.shell, self.core
-        while (data := await read()) is not None:
-            if not shell.decoded(core, self.decoder, data):
-                return True
+        shell, feed = self.shell, self.feed
+        while data := await read():
+            size = feed.feed(data, time.monotonic())
+            if feed.broken is not None:
+                break
+            if shell.metrics is not None:
+                shell.metrics.read(size)
             if fed is not None:
                 fed()
-            await shell.emit(core, self.write)
-            if core.stopped:
-                return True
-        return False
+            await shell.put(feed.take(), feed.core, self.write)
+            if feed.over:
+                break
+        return data is not None
 
     async def close(self, cancelled: bool = False) -> None:
         """The stream is over: an open run gets its result (cancelled after a signal)."""
         if cancelled:
-            self.core.cancel(time.monotonic())
+            self.feed.cancel(time.monotonic())
         else:
-            self.core.end(time.monotonic())
-        await self.shell.emit(self.core, self.write)
+            self.feed.end(time.monotonic())
+        await self.shell.put(self.feed.take(), self.feed.core, self.write)
 
 
 class Shell:
@@ -211,41 +213,34 @@ class Shell:
         self.metrics: Metrics | None = None  # with --metrics, fed once per chunk
 
     async def emit(self, core: Translator, write: Callable[[bytes], Awaitable[None]] | None = None) -> None:
-        """Diagnostics to stderr, rejected lines to the reject file, frames to `write`
-        (default: stdout)."""
-        diags = core.take_diagnostics()
-        if diags:
-            _stderr(diags, "warning")
-        rejected = core.take_reject_pieces()
-        if rejected and self.rejects is not None:
-            self.rejects.write(rejected)
-        frames = core.take_frames()
-        if self.metrics is not None:
-            self.metrics.update(core, diags)
-        for data in batches(frames):
-            await (write or self.out.write)(data)
+        """What the core holds, out (see `put`)."""
+        await self.put(take(core), core, write)
 
-    def options_for(self, live: bool) -> Options:
-        return core_options(self.cfg.options, self.cfg.clock, live, time.time() - time.monotonic())
+    async def put(self, taken: Taken, core: Translator, write: Callable[[bytes], Awaitable[None]] | None = None) -> None:
+        """The sink: a broken input said on stderr (exit 65), diagnostics to stderr, rejected
+        lines to the reject file, frames to `write` (default: stdout)."""
+        if taken.broken is not None:
+            _stderr([taken.broken])
+            self.outcome.bad_data = True
+        if taken.diagnostics:
+            _stderr(taken.diagnostics, "warning")
+        if taken.rejects and self.rejects is not None:
+            self.rejects.write(taken.rejects)
+        if self.metrics is not None:
+            self.metrics.update(core, taken.diagnostics)
+        for data in batches(taken.frames):
+            await (write or self.out.write)(data)
 
     def new_core(self, label: str, live: bool) -> Translator:
         """A fresh core for one input stream: `live` streams are timed as they arrive."""
-        core = Translator(
+        core = new_core(
             self.cfg.make_encoder(self.cfg.session_id or str(uuid.uuid4())),
-            rates=self.cfg.rates,
-            options=self.options_for(live),
-            started_at=time.monotonic(),
-            source=label,
-        )
+            rates=self.cfg.rates, options=self.cfg.options, clock=self.cfg.clock, live=live,
+            epoch=time.time() - time.monotonic(), source=label, started_at=time.monotonic(),
+        )  # fmt: skip
         if self.metrics is not None:
             core.closed = []  # its closed runs, for the metrics
         return core
-
-    def feed(self, core: Translator, data: bytes) -> None:
-        """A chunk read, to the core (and its size to the metrics)."""
-        core.feed(data, time.monotonic())
-        if self.metrics is not None:
-            self.metrics.read(len(data))
 
     def tally(self, core: Translator) -> None:
         """Add what a finished stream came to into the outcome."""
@@ -277,17 +272,6 @@ class Shell:
             self.outcome.io_error = True
             return False
         return True
-
-    def decoded(self, core: Translator, decoder: Decoder, data: bytes) -> bool:
-        """Feed what was read (b"": the end of the input) to the core, decompressed; False
-        when the input has ended, or its compressed data is broken (reported; exit 65)."""
-        try:
-            self.feed(core, decoder.feed(data) if data else decoder.finish())
-        except CorruptInput as exc:
-            _stderr([f"translator: {core.source}: {exc}"])
-            self.outcome.bad_data = True
-            return False
-        return bool(data)
 
     async def run(self, body: Callable[[], Awaitable[None]]) -> None:
         """Run a mode's `body` under the signal watcher (and the metrics, if asked for); the

@@ -10,11 +10,9 @@ results, so "up to date" is a comparison of keys and a skipped file still has it
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import itertools
 import uuid
-import zlib
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -23,10 +21,10 @@ from typing import Any, BinaryIO, Protocol, cast
 import orjson
 
 from translator import __version__
-from translator.api import READ_SIZE as CHUNK
-from translator.api import core_options, make_encoder
+from translator.api import make_encoder
 from translator.encoders import Encoder
-from translator.fold import Options, Translator
+from translator.feed import CHUNK, Feed, new_core, steps
+from translator.fold import Options
 from translator.rates import RateCard
 from translator.results import Recorder
 
@@ -87,6 +85,10 @@ class Rejected(Exception):
     """--on-invalid fail tripped: the output is discarded."""
 
 
+class Broken(Exception):
+    """The compressed input is damaged or cut short (`gzip: <why>`): the output is discarded."""
+
+
 def marker_path(target: str) -> str:
     head, _, name = target.rpartition("/")
     return f"{head}/.{name}.done" if head else f".{name}.done"
@@ -104,16 +106,10 @@ def counter_ids(session: str) -> Callable[[], str]:
 
 
 def chunks(raw: BinaryIO, progress: Callable[[int], None]) -> Iterator[bytes]:
-    """The file's bytes, gunzipped when it starts with the gzip magic; `progress` is told how
-    many bytes of the file itself (compressed or not) each chunk took."""
-    head = raw.read(2)
-    raw.seek(0)
-    src: BinaryIO = gzip.GzipFile(fileobj=raw, mode="rb") if head == b"\x1f\x8b" else raw  # type: ignore[assignment]
-    pos = 0
-    while chunk := src.read(CHUNK):
-        now = raw.tell()
-        progress(now - pos)
-        pos = now
+    """The file's bytes as they are (a gzip or zstd file is inflated by the core's feed, as in
+    every mode); `progress` is told the size of each."""
+    while chunk := raw.read(CHUNK):
+        progress(len(chunk))
         yield chunk
 
 
@@ -148,8 +144,8 @@ def translate_file(job: Job, store: Store, progress: Callable[[int], None] = lam
             store.write_marker(marker_path(job.target), orjson.dumps({"key": key, "results": recorder.rows}))
     except Rejected:
         done.error, done.data_error = "rejected: --on-invalid fail", True
-    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        done.error, done.data_error = f"broken gzip: {exc or type(exc).__name__}", True
+    except Broken as exc:
+        done.error, done.data_error = f"broken {exc}", True
     except OSError as exc:
         if raise_io:
             raise
@@ -177,25 +173,21 @@ def _up_to_date(job: Job, store: Store, key: str) -> list[dict[str, Any]] | None
 
 def _translate(job: Job, store: Store, progress: Callable[[int], None], done: Done) -> Recorder:
     session = session_id(job.relative)
-    options = core_options(job.options, job.clock, live=False, epoch=job.mtime)
     # With no output, the encoder writes only results: the cheapest pass that still sees them.
     encoder = make_encoder(job.format, session, include_partial_messages=job.partial,  # type: ignore[arg-type]
                            results_only=job.results_only or job.target is None, rates=job.rates,
                            new_id=counter_ids(session) if job.format == "claude-code" else None)
     recorder = Recorder(encoder, session, job.source, job.mtime)
-    core = Translator(cast(Encoder, recorder), rates=job.rates, options=options, source=job.source)
+    feed = Feed(new_core(cast(Encoder, recorder), rates=job.rates, options=job.options, clock=job.clock, live=False,
+                         epoch=job.mtime, source=job.source))
     sink: AbstractContextManager[Any] = store.writer(job.target) if job.target is not None else _null()
     with store.open_input(job.source) as raw, sink as out:
-        for chunk in chunks(raw, progress):
-            core.feed(chunk, 0.0)
-            out.write(core.take_output())
-            done.diagnostics += core.take_diagnostics()
-            if core.stopped:
-                break
-        core.end(0.0)
-        out.write(core.take_output())
-        done.diagnostics += core.take_diagnostics()
-        if core.bad_lines and job.options.stop_on_invalid:
+        for taken in steps(feed, chunks(raw, progress)):
+            if feed.broken is not None:
+                raise Broken(feed.broken)
+            out.write(b"".join(taken.frames))
+            done.diagnostics += taken.diagnostics
+        if feed.core.bad_lines and job.options.stop_on_invalid:
             raise Rejected
     return recorder
 

@@ -11,8 +11,8 @@ import stat
 import anyio
 import anyio.lowlevel
 
-from translator.api import READ_SIZE as CHUNK
 from translator.diagnostics import stderr as _stderr
+from translator.feed import CHUNK
 from translator.shell.pump import OutputStuck, Pump, Shell
 
 

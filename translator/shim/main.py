@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 import orjson
 
 from translator import __version__
+from translator.feed import CHUNK
 from translator.shim import control
 from translator.shim.conversation import Conversation
 from translator.shim.flags import parse
@@ -105,7 +106,7 @@ class Shim:
     @staticmethod
     def _read() -> bytes:
         try:
-            return os.read(0, 1 << 16)
+            return os.read(0, CHUNK)
         except OSError:
             return b""
 

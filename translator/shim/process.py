@@ -13,8 +13,9 @@ import threading
 from collections.abc import Callable
 from typing import IO
 
+from translator.feed import CHUNK
+
 NOT_FOUND = 127  # the shell's status for a command it cannot find
-CHUNK = 1 << 16
 
 
 class CalibanRun:
