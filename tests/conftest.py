@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
+from translator.diagnostics import Diagnostic, Notice
 from translator.encoders.enriched import EnrichedEncoder
 from translator.fold import Options, Translator
 from translator.rates import RateCard
@@ -30,6 +31,21 @@ def lines_of(name: str) -> list[bytes]:
 
 def frames_of(data: bytes) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in data.splitlines()]
+
+
+def reported(diagnostics: list[str]) -> list[tuple[int, str]]:
+    """Each diagnostic as (line, kind): a bad line's kind (diagnostics.KINDS) or a recovery's
+    (states.py); a message about no line (a model without a rate) as (0, its text)."""
+    return [(d.line, d.kind) if isinstance(d, (Diagnostic, Notice)) else (0, d) for d in diagnostics]
+
+
+def recoveries() -> tuple[bytes, list[tuple[int, str]]]:
+    """An input with two recovery moves and no bad line, and where each is said: the agent's
+    Stage-A retry (a byte-exact sample, its turn 0 sent again at line 4, closed by its RunEnd),
+    then a run cut off after its fifth line (the agent died inside its first turn)."""
+    retried = (FIXTURES / "samples" / "raw-derived-from-code" / "stage_a_max_tokens_retry.ndjson").read_bytes()
+    cut = b"".join(events("tool_use_two_turns").splitlines(keepends=True)[:5])
+    return retried + cut, [(4, "retried_turn"), (retried.count(b"\n") + 5, "truncated")]
 
 
 @dataclass

@@ -9,7 +9,7 @@ from importlib.resources import files
 from typing import Any
 
 import pytest
-from conftest import EXPECTED, FIXTURES, SCENARIOS, events, frames_of, lines_of
+from conftest import EXPECTED, FIXTURES, SCENARIOS, events, frames_of, lines_of, recoveries, reported
 
 import translator
 from translator import Stream, translate, translate_bytes
@@ -51,6 +51,20 @@ def test_bad_lines_are_reported_and_skipped() -> None:
     (message,) = seen
     assert message.startswith("translator: mine.jsonl:1: invalid JSON") and message.endswith(": oops")
     assert frames[-1]["result"] == "17 * 23 = 391."
+
+
+def test_recoveries_reach_the_caller_and_fail_nothing() -> None:
+    data, said = recoveries()
+    seen: list[str] = []
+    frames = list(translate(data, on_invalid="fail", on_diagnostic=seen.append, source="mine.jsonl"))
+    assert reported(seen) == said
+    assert seen[0].startswith(f"translator: mine.jsonl:{said[0][0]}: info: ")
+    assert [f["subtype"] for f in frames if f["type"] == "result"] == ["success", "error"]
+    stream = Stream(source="live")
+    stream.feed(data)
+    stream.end()
+    assert reported(stream.take_diagnostics()) == said
+    assert stream.bad_lines == 0 and stream.take_rejects() == b""
 
 
 def test_bad_lines_go_to_the_translator_logger_by_default(caplog: pytest.LogCaptureFixture) -> None:

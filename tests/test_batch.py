@@ -15,7 +15,8 @@ from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from conftest import FIXTURES, events
+import orjson
+from conftest import FIXTURES, events, recoveries
 from test_cli import TRANSLATOR
 
 from bench.gen import generate
@@ -108,6 +109,26 @@ def test_up_to_date_means_made_with_the_same_options_rates_and_input(tmp_path: P
     assert b'"total_cost_usd":0.0,' not in (out / "one.enriched.jsonl").read_bytes()  # the new card's prices
     os.utime(src / "one.ndjson")  # touched: a new input
     assert b"1 translated, 1 skipped" in batch("--out-dir", str(out), "--rates", str(rates), str(src)).stderr
+
+
+def test_recoveries_are_said_per_file_and_fail_nothing(tmp_path: Path) -> None:
+    # Said from the worker with the file and line, in the log format asked for; not a bad line,
+    # so --on-invalid fail passes the file and the status stays 0.
+    data, said = recoveries()
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "cut.ndjson").write_bytes(data)
+    out = tmp_path / "out"
+    proc = batch("--log-format", "json", "--on-invalid", "fail", "--out-dir", str(out), str(tmp_path / "in"))
+    assert proc.returncode == 0, proc.stderr
+    *records, summary = [orjson.loads(line) for line in proc.stderr.splitlines()]
+    assert [(r["line"], r["kind"], r["level"]) for r in records] == [
+        (line, kind, level) for (line, kind), level in zip(said, ["info", "warning"], strict=True)
+    ]
+    assert all(r["source"].endswith("cut.ndjson") for r in records)
+    assert summary["message"].startswith("1 translated, 0 skipped (up to date), 0 failed")
+    results = [orjson.loads(ln) for ln in (out / "cut.enriched.jsonl").read_bytes().splitlines()
+               if b'"type":"result"' in ln]
+    assert [r["subtype"] for r in results] == ["success", "error"]
 
 
 def test_an_empty_selection_warns(tmp_path: Path) -> None:

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import EXPECTED, FIXTURES, events, frames_of, lines_of
+from conftest import EXPECTED, FIXTURES, events, frames_of, lines_of, recoveries
+
+from translator.states import CUT, RETRIED
 
 TRANSLATOR = shutil.which("translator", path=str(Path(sys.executable).parent)) or "translator"
 
@@ -120,6 +122,23 @@ def test_on_invalid_fail_exits_65_after_closing_the_frame() -> None:
     result = frames_of(proc.stdout)[-1]
     assert result["type"] == "result" and result["subtype"] == "error"
     assert result["error"].startswith("input rejected at line 5")
+
+
+def test_a_recovery_is_said_on_stderr_but_is_no_bad_line(tmp_path: Path) -> None:
+    # A retried turn and a run cut off: each said where it happened, with its own level; nothing
+    # is rejected, --on-invalid fail does not stop, and the exit status stays 0.
+    data, ((retry, _), (cut, _)) = recoveries()
+    rejects = tmp_path / "rejects.ndjson"
+    proc = run("--on-invalid", "fail", "--reject-file", str(rejects), stdin=data)
+    assert proc.returncode == 0
+    assert proc.stderr.decode().splitlines() == [
+        f"translator: <stdin>:{retry}: info: {RETRIED.says}",
+        f"translator: <stdin>:{cut}: warning: {CUT.says}",
+    ]
+    results = [f for f in frames_of(proc.stdout) if f["type"] == "result"]
+    assert [(r["subtype"], r.get("error")) for r in results] == [("success", None), ("error", CUT.closes)]
+    assert results[0]["result"] == "Here is the full answer."
+    assert rejects.read_bytes() == b""
 
 
 class Live:

@@ -11,6 +11,7 @@ from conftest import (
     frames_of,
     line,
     lines_of,
+    reported,
     run_end,
     turn,
 )
@@ -22,7 +23,9 @@ from translator.rates import RateCard
 @pytest.mark.parametrize("name", SCENARIOS)
 def test_scenarios_match_golden_output(name: str) -> None:
     expected = (EXPECTED / f"{name}.enriched.jsonl").read_bytes()
-    assert drive(events(name)).output == expected
+    run = drive(events(name))
+    assert run.output == expected
+    assert run.diagnostics == []  # every scenario is whole: no bad line, nothing recovered
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
@@ -236,7 +239,13 @@ def test_cut_inside_a_line_reports_it_and_closes_the_frame() -> None:
     cut = data[: data.index(b'"There are ') + 5]  # inside a delta line, no newline at the end
     run = drive(cut)
     assert run.results[-1]["error"] == TRUNCATED
-    assert len(run.diagnostics) == 1 and "truncated line" in run.diagnostics[0]
+    last = cut.count(b"\n") + 1
+    assert reported(run.diagnostics) == [(last, "invalid_json"), (last, "truncated")]
+    assert "truncated line" in run.diagnostics[0]
+    assert run.diagnostics[1] == (
+        f"translator: test:{last}: warning: the input ended inside a run (no RunEnd); that run is closed as an error"
+    )
+    assert run.core.bad_lines == 1
 
 
 def test_empty_input_produces_nothing() -> None:
@@ -249,6 +258,8 @@ def test_lost_run_end_splits_the_runs() -> None:
     run = drive(data)
     first, second = run.results
     assert first["subtype"] == "error" and first["error"] == LOST_RUN_END
+    assert reported(run.diagnostics) == [(turn(0, "first").count(b"\n") + 1, "lost_run_end")]
+    assert run.core.bad_lines == 0 and run.rejects == b""
     assert first["last_assistant_text"] == "first"
     assert second["subtype"] == "success" and second["result"] == "second"
 

@@ -8,8 +8,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import events, frames_of, lines_of
+from conftest import events, frames_of, lines_of, recoveries
 from test_cli import TRANSLATOR, Live
+
+from translator.states import CUT, RETRIED
 
 
 class Follower(Live):
@@ -62,6 +64,25 @@ def test_follows_growth_truncation_and_replacement(tmp_path: Path) -> None:
     status, rest, err = follower.stop()
     assert status == 143 and err == b""
     assert [f["subtype"] for f in frames_of(rest)] == ["cancelled"]
+
+
+def test_a_run_cut_off_by_the_file_being_replaced_is_said(tmp_path: Path) -> None:
+    log = tmp_path / "stdout.ndjson"
+    data, ((retry, _), (cut, _)) = recoveries()
+    log.write_bytes(data)  # whole before the follower starts: its first read takes it all
+    follower = Follower(log, "--results-only")
+    assert follower.read_frames(1)[0]["subtype"] == "success"  # the retried run
+    fresh = tmp_path / "next.ndjson"
+    fresh.write_bytes(events("thinking"))
+    os.replace(fresh, log)  # the agent died mid-run and a new one writes a new file
+    closed, new = follower.read_frames(2)
+    assert (closed["error"], new["result"]) == (CUT.closes, "17 * 23 = 391.")
+    status, rest, err = follower.stop()
+    assert (status, rest) == (143, b"")
+    assert err.decode().splitlines() == [
+        f"translator: {log}:{retry}: info: {RETRIED.says}",
+        f"translator: {log}:{cut}: warning: {CUT.says}",
+    ]
 
 
 def test_from_end_and_a_file_that_does_not_exist_yet(tmp_path: Path) -> None:

@@ -8,10 +8,11 @@ import time
 from pathlib import Path
 
 import orjson
-from conftest import events
+from conftest import events, recoveries
 from test_cli import run
 
-from translator.diagnostics import KINDS, Diagnostic
+from translator.diagnostics import KINDS, Diagnostic, Notice
+from translator.states import CUT, RETRIED
 
 BAD = (
     b"not json\n"  # invalid_json
@@ -42,6 +43,17 @@ def test_json_diagnostics_carry_the_fields_and_at_most_80_bytes_of_the_line() ->
     assert records[4]["excerpt"] == '{"type":"AssistantTextDelta","text":"' + "s" * 43  # 80 bytes, no more
 
 
+def test_recoveries_are_json_with_their_own_level_kind_and_message() -> None:
+    data, said = recoveries()
+    proc = run("--log-format", "json", stdin=data)
+    assert proc.returncode == 0
+    records = [orjson.loads(line) for line in proc.stderr.splitlines()]
+    assert [(r["line"], r["kind"]) for r in records] == said
+    assert [(r["level"], r["message"]) for r in records] == [("info", RETRIED.says), ("warning", CUT.says)]
+    for r in records:  # no excerpt: a recovery quotes nothing of the input
+        assert set(r) == {"time", "level", "source", "line", "kind", "message"} and r["source"] == "<stdin>"
+
+
 def test_text_stays_the_default_with_the_same_report() -> None:
     proc = run(stdin=BAD[:9])
     assert proc.stderr.decode().startswith("translator: <stdin>:1: invalid JSON (")
@@ -62,6 +74,10 @@ def test_a_diagnostic_is_its_text_line_and_survives_a_trip_to_a_batch_worker() -
     back = pickle.loads(pickle.dumps(diag))
     assert (back, back.line, back.kind) == (diag, 7, "invalid_utf8")
     assert diag.kind in KINDS
+    notice = Notice("a.ndjson", 9, CUT.kind, CUT.says, CUT.level)
+    assert notice == f"translator: a.ndjson:9: warning: {CUT.says}"
+    back = pickle.loads(pickle.dumps(notice))
+    assert (back, back.line, back.kind, back.level) == (notice, 9, "truncated", "warning")
 
 
 def test_batch_reports_and_summary_are_json_too(tmp_path: Path) -> None:

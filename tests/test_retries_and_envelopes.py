@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import drive, drive_cc, frames_of, line, run_end, turn
+from conftest import drive, drive_cc, frames_of, line, reported, run_end, turn
 
 from translator.fold import LOST_RUN_END
 
@@ -23,10 +23,9 @@ def results(data: bytes) -> list[dict[str, Any]]:
     return [f for f in frames_of(data) if f["type"] == "result"]
 
 
-def claude_code(data: bytes, partial: bool = False) -> list[dict[str, Any]]:
-    frames, diagnostics = drive_cc(data, partial=partial)
-    assert diagnostics == []
-    return frames
+def line_of(head: bytes) -> int:
+    """The number of the line that follows `head`."""
+    return head.count(b"\n") + 1
 
 
 # A retry of turn 0 (the #245 drain retry, or Stage A), then a retry of turn 1 after a tool.
@@ -40,7 +39,10 @@ def test_a_retried_turn_is_the_same_run(head: bytes) -> None:
     data = head + turn(index, "Here is the full answer.").replace(b'"msg_', b'"retry_') + run_end(turns=index + 1)
     run = drive(data)
     (result,) = results(run.output)
-    assert run.diagnostics == []
+    # The retry is said where the turn starts again (information, not a bad line).
+    assert reported(run.diagnostics) == [(line_of(head), "retried_turn")]
+    assert run.diagnostics[0].startswith(f"translator: test:{line_of(head)}: info: the open turn was sent again")
+    assert run.core.bad_lines == 0 and run.rejects == b""
     assert (result["subtype"], result["result"], result["num_turns"]) == ("success", "Here is the full answer.", index + 1)
 
 
@@ -54,10 +56,14 @@ def test_the_abandoned_attempt_is_not_the_fallback_reply() -> None:
 
 
 def test_only_turn_zero_after_a_completed_turn_means_a_lost_run_end() -> None:
-    first, second = results(drive(turn(0, "one") + turn(0, "two") + run_end(turns=1)).output)
+    lost = drive(turn(0, "one") + turn(0, "two") + run_end(turns=1))
+    first, second = results(lost.output)
     assert first["error"] == LOST_RUN_END and second["result"] == "two"
-    # turn 0 sent twice before any TurnEnd: a retry, one result
-    assert len(results(drive(start(0) + start(0) + turn(0, "x") + run_end(turns=1)).output)) == 1
+    assert reported(lost.diagnostics) == [(line_of(turn(0, "one")), "lost_run_end")]
+    # turn 0 sent twice before any TurnEnd: a retry, one result (and each repeat said)
+    retried = drive(start(0) + start(0) + turn(0, "x") + run_end(turns=1))
+    assert len(results(retried.output)) == 1
+    assert reported(retried.diagnostics) == [(2, "retried_turn"), (3, "retried_turn")]
 
 
 def test_usage_is_the_sum_of_the_turns_not_the_run_total() -> None:
@@ -72,7 +78,8 @@ def test_usage_is_the_sum_of_the_turns_not_the_run_total() -> None:
 @pytest.mark.parametrize("partial", [False, True])
 def test_claude_code_marks_the_retry_and_writes_only_the_final_attempt(partial: bool) -> None:
     data = RETRIED_0 + turn(0, "Here is the full answer.") + run_end(turns=1)
-    frames = claude_code(data, partial)
+    frames, diagnostics = drive_cc(data, partial=partial)
+    assert reported(diagnostics) == [(line_of(RETRIED_0), "retried_turn")]
     kinds = [(f["type"], f.get("subtype")) for f in frames]
     assert ("system", "api_retry") in kinds
     texts = [f["message"]["content"][0]["text"] for f in frames if f["type"] == "assistant"]

@@ -10,8 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import EXPECTED, events, frames_of, lines_of
+from conftest import EXPECTED, events, frames_of, lines_of, recoveries
 from test_cli import TRANSLATOR
+
+from translator.states import CUT, RETRIED
 
 VOLATILE = ("duration_ms", "duration_api_ms", "duration_source")
 
@@ -115,6 +117,19 @@ def test_bad_bytes_slowness_and_disconnects_stay_with_their_connection(server: S
     status, err = server.stop()
     assert status == 143
     assert b"invalid UTF-8" in err or b"invalid JSON" in err
+
+
+def test_a_connection_that_ends_inside_a_run_is_said_with_its_label(server: Server) -> None:
+    data, ((retry, _), (cut, _)) = recoveries()
+    out = frames_of(exchange(server.connect(), data))
+    assert [f["subtype"] for f in out if f["type"] == "result"] == ["success", "error"]
+    status, err = server.stop()
+    assert status == 143
+    label = f"{server.address}#2"  # the first connection was the start-up probe
+    assert err.decode().splitlines() == [
+        f"translator: {label}:{retry}: info: {RETRIED.says}",
+        f"translator: {label}:{cut}: warning: {CUT.says}",
+    ]
 
 
 def test_idle_connections_are_closed(tmp_path: Path) -> None:

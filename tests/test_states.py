@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from translator.states import TRANSITIONS, IllegalMove, Move, RunState, State, To
+from translator.states import CUT, LOST, RETRIED, TRANSITIONS, IllegalMove, Move, Recovery, RunState, State, To
 from translator.stops import LOST_RUN_END, TRUNCATED
 
 LEGAL = [(state, move, to) for state, moves in TRANSITIONS.items() for move, to in moves.items()]
@@ -21,7 +21,7 @@ def at(state: str) -> RunState:
 
 @pytest.mark.parametrize(("state", "move", "to"), LEGAL)
 def test_every_legal_move(state: str, move: str, to: To) -> None:
-    recovered: list[str] = []
+    recovered: list[Recovery] = []
     machine = at(state)
     assert machine.move(move, recovered.append) == to
     assert machine.state is to.state
@@ -32,7 +32,7 @@ def test_every_legal_move(state: str, move: str, to: To) -> None:
 def test_an_illegal_move_is_reported_and_changes_nothing(state: str, move: str) -> None:
     machine = at(state)
     with pytest.raises(IllegalMove, match=state):
-        machine.move(move, lambda text: pytest.fail(text))
+        machine.move(move, lambda recovery: pytest.fail(recovery.says))
     assert machine.state is state
 
 
@@ -48,20 +48,33 @@ def test_the_table_lists_every_state_and_only_known_moves() -> None:
 def test_recoveries() -> None:
     recoveries = {(state, move): to.recovery for state, move, to in LEGAL if to.recovery is not None}
     assert recoveries == {
-        (State.IN_RUN, Move.RESTART): LOST_RUN_END,
-        (State.IN_TURN, Move.RESTART): LOST_RUN_END,
-        (State.IN_RUN, Move.INPUT_END): TRUNCATED,
-        (State.IN_TURN, Move.INPUT_END): TRUNCATED,
+        (State.IN_RUN, Move.RESTART): LOST,
+        (State.IN_TURN, Move.RESTART): LOST,
+        (State.IN_RUN, Move.INPUT_END): CUT,
+        (State.IN_TURN, Move.INPUT_END): CUT,
+        (State.IN_TURN, Move.RETRY): RETRIED,
     }
+
+
+def test_what_each_recovery_says_and_closes() -> None:
+    # The lost RunEnd and the cut close the open run with the result's error text and warn;
+    # a retry is the agent's own move: it closes nothing and is only information.
+    assert [(r.kind, r.level, r.closes) for r in (LOST, CUT, RETRIED)] == [
+        ("lost_run_end", "warning", LOST_RUN_END),
+        ("truncated", "warning", TRUNCATED),
+        ("retried_turn", "info", None),
+    ]
+    assert all(r.says and r.says != r.closes for r in (LOST, CUT, RETRIED))
 
 
 def test_a_run_of_two_turns() -> None:
     machine = RunState()
     path = [Move.TURN_START, Move.MODEL, Move.TOOL_END, Move.TURN_END, Move.TURN_START, Move.RETRY,
             Move.MODEL, Move.TURN_END, Move.RUN_END]
-    states = []
+    states, recovered = [], []
     for move in path:
-        machine.move(move, lambda text: pytest.fail(text))
+        machine.move(move, recovered.append)
         states.append(machine.state)
     assert states == [State.IN_TURN, State.IN_TURN, State.IN_TURN, State.IN_RUN, State.IN_TURN, State.IN_TURN,
                       State.IN_TURN, State.IN_RUN, State.NO_RUN]
+    assert recovered == [RETRIED]

@@ -1,6 +1,7 @@
-"""Diagnostics: what a report on a bad line holds, and stderr, where reports go (stdout carries
-data only). Text is the default; `--log-format json` writes one JSON object per line for log
-shippers. Either way a report quotes at most the first 80 bytes of the line it is about."""
+"""Diagnostics: what a report on a bad line (or a recovery) holds, and stderr, where reports go
+(stdout carries data only). Text is the default; `--log-format json` writes one JSON object per
+line for log shippers. Either way a report quotes at most the first 80 bytes of the line it is
+about (a recovery quotes none)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,27 @@ class Diagnostic(str):
         return "malformed_event"
 
 
+class Notice(str):
+    """What the fold says about a recovery move (states.py) at one input line: a lost `RunEnd`,
+    an input cut off inside a run, a retried turn. Not a bad line: nothing is rejected or
+    counted, and it changes no exit status. Its `level` is its own (warning or info)."""
+
+    source: str
+    line: int
+    kind: str
+    message: str
+    level: str
+
+    def __new__(cls, source: str, line: int, kind: str, message: str, level: str) -> Notice:
+        source = escaped(source)
+        self = super().__new__(cls, f"translator: {source}:{line}: {level}: {message}")
+        self.source, self.line, self.kind, self.message, self.level = source, line, kind, message, level
+        return self
+
+    def __reduce__(self) -> tuple[type[Notice], tuple[str, int, str, str, str]]:
+        return Notice, (self.source, self.line, self.kind, self.message, self.level)  # batch workers send these
+
+
 def use_json() -> None:
     """From now on, diagnostics are JSON lines (`--log-format json`)."""
     global _json
@@ -66,9 +88,11 @@ def as_json(line: str, level: str, now: float) -> bytes:
     """One diagnostic as a JSON line: time, level, then the report's fields (or its message)."""
     record: dict[str, Any] = {
         "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z",
-        "level": level,
+        "level": line.level if isinstance(line, Notice) else level,
     }
-    if isinstance(line, Diagnostic):
+    if isinstance(line, Notice):
+        record |= {"source": line.source, "line": line.line, "kind": line.kind, "message": line.message}
+    elif isinstance(line, Diagnostic):
         record |= {"source": line.source, "line": line.line, "reason": line.reason, "kind": line.kind,
                    "excerpt": line.excerpt}
     else:

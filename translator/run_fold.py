@@ -11,12 +11,13 @@ import orjson
 
 from translator import events as E
 from translator.clock import Clock
+from translator.diagnostics import Notice
 from translator.encoders import DECODED, RAW, Encoder, RunSummary
 from translator.events import Event
 from translator.model import WALL, DeltaRun
 from translator.rates import RateCard, turn_cost
 from translator.run import Frame, summary
-from translator.states import Move, RunState, State
+from translator.states import Move, Recovery, RunState, State
 from translator.stops import classify
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ class RunFold:
 
     _reader: RawReader  # set by Translator: it makes the DeltaRuns
     line_no: int
+    source: str
 
     def __init__(self, encoder: Encoder, *, rates: RateCard, options: Options, started_at: float) -> None:
         self.options = options
@@ -137,8 +139,13 @@ class RunFold:
         self._move_now = now
         self._runs.move(move, self._recover)
 
-    def _recover(self, error: str) -> None:
-        self._close(self._move_now, "error", error)
+    def _recover(self, recovery: Recovery) -> None:
+        """A recovery move is said at the line it happened (not while a failed run's rest is
+        read into nothing: that run has its result and its report), then closes what it closes."""
+        if self._orphan_of is None:
+            self._diags.append(Notice(self.source, self.line_no, recovery.kind, recovery.says, recovery.level))
+        if recovery.closes is not None:
+            self._close(self._move_now, "error", recovery.closes)
 
     @property
     def in_turn(self) -> bool:

@@ -3,9 +3,10 @@
 A stream is, at any moment, outside any run, inside a run between turns, or inside a turn.
 Every event the readers hand the fold is one of the moves below; `TRANSITIONS` says where each
 move leads from each state. The recoveries — a run whose `RunEnd` was lost, a stream cut off
-inside a run — are entries like any other, carrying the error text the open run is closed
-with (a retried turn needs none: it is the agent's own move). A move missing from the table is
-illegal: `RunState.move` raises `IllegalMove`, and the fold's last resort reports it.
+inside a run, a retried turn — are entries like any other, carrying what the fold says about
+them (a notice on stderr, never a bad line) and, for the first two, the error text the open
+run is closed with. A move missing from the table is illegal: `RunState.move` raises
+`IllegalMove`, and the fold's last resort reports it.
 """
 
 from __future__ import annotations
@@ -39,11 +40,40 @@ class Move:
 
 
 @dataclass(frozen=True, slots=True)
+class Recovery:
+    """What a recovery move does: `says` is reported at the line where it happened (`kind` names
+    it in JSON logs, `level` is warning or info); with `closes`, the open run is first closed as an
+    error with that text."""
+
+    kind: str
+    says: str
+    level: str = "warning"
+    closes: str | None = None
+
+
+LOST = Recovery(
+    "lost_run_end",
+    "turn_index 0 again after a completed turn: the open run's RunEnd is missing; "
+    "that run is closed as an error and a new one begins",
+    closes=LOST_RUN_END,
+)
+CUT = Recovery(
+    "truncated", "the input ended inside a run (no RunEnd); that run is closed as an error", closes=TRUNCATED
+)
+RETRIED = Recovery(
+    "retried_turn",
+    "the open turn was sent again (its turn_index before its TurnEnd): the agent retried it; "
+    "the abandoned attempt is not part of the reply",
+    level="info",
+)
+
+
+@dataclass(frozen=True, slots=True)
 class To:
-    """Where a move leads; `recovery`: the open run is first closed as an error with this text."""
+    """Where a move leads; `recovery`: what is said (and closed) on the way."""
 
     state: str
-    recovery: str | None = None
+    recovery: Recovery | None = None
 
 
 NO_RUN, IN_RUN, IN_TURN = State.NO_RUN, State.IN_RUN, State.IN_TURN
@@ -62,23 +92,23 @@ TRANSITIONS: dict[str, dict[str, To]] = {
     IN_RUN: {
         M.RUN_START: To(IN_RUN),
         M.TURN_START: To(IN_TURN),
-        M.RESTART: To(IN_TURN, LOST_RUN_END),
+        M.RESTART: To(IN_TURN, LOST),
         M.MODEL: To(IN_TURN),
         M.TOOL_END: To(IN_RUN),
         M.TURN_END: To(IN_RUN),
         M.RUN_END: To(NO_RUN),
-        M.INPUT_END: To(NO_RUN, TRUNCATED),
+        M.INPUT_END: To(NO_RUN, CUT),
     },
     IN_TURN: {
         M.RUN_START: To(IN_TURN),
         M.TURN_START: To(IN_TURN),  # a TurnStart whose predecessor never ended: a new turn
-        M.RETRY: To(IN_TURN),  # the agent's max_tokens or drain retry: nothing to recover
-        M.RESTART: To(IN_TURN, LOST_RUN_END),
+        M.RETRY: To(IN_TURN, RETRIED),  # the agent's max_tokens or drain retry: nothing closes
+        M.RESTART: To(IN_TURN, LOST),
         M.MODEL: To(IN_TURN),
         M.TOOL_END: To(IN_TURN),
         M.TURN_END: To(IN_RUN),
         M.RUN_END: To(NO_RUN),
-        M.INPUT_END: To(NO_RUN, TRUNCATED),
+        M.INPUT_END: To(NO_RUN, CUT),
     },
 }
 
@@ -95,8 +125,8 @@ class RunState:
     def __init__(self) -> None:
         self.state: str = NO_RUN
 
-    def move(self, move: str, recover: Callable[[str], None]) -> To:
-        """Make `move`; a recovery entry first has `recover` close the open run with its text."""
+    def move(self, move: str, recover: Callable[[Recovery], None]) -> To:
+        """Make `move`; a recovery entry first has `recover` say it (and close the open run)."""
         to = TRANSITIONS[self.state].get(move)
         if to is None:
             raise IllegalMove(f"{move} cannot happen {self.state}")
