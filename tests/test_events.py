@@ -1,12 +1,13 @@
-"""Decoding helpers of the raw event dialect."""
+"""The raw events' classes (model.py) and what the reader says of a line that does not fit them."""
 
 from __future__ import annotations
 
+import msgspec
 import orjson
 import pytest
 
-from translator.events import BadLine, check
-from translator.raw_reader import split_parse, text_run
+from translator import model as M
+from translator.raw_reader import reason
 
 
 def delta(text: object, index: int = 0, **extra: object) -> bytes:
@@ -14,41 +15,62 @@ def delta(text: object, index: int = 0, **extra: object) -> bytes:
                          "text": text, **extra})
 
 
-def test_text_run_takes_one_blocks_deltas_whole() -> None:
-    region = b"\n".join(delta(t) for t in ["a", 'b "quoted" }\\n', "\u00e9\U0001f600"])
-    assert text_run(region) == (0, ["a", 'b "quoted" }\\n', "\u00e9\U0001f600"])
-    assert text_run(delta("solo", 3)) == (3, ["solo"])
+def run_of(*lines: bytes) -> M.DeltaRun:
+    deltas = M.DECODER.decode_lines(b"\n".join(lines))
+    return M.DeltaRun(len(deltas), 1, deltas)
 
 
-@pytest.mark.parametrize(
-    "region",
-    [
-        delta("a") + b"\n" + delta("b", 1),  # two blocks
-        delta("a") + b"\n" + delta(5),  # not a string
-        delta("a") + b"\n" + delta("b", extra=1),  # a key serde does not write
-        delta("a") + b"\n" + delta("b").replace(b'":', b'": '),  # lines laid out differently
-        delta("a") + b"\n" + delta("b")[:-3],  # cut short
-        delta("a") + b"\n" + b'{"type":"AssistantThinkingDelta","turn_index":0,"content_block_index":0,"text":"t"}',
-        delta("a")[:-2] + b'"}' + delta("b"),  # two events glued on one line
-    ],
-)
-def test_text_run_leaves_everything_else_to_the_full_decode(region: bytes) -> None:
-    assert text_run(region) is None
+def test_text_block_takes_one_blocks_deltas_whole() -> None:
+    run = run_of(*(delta(t) for t in ["a", 'b "quoted" }\\n', "\u00e9\U0001f600"]))
+    assert run.text_block() == (0, ["a", 'b "quoted" }\\n', "\u00e9\U0001f600"])
+    assert run_of(delta("solo", 3)).text_block() == (3, ["solo"])
+    assert not run.thinking
 
 
-def test_split_parse_skips_only_the_history() -> None:
-    line = (b'{"type":"RunEnd","final_messages":[{"role":"user","content":[{"type":"text",'
-            b'"text":"x,\\"total_usage\\":1"}],"total_usage":{"bogus":1}}],"total_usage":'
-            b'{"input_tokens":1,"output_tokens":2},"turn_count":1,"stopped_for":"EndOfTurn"}')
-    ev = split_parse(line, "RunEnd")
-    assert ev is not None and ev["total_usage"] == {"input_tokens": 1, "output_tokens": 2}
-    assert "final_messages" not in ev
+def test_text_block_is_none_for_two_blocks_or_thinking() -> None:
+    assert run_of(delta("a"), delta("b", 1)).text_block() is None
+    mixed = run_of(delta("a"), b'{"type":"AssistantThinkingDelta","turn_index":0,"content_block_index":0,"text":"t"}')
+    assert mixed.text_block() is None and mixed.thinking
 
 
-def test_check_names_the_missing_or_malformed_field() -> None:
-    with pytest.raises(BadLine, match="TurnEnd without 'stop_reason'"):
-        check({"type": "TurnEnd", "turn_index": 0, "assistant_message": {"content": []},
-               "usage": {"input_tokens": 1, "output_tokens": 1}, "ttft": None, "tbt": None}, "TurnEnd")
-    with pytest.raises(BadLine, match="malformed 'total_usage'"):
-        check({"type": "RunEnd", "total_usage": {"input_tokens": -1, "output_tokens": 0},
-               "turn_count": 0, "stopped_for": "EndOfTurn"}, "RunEnd")
+RUN_END = (b'{"type":"RunEnd","final_messages":[{"role":"user","content":[]}],"total_usage":'
+           b'{"input_tokens":1,"output_tokens":2},"turn_count":1,"stopped_for":%s}')
+
+
+def test_run_end_keeps_the_history_as_json_it_never_builds() -> None:
+    ev = M.DECODER.decode(RUN_END % b'"EndOfTurn"')
+    assert isinstance(ev, M.RunEnd) and bytes(ev.final_messages) == b'[{"role":"user","content":[]}]'
+    assert ev.total_usage.counts() == {"input_tokens": 1, "output_tokens": 2}
+    assert (ev.turns_without_edit, ev.no_edit_nudge_emitted) == (0, False)  # serde defaults
+
+
+@pytest.mark.parametrize("stop", [b'{"StreamIdle":{"secs":-1,"nanos":0}}', b'{"MaxTurnsReached":4294967296}', b'{"A":1,"B":2}'])
+def test_numbers_inside_stopped_for_are_checked(stop: bytes) -> None:
+    with pytest.raises(msgspec.ValidationError) as err:
+        M.DECODER.decode(RUN_END % stop)
+    assert reason("RunEnd", str(err.value)).startswith("RunEnd has a malformed 'stopped_for' (a variant name")
+
+
+def why(line: bytes, decoder: msgspec.json.Decoder = M.DECODER) -> str:  # type: ignore[type-arg]
+    with pytest.raises(msgspec.ValidationError) as err:
+        decoder.decode(line)
+    return reason(orjson.loads(line)["type"], str(err.value))
+
+
+def test_reasons_name_the_missing_or_malformed_field() -> None:
+    assert why(b'{"type":"TurnStart","turn_index":0,"model":"m"}') == "TurnStart without 'message_id'"
+    assert why(b'{"type":"TurnStart","turn_index":-1,"message_id":"","model":"m"}') == (
+        "TurnStart has a malformed 'turn_index' (a whole number 0 to 4294967295)")
+    assert why(RUN_END.replace(b'"output_tokens":2', b'"output_tokens":-2') % b'"EndOfTurn"').startswith(
+        "RunEnd has a malformed 'total_usage' (input_tokens and output_tokens")
+    assert why(delta("a", ts=1e20)) == "'ts' is out of range (Unix seconds, 1970 to 9999)"
+
+
+def test_strict_rejects_what_serde_does_not_write_and_the_default_ignores_it() -> None:
+    line = delta("a", extra=1)
+    assert M.DECODER.decode(line) == M.DECODER.decode(delta("a"))
+    assert why(line, M.STRICT) == "AssistantTextDelta has an unknown field 'extra'"
+    nested = RUN_END.replace(b'"output_tokens":2', b'"output_tokens":2,"x":1') % b'"EndOfTurn"'
+    assert M.DECODER.decode(nested).total_usage.counts() == {"input_tokens": 1, "output_tokens": 2}
+    with pytest.raises(msgspec.ValidationError, match="unknown field `x`"):
+        M.STRICT.decode(nested)

@@ -17,6 +17,7 @@ from test_cli import TRANSLATOR, run
 from translator.cli import exit_status
 from translator.encoders.enriched import EnrichedEncoder
 from translator.fold import Options, Translator
+from translator.model import TurnStart
 from translator.rates import Rate, RateCard
 from translator.shell.modes import translate
 from translator.shell.pump import Config
@@ -205,9 +206,9 @@ class NotBytes(EnrichedEncoder):
     """An encoder that puts a str among its frames for a run of model "poison": the failure
     comes in the shell's writing, outside the core's own guard."""
 
-    def turn_start(self, ev: dict[str, Any], t: float) -> None:
+    def turn_start(self, ev: TurnStart, t: float) -> None:
         super().turn_start(ev, t)
-        if ev["model"] == "poison":
+        if ev.model == "poison":
             self.out.append("not bytes")  # type: ignore[arg-type]
 
 

@@ -22,6 +22,7 @@ from test_cli import TRANSLATOR
 from test_service import Server, exchange, expected, read_all, without_timing
 
 from translator.encoders.enriched import EnrichedEncoder
+from translator.model import TurnStart
 from translator.rates import RateCard
 from translator.shell.modes import translate
 from translator.shell.pump import Config
@@ -54,9 +55,9 @@ class BrokenOutput(EnrichedEncoder):
     """An encoder that puts something that is not bytes into its output for a run of model
     "poison": the failure happens in the shell, outside the core's own guard."""
 
-    def turn_start(self, ev: dict[str, Any], t: float) -> None:
+    def turn_start(self, ev: TurnStart, t: float) -> None:
         super().turn_start(ev, t)
-        if ev["model"] == "poison":
+        if ev.model == "poison":
             self.out.append("not bytes")  # type: ignore[arg-type]
 
 

@@ -127,15 +127,11 @@ def build_parser() -> Parser:
     p.add_argument(
         "--strict",
         action="store_true",
-        help="decode every line whole, without the fast paths (every line is checked anyway: "
-        "same output, same rejects, slower; a reference for the checks)",
+        help="also reject an event with a field the agent's serde types do not have (by default "
+        "it is ignored, as serde ignores it); the output of what is accepted is the same",
     )
-    p.add_argument(
-        "--trust-input",
-        action="store_true",
-        help="check text/thinking deltas and skipped histories only for framing (faster; a malformed "
-        "one passes unnoticed)",
-    )
+    # Accepted and ignored: every line is checked at no extra cost now (scripts keep working).
+    p.add_argument("--trust-input", action="store_true", help=argparse.SUPPRESS)
     p.add_argument(
         "-o",
         "--output",
@@ -273,7 +269,6 @@ def main(argv: list[str] | None = None) -> int:
         rates=rates,
         options=Options(
             strict=args.strict,
-            trust_input=args.trust_input,
             stop_on_invalid=args.on_invalid == "fail",
             max_line_bytes=args.max_line_bytes,
         ),

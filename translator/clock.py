@@ -4,10 +4,14 @@ the same frames however they arrive)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from translator import events as E
-from translator.events import BadLine, Event
-from translator.model import ESTIMATED, RECORDED, WALL
+from translator.model import ESTIMATED, RECORDED, WALL, Event, TurnEnd
 from translator.run import Frame
+
+# What an event's recorded time is read from: a typed event, or a headless frame.
+Source = Event | dict[str, Any] | None
 
 
 class Clock:
@@ -21,7 +25,7 @@ class Clock:
         self._last_ts: float | None = None
         self._estimated_s = 0.0  # estimated API time of the stream's closed runs
 
-    def stamp(self, now: float, src: bytes | Event | None, fr: Frame | None) -> float:
+    def stamp(self, now: float, src: Source, fr: Frame | None) -> float:
         """Wall-clock seconds of an event, for the timestamps frames carry. With the estimated
         clock, never the arrival: the stream's start plus the API time estimated so far (it
         grows at each TurnEnd), so the same bytes give the same frames however they arrive."""
@@ -31,22 +35,20 @@ class Clock:
             return self.epoch + self.started_at + self._estimated_s + (fr.api_s if fr is not None else 0.0)
         return now + self.epoch
 
-    def when(self, now: float, src: bytes | Event | None) -> float:
+    def when(self, now: float, src: Source) -> float:
         """The clock time of an event: its arrival (wall) or its own stamp (recorded)."""
         if self.kind != RECORDED:
             return now
-        if isinstance(src, bytes):
-            try:
-                src = E.loads(src)
-            except BadLine:
-                src = None
-        ts = E.timestamp_s(src) if isinstance(src, dict) else None
+        if isinstance(src, dict):
+            ts = E.timestamp_s(src.get("ts"), src.get("timestamp"))
+        else:
+            ts = None if src is None else E.timestamp_s(src.ts, src.timestamp)
         if ts is None:
             return self._last_ts if self._last_ts is not None else 0.0
         self._last_ts = ts
         return ts
 
-    def run_start(self, now: float, src: bytes | Event) -> float | None:
+    def run_start(self, now: float, src: Source) -> float | None:
         """When a run opening now began (None for the estimated clock)."""
         if self.kind == ESTIMATED:
             t_start = None
@@ -57,11 +59,12 @@ class Clock:
         self._first_run = False
         return t_start
 
-    def turn_span(self, fr: Frame, now: float, end: Event | None, in_turn: bool) -> None:
+    def turn_span(self, fr: Frame, now: float, end: TurnEnd | None, in_turn: bool) -> None:
         """Add the API time of the turn just ended (or cut off) to the run."""
         if self.kind == ESTIMATED:
             if end is not None:
-                ttft, tbt = E.duration_s(end["ttft"]), E.duration_s(end["tbt"])
+                ttft = end.ttft.seconds if end.ttft is not None else 0.0
+                tbt = end.tbt.seconds if end.tbt is not None else 0.0
                 fr.api_s += ttft + tbt * max(fr.turn_deltas - 1, 0)
             return
         if in_turn and fr.t_prev_end is not None:
@@ -69,7 +72,7 @@ class Clock:
         if end is not None:
             fr.t_prev_end = self.when(now, end)
 
-    def durations(self, fr: Frame, now: float, end: Event | None) -> tuple[float, float | None]:
+    def durations(self, fr: Frame, now: float, end: Source) -> tuple[float, float | None]:
         """A closing run's duration and time to its first model output (None: not known)."""
         if self.kind == ESTIMATED:
             return fr.api_s, fr.first_ttft

@@ -10,14 +10,17 @@ arrived (`now`, monotonic seconds) and collects what came out with `take_output(
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from translator import events as E
 from translator import headless as H
+from translator import model as M
 from translator.diagnostics import Diagnostic
 from translator.encoders import SILENT, Encoder
 from translator.events import BadLine
 from translator.headless_reader import HeadlessReader
 from translator.lines import EXCERPT_BYTES, LineBuffer
+from translator.model import DELTAS, DeltaRun
 from translator.model import ESTIMATED as ESTIMATED  # re-exported: the clocks are read from here too
 from translator.model import RECORDED as RECORDED
 from translator.model import WALL as WALL
@@ -53,20 +56,16 @@ class Translator(RunFold):
         self.stopped = False  # after --on-invalid fail, or end()/cancel()
         self._rejects: list[bytes] = []
         self._lines = LineBuffer(opts.max_line_bytes, self._reject, self._skipped)
-        self._reader = RawReader(
-            self,
-            {
-                E.TURN_START: self._turn_start,
-                E.TEXT_DELTA: self._text_delta,
-                E.THINKING_DELTA: self._thinking_delta,
-                E.TOOL_START: self._tool_start,
-                E.TOOL_INPUT: self._tool_input,
-                E.TOOL_END: self._tool_end,
-                E.TURN_END: self._turn_end,
-                E.RUN_END: self._run_end,
-                **HeadlessReader(self).handlers,
-            },
-        )
+        self._reader = RawReader(self, HeadlessReader(self).handlers)
+        # Every event but the deltas (which move as runs) goes to its handler by class.
+        self._handlers: dict[type, Callable[[Any, float], None]] = {
+            M.TurnStart: self._turn_start,
+            M.ToolCallStart: self._tool_start,
+            M.ToolCallInputDelta: self._tool_input,
+            M.ToolCallEnd: self._tool_end,
+            M.TurnEnd: self._turn_end,
+            M.RunEnd: self._run_end,
+        }
 
     # ------------------------------------------------------------------ public API
 
@@ -167,18 +166,49 @@ class Translator(RunFold):
 
     # ------------------------------------------------------------------ lines
 
-    def _line(self, line: bytes, now: float, handler: Callable[[bytes, float], None] | None = None) -> None:
-        """One line; `handler`: the reader's, when it already knows which takes the line."""
+    def _line(self, line: bytes, now: float) -> None:
+        """One line, decoded on its own."""
         self.line_no += 1
         try:
             if len(line) > self.options.max_line_bytes:
                 self._bad(line, f"line longer than {self.options.max_line_bytes} bytes ({len(line)} bytes)")
-            elif handler is not None:
-                handler(line, now)
             else:
                 self._reader.content(line, now)
         except Exception as exc:
             self._fault(exc, line, now)
+
+    def events(self, evs: list[M.TurnEvent], first_no: int, now: float, line_of: Callable[[int], bytes]) -> None:
+        """A batch of events, one per line from line `first_no` on, every one checked: each
+        run of deltas in it moves the fold as one. `line_of(k)`: the k-th line's bytes, for
+        the reject file if its event makes the fold fail."""
+        handlers = self._handlers
+        i, n = 0, len(evs)
+        while i < n and not self.stopped:
+            ev = evs[i]
+            if type(ev) in DELTAS:
+                j = i + 1
+                while j < n and type(evs[j]) in DELTAS:
+                    j += 1
+                self.line_no = first_no + j - 1
+                try:
+                    self._deltas(DeltaRun(j - i, first_no + i, evs[i:j]), now)  # type: ignore[arg-type]
+                except Exception as exc:
+                    self._fault(exc, line_of(j - 1), now)
+                i = j
+            else:
+                self.line_no = first_no + i
+                try:
+                    handlers[type(ev)](ev, now)
+                except Exception as exc:
+                    self._fault(exc, line_of(i), now)
+                i += 1
+
+    def event(self, ev: M.TurnEvent, now: float) -> None:
+        """One event of the line just read."""
+        if type(ev) in DELTAS:
+            self._deltas(DeltaRun(1, self.line_no, [ev]), now)  # type: ignore[list-item]
+        else:
+            self._handlers[type(ev)](ev, now)
 
     def _bad(self, line: bytes, reason: str, line_no: int | None = None) -> None:
         self._rejects.append(line + b"\n")
@@ -208,6 +238,6 @@ class Translator(RunFold):
 def ends_run(line: bytes) -> bool:
     """Whether a line is a run's last event (a RunEnd, or a headless result)."""
     try:
-        return E.loads(line).get("type") in (E.RUN_END, H.RESULT)
+        return E.loads(line).get("type") in ("RunEnd", H.RESULT)
     except (BadLine, AttributeError):
         return False

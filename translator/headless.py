@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from msgspec import Raw
+
 from translator.encoders import RunSummary
+from translator.model import RunEnd, Usage
 from translator.provider_errors import recognise
 
 # The dialect's frame types (snake_case; the raw events' are PascalCase).
@@ -37,19 +40,19 @@ def stopped_for(result: dict[str, Any]) -> Any:
     return {"ProviderError" if recognise(error) else "Error": error or str(subtype)}
 
 
-def run_end(result: dict[str, Any]) -> dict[str, Any]:
+def run_end(result: dict[str, Any]) -> RunEnd:
     """A `RunEnd` standing for an upstream result frame (tokens are the result's flat totals)."""
-    return {
-        "type": "RunEnd",
-        "total_usage": {
-            "input_tokens": _count(result.get("total_input_tokens")),
-            "output_tokens": _count(result.get("total_output_tokens")),
-        },
-        "turn_count": _count(result.get("turns")),
-        "stopped_for": stopped_for(result),
-        "turns_without_edit": _count(result.get("turns_without_edit")),
-        "no_edit_nudge_emitted": result.get("no_edit_nudge_emitted") is True,
-    }
+    return RunEnd(
+        final_messages=Raw(b"[]"),
+        total_usage=Usage(
+            input_tokens=_count(result.get("total_input_tokens")),
+            output_tokens=_count(result.get("total_output_tokens")),
+        ),
+        turn_count=_count(result.get("turns")),
+        stopped_for=stopped_for(result),
+        turns_without_edit=_count(result.get("turns_without_edit")),
+        no_edit_nudge_emitted=result.get("no_edit_nudge_emitted") is True,
+    )
 
 
 def _count(value: Any) -> int:

@@ -12,9 +12,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from msgspec import Raw
 
-from translator import events as E
 from translator import headless as H
+from translator import model as M
 from translator.encoders import SILENT
 from translator.events import Event
 from translator.run import Frame
@@ -81,8 +82,8 @@ class HeadlessReader:
         """A headless frame of the model's: the turn it belongs to starts if none is open."""
         if fr is None or not self.fold.in_turn:
             index = len(fr.message_ids) if fr is not None else 0
-            start = {"type": E.TURN_START, "turn_index": index, "message_id": "", "model": self.fold.model or ""}
-            self._headless(self.fold._turn_start, start, now, b"")
+            start = M.TurnStart(turn_index=index, message_id="", model=self.fold.model or "")
+            self._headless(self.fold._turn_start, start, now, False)
 
     def _system(self, ev: Event, now: float, line: bytes) -> None:
         if ev.get("subtype") != "init":
@@ -121,12 +122,12 @@ class HeadlessReader:
         kind = ev["type"]
         if st.block[0] != kind:
             st.block = (kind, st.block[1] + 1)
-        delta = {"type": E.TEXT_DELTA if kind == H.TEXT else E.THINKING_DELTA, "turn_index": 0,
-                 "content_block_index": st.block[1], "text": ev["delta"]}
+        cls = M.AssistantTextDelta if kind == H.TEXT else M.AssistantThinkingDelta
+        delta = cls(turn_index=0, content_block_index=st.block[1], text=ev["delta"])
         if kind == H.TEXT:
             st.since_tool.append(ev["delta"])
         self._frame(ev, now, line)
-        self._headless(fold._text_delta if kind == H.TEXT else fold._thinking_delta, delta, now, b"")
+        self._headless(fold._deltas, M.DeltaRun(1, fold.line_no, [delta]), now, True)
 
     def _tool_use(self, ev: Event, now: float, line: bytes) -> None:
         """Written when the tool call ends (after it ran), with its whole input. Without
@@ -139,7 +140,7 @@ class HeadlessReader:
         st.block = ("tool_use", st.block[1] + 1)
         self._frame(ev, now, line)
         if st.streamed:
-            self._headless(self.fold._tool_start, {"tool_use_id": ev["id"], "name": ev["name"]}, now, b"")
+            self._headless(self.fold._tool_start, M.ToolCallStart(turn_index=0, tool_use_id=ev["id"], name=ev["name"]), now)
         fr.tools[ev["id"]] = (ev["name"], [orjson.dumps(ev.get("input", {})).decode()])
 
     def _tool_result(self, ev: Event, now: float, line: bytes) -> None:
@@ -154,11 +155,11 @@ class HeadlessReader:
         content = ev["content"]
         if isinstance(content, str):
             content = [{"type": "text", "text": content}]
-        end = {"tool_use_id": ev["tool_use_id"], "is_error": ev["is_error"], "content": content}
         if st.streamed:
-            self._headless(self.fold._tool_end, end, now, b"")
+            end = M.ToolCallEnd(turn_index=0, tool_use_id=ev["tool_use_id"], is_error=ev["is_error"], content=Raw(orjson.dumps(content)))
+            self._headless(self.fold._tool_end, end, now)
         else:
-            st.results.append({"type": "tool_result", **end})
+            st.results.append({"type": "tool_result", "tool_use_id": ev["tool_use_id"], "is_error": ev["is_error"], "content": content})
 
     def _message(self, ev: Event, now: float, line: bytes) -> None:
         fr = self._open(now, ev)
@@ -173,17 +174,17 @@ class HeadlessReader:
         """The end of a headless turn: its message frame, or (with partial messages, where
         there is none) the next call's start or the result. The dialect has no usage per turn."""
         st = self._of(fr)
-        turn_end = {
-            "type": E.TURN_END, "turn_index": 0,
-            "assistant_message": {"role": role, "content": content},
-            "tool_results": [{"role": "user", "content": st.results}] if st.results else [],
-            "stop_reason": stop,
-            "usage": {"input_tokens": 0, "output_tokens": 0}, "ttft": None, "tbt": None,
-        }
+        turn_end = M.TurnEnd(
+            turn_index=0,
+            assistant_message=M.Message(role=role, content=content),
+            tool_results=Raw(orjson.dumps([{"role": "user", "content": st.results}] if st.results else [])),
+            stop_reason=stop,
+            usage=M.Usage(input_tokens=0, output_tokens=0), ttft=None, tbt=None,
+        )
         st.results = []
         st.block = ("", -1)
         st.streamed = False
-        self._headless(self.fold._turn_end, turn_end, now, b"")
+        self._headless(self.fold._turn_end, turn_end, now)
 
     def _result(self, ev: Event, now: float, line: bytes) -> None:
         self._finish(self._open(now, ev), now, ev, self.fold._stamp(now, ev))
@@ -213,9 +214,9 @@ class HeadlessReader:
         if fr.answer is None and st.since_tool:
             fr.answer = "".join(st.since_tool)  # partial messages: no message frames
         end = H.run_end(upstream if upstream is not None else {"subtype": "success", "turns": fr.turns})
-        subtype, error = classify(end["stopped_for"])
+        subtype, error = classify(end.stopped_for)
         run = fold._summary(fr, now, subtype, error, end)
-        run.usage = end["total_usage"]  # the dialect reports tokens once, at its end
+        run.usage = end.total_usage.counts()  # the dialect reports tokens once, at its end
         run.upstream = upstream
         run.tool_calls = len(st.tool_ids)
         fold._finish(run, t)

@@ -1,95 +1,219 @@
 """The agent's `TurnEvent` variants as typed, immutable classes, decoded and checked in C.
 
-One class per serde variant (the tag is the `type` value), with the agent's own field types and
-ranges (u32 counts). Decoding into them is the check: a value that decodes is well-formed JSON,
-valid UTF-8, and has every field, of the right type and range. Today the text/thinking deltas
-(the bulk of a stream) are checked here, a run of them per call; sub-documents nobody reads
-whole (a run's history) are checked as JSON without being built (`valid_json`). Imports
-nothing of the package.
+One class per serde variant (the tag is the `type` value), with the agent's own fields, types
+and ranges (u32 counts), so that decoding is the check: a value that decodes is well-formed
+JSON with every field present, of the right type and in range. Big sub-documents nobody reads
+whole (a run's history, a tool's result blocks) stay `msgspec.Raw`: checked as JSON, never
+built, and spliced into the output as they are. A field serde does not write is ignored, as
+serde ignores it; the `STRICT` decoder rejects it instead (`--strict`). Both readers (raw
+events, headless stream-json) hand the fold these classes. Imports nothing of the package.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Union
 
 import msgspec
 from msgspec import Meta, Raw, Struct
 
 U32_MAX = (1 << 32) - 1
+MAX_DURATION_S = U32_MAX  # a span beyond u32 seconds (136 years) is none the agent measured
 MAX_STAMP_S = 253402300799  # 9999-12-31T23:59:59Z: datetime's last second
 
 WALL, RECORDED, ESTIMATED = "wall", "recorded", "estimated"  # the clocks a stream is timed by
 
 U32 = Annotated[int, Meta(ge=0, le=U32_MAX)]
 Stamp = Annotated[float, Meta(ge=0, le=MAX_STAMP_S)]
+CACHE_KEYS = ("cache_creation_input_tokens", "cache_read_input_tokens")
+
+# Every class is untracked by the garbage collector (`gc=False`): none can be part of a cycle,
+# and a batch of them is much cheaper to build.
+_CONFIG: dict[str, Any] = {"frozen": True, "gc": False}
 
 
-class Event(Struct, frozen=True, kw_only=True, tag_field="type", forbid_unknown_fields=True, gc=False):
-    """A `TurnEvent`. A recorded log may stamp each one (`ts`, Unix seconds). A field serde
-    does not write (a `timestamp`, whose check needs a date parser) is not vouched for here:
-    such a line is decoded whole instead. Untracked by the garbage collector (`gc=False`: no
-    field can hold a container, so no cycle), which makes a batch of them cheaper to build."""
+class Usage(Struct, **_CONFIG):
+    """Token counts; `input_tokens` includes the two cache counters (the agent's semantics)."""
+
+    input_tokens: U32
+    output_tokens: U32
+    cache_creation_input_tokens: U32 | None = None
+    cache_read_input_tokens: U32 | None = None
+
+    def counts(self) -> dict[str, int]:
+        """The counts present, by name (a cache counter the provider did not report is absent)."""
+        counts = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}
+        if self.cache_creation_input_tokens is not None:
+            counts["cache_creation_input_tokens"] = self.cache_creation_input_tokens
+        if self.cache_read_input_tokens is not None:
+            counts["cache_read_input_tokens"] = self.cache_read_input_tokens
+        return counts
+
+
+class Duration(Struct, **_CONFIG):
+    """A serde `std::time::Duration`."""
+
+    secs: Annotated[int, Meta(ge=0, le=MAX_DURATION_S)]
+    nanos: U32
+
+    @property
+    def seconds(self) -> float:
+        return self.secs + self.nanos / 1e9
+
+
+class Message(Struct, **_CONFIG):
+    """An assistant message: its content blocks as the agent wrote them."""
+
+    role: str
+    content: list[Any]
+
+
+class Event(Struct, kw_only=True, tag_field="type", **_CONFIG):
+    """A `TurnEvent`. A recorded log may stamp each one: `ts` (Unix seconds) or an ISO-8601
+    `timestamp` (checked by the reader: its range needs a date parser)."""
 
     ts: Stamp | None = None
+    timestamp: str | None = None
 
 
-class AssistantTextDelta(Event, frozen=True, tag=True):
+class TurnStart(Event, tag=True, **_CONFIG):
+    turn_index: U32
+    message_id: str
+    model: str
+
+
+class AssistantTextDelta(Event, tag=True, **_CONFIG):
     turn_index: U32
     content_block_index: U32
     text: str
 
 
-class AssistantThinkingDelta(Event, frozen=True, tag=True):
+class AssistantThinkingDelta(Event, tag=True, **_CONFIG):
     turn_index: U32
     content_block_index: U32
     text: str
+
+
+class ToolCallStart(Event, tag=True, **_CONFIG):
+    turn_index: U32
+    tool_use_id: str
+    name: str
+
+
+class ToolCallInputDelta(Event, tag=True, **_CONFIG):
+    turn_index: U32
+    tool_use_id: str
+    partial_json: str
+
+
+class ToolCallEnd(Event, tag=True, **_CONFIG):
+    turn_index: U32
+    tool_use_id: str
+    is_error: bool
+    content: Raw  # content blocks
+    result_text: str | None = None  # the agent's display preview; nobody here reads it
+    truncated: bool = False
+
+    def __post_init__(self) -> None:
+        _array(self.content, "content")
+
+
+class TurnEnd(Event, tag=True, **_CONFIG):
+    turn_index: U32
+    assistant_message: Message
+    tool_results: Raw  # a copy of what the turn's ToolCallEnds carried
+    stop_reason: str | None
+    usage: Usage
+    ttft: Duration | None
+    tbt: Duration | None
+
+    def __post_init__(self) -> None:
+        _array(self.tool_results, "tool_results")
+
+
+class RunEnd(Event, tag=True, **_CONFIG):
+    final_messages: Raw  # the whole history: megabytes in a long session
+    total_usage: Usage
+    turn_count: U32
+    stopped_for: str | dict[str, Any]  # a unit variant, or one variant with its value
+    turns_without_edit: U32 = 0
+    no_edit_nudge_emitted: bool = False
+
+    def __post_init__(self) -> None:
+        """The numbers inside `stopped_for` are the agent's too: in range, or no RunEnd."""
+        _array(self.final_messages, "final_messages")
+        stop = self.stopped_for
+        if isinstance(stop, str):
+            return
+        if len(stop) != 1:
+            raise ValueError("'stopped_for' must hold one variant")
+        ((kind, value),) = stop.items()
+        try:
+            if kind == "StreamIdle":
+                msgspec.convert(value, Duration)
+            elif kind == "MaxTurnsReached":
+                msgspec.convert(value, U32)
+        except msgspec.ValidationError:
+            raise ValueError(f"'stopped_for' {kind} out of range") from None
+
+
+def _array(value: Raw, name: str) -> None:
+    """A `Raw` value serde writes as a sequence must be one (checked without building it)."""
+    if bytes(memoryview(value)[:1]) != b"[":
+        raise ValueError(f"'{name}' is not an array")
 
 
 Delta = AssistantTextDelta | AssistantThinkingDelta
-
-_DELTA = msgspec.json.Decoder(Delta)
-_RAW = msgspec.json.Decoder(Raw)
-
-
-def delta_count(buf: bytes, start: int = 0, end: int | None = None) -> int:
-    """How many text/thinking deltas the newline-separated lines `buf[start:end]` hold, each
-    checked in full (types, u32 ranges, UTF-8, a `ts` in range), decoded as one batch in one C
-    call without a copy; -1 if any is not one. The values are counted, not the lines: two
-    deltas glued on one line count 2, so the caller compares this with its line count."""
-    try:
-        return len(_DELTA.decode_lines(memoryview(buf)[start:end]))
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        return -1
+TurnEvent = TurnStart | AssistantTextDelta | AssistantThinkingDelta | ToolCallStart | ToolCallInputDelta | ToolCallEnd | TurnEnd | RunEnd
+DELTAS = (AssistantTextDelta, AssistantThinkingDelta)
+TYPES = frozenset(cls.__name__ for cls in (TurnStart, *DELTAS, ToolCallStart, ToolCallInputDelta, ToolCallEnd, TurnEnd, RunEnd))
 
 
-def valid_json(value: bytes) -> bool:
-    """Whether `value` is one well-formed JSON value in valid UTF-8 (orjson's rules), checked
-    without building it."""
-    try:
-        _RAW.decode(value)
-        if not value.isascii():
-            value.decode()
-    except (msgspec.DecodeError, UnicodeDecodeError):
-        return False
-    # A lone surrogate escape is malformed for orjson; the skip-parse above lets it pass. (No
-    # backslash at all, found by memchr, is the common case: then no two slower scans.)
-    return b"\\" not in value or (b"\\ud" not in value and b"\\uD" not in value)
+def _strict_union() -> Any:
+    """The variants rejecting what serde does not write (their nested classes too)."""
+    nested: dict[Any, Any] = {
+        cls: msgspec.defstruct(cls.__name__, [], bases=(cls,), forbid_unknown_fields=True, **_CONFIG)
+        for cls in (Usage, Duration, Message)
+    }
+    nested[Duration | None] = nested[Duration] | None
+    variants = []
+    for cls in TurnEvent.__args__:
+        fields = [(f.name, nested[f.type], f.default) for f in msgspec.structs.fields(cls) if f.type in nested]
+        variants.append(
+            msgspec.defstruct(
+                cls.__name__, fields, bases=(cls,), tag=cls.__struct_config__.tag,
+                forbid_unknown_fields=True, kw_only=True, **_CONFIG,
+            )
+        )
+    return Union[tuple(variants)]  # noqa: UP007 (a union built at run time)
+
+
+DECODER = msgspec.json.Decoder(TurnEvent)
+STRICT = msgspec.json.Decoder(_strict_union())
+Errors = (msgspec.ValidationError, msgspec.DecodeError)
 
 
 @dataclass(frozen=True, slots=True)
 class DeltaRun:
-    """A run of text/thinking delta lines, checked but handed over undecoded: how many, the
-    first one's line number, the last line (for the turn's timing), the lines themselves (b""
-    when no output will read them), whether a thinking delta is among them, and how to decode
-    them if an output does: every delta (a bad line reported and left out), or, when they are
-    all text deltas of one block, that block's index and texts (None otherwise)."""
+    """A run of consecutive text/thinking deltas, handed to the fold as one: how many, the
+    first one's line number, and the deltas themselves."""
 
     count: int
     first_no: int
-    last: bytes
-    lines: bytes
-    thinking: bool
-    decode: Callable[[], list[dict[str, Any]]]
-    text_block: Callable[[], tuple[int, list[str]] | None]
+    deltas: list[Delta]
+
+    @property
+    def last(self) -> Delta:
+        return self.deltas[-1]
+
+    @property
+    def thinking(self) -> bool:
+        """Whether a thinking delta is among them."""
+        return not all(type(d) is AssistantTextDelta for d in self.deltas)
+
+    def text_block(self) -> tuple[int, list[str]] | None:
+        """When they are all text deltas of one block (the usual case): its index and texts."""
+        index = self.deltas[0].content_block_index
+        if all(type(d) is AssistantTextDelta and d.content_block_index == index for d in self.deltas):
+            return index, [d.text for d in self.deltas]
+        return None

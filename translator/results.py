@@ -13,8 +13,8 @@ from typing import Any
 
 from translator.encoders import Encoder, RunSummary
 from translator.encoders.enriched import result_frame
-from translator.events import Event
 from translator.headless import repair
+from translator.model import TurnEnd, TurnStart
 
 RECORDED = "recorded"
 
@@ -61,15 +61,15 @@ class Recorder:
         self._model(model)
         self.inner.frame_start(model, t)
 
-    def turn_start(self, ev: Event, t: float) -> None:
-        self._model(ev.get("model"))
+    def turn_start(self, ev: TurnStart, t: float) -> None:
+        self._model(ev.model)
         self.inner.turn_start(ev, t)
 
-    def turn_end(self, ev: Event, model: str | None, cost: float, t: float) -> None:
+    def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
         self._model(model)
         self.inner.turn_end(ev, model, cost, t)
 
-    def headless_frame(self, frame: Event, line: bytes, t: float) -> None:
+    def headless_frame(self, frame: dict[str, Any], line: bytes, t: float) -> None:
         if frame.get("type") == "system":
             self._model(frame.get("model"))
         self.inner.headless_frame(frame, line, t)

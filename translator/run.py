@@ -3,10 +3,10 @@ own in its reader): what the result will say, and what the clock needs to time i
 
 from __future__ import annotations
 
-from translator import events as E
+from typing import Any
+
 from translator.encoders import RunSummary
-from translator.events import Event
-from translator.model import DeltaRun
+from translator.model import AssistantTextDelta, DeltaRun, Event, RunEnd
 from translator.stops import variant
 
 MAX_MS = 1 << 53  # the largest integer every JSON reader takes exactly
@@ -67,7 +67,7 @@ class Frame:
         self.turn_model: str | None = None
         self.turn_deltas = 0
         self.last_model_now = 0.0  # arrival of the turn's latest model-streamed event
-        self.last_model_src: bytes | Event | None = None  # that event, for its recorded time
+        self.last_model_src: Event | dict[str, Any] | None = None  # that event, for its recorded time
         self.tools: dict[str, tuple[str | None, list[str]]] = {}
         self.last_now = 0.0
         self.first_model_now: float | None = None  # arrival of the run's first model event
@@ -78,26 +78,26 @@ class Frame:
 
 
 def summary(
-    fr: Frame, subtype: str, error: str | None, end: Event | None, duration: float, ttft: float | None, clock: str
+    fr: Frame, subtype: str, error: str | None, end: RunEnd | None, duration: float, ttft: float | None, clock: str
 ) -> RunSummary:
     """What the run came to: its state, its end (None when the translator closed it), and how
     long it took by `clock`."""
-    stop_kind, stop_value = variant(None if end is None else end["stopped_for"])
+    stop_kind, stop_value = variant(None if end is None else end.stopped_for)
     return RunSummary(
         subtype=subtype,
         error=error,
         answer=fr.answer,
         fallback_text=fallback_text(fr.fallback) if fr.answer is None and fr.fallback else "",
-        turns=fr.turns if end is None else end["turn_count"],
+        turns=fr.turns if end is None else end.turn_count,
         usage=fr.usage,  # the sum of TurnEnd.usage, as the agent's driver reports it
         cost_usd=fr.cost,
         duration_ms=to_ms(duration),
         duration_api_ms=to_ms(fr.api_s),
         duration_source=clock,
         tool_calls=fr.tool_calls,
-        turns_without_edit=None if end is None else end.get("turns_without_edit", 0),
-        no_edit_nudge_emitted=None if end is None else end.get("no_edit_nudge_emitted", False),
-        stopped_for=None if end is None else end["stopped_for"],
+        turns_without_edit=None if end is None else end.turns_without_edit,
+        no_edit_nudge_emitted=None if end is None else end.no_edit_nudge_emitted,
+        stopped_for=None if end is None else end.stopped_for,
         stop_kind=stop_kind,
         stop_value=stop_value,
         stop_reason=fr.stop_reason,
@@ -109,13 +109,5 @@ def summary(
 
 
 def fallback_text(kept: list[DeltaRun]) -> str:
-    """The run's text deltas joined: decoded only now, when no turn gave a reply. The run
-    is ending, so each run of lines is let go once decoded: a long line is not held while
-    the result that quotes it is written."""
-    texts: list[str] = []
-    kept.reverse()
-    while kept:
-        run = kept.pop()
-        texts += [ev["text"] for ev in run.decode() if ev["type"] == E.TEXT_DELTA]
-        del run
-    return "".join(texts)
+    """The run's text deltas joined (used only when no turn gave a reply)."""
+    return "".join(ev.text for run in kept for ev in run.deltas if type(ev) is AssistantTextDelta)

@@ -5,23 +5,29 @@ line-free: `Translator` (fold.py) feeds it and catches what fails."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from translator import events as E
-from translator.clock import Clock
+from translator.clock import Clock, Source
 from translator.diagnostics import Notice
 from translator.encoders import DECODED, RAW, Encoder, RunSummary
-from translator.events import Event
-from translator.model import WALL, DeltaRun
+from translator.model import (
+    WALL,
+    AssistantTextDelta,
+    DeltaRun,
+    RunEnd,
+    ToolCallEnd,
+    ToolCallInputDelta,
+    ToolCallStart,
+    TurnEnd,
+    TurnStart,
+)
 from translator.rates import RateCard, turn_cost
 from translator.run import Frame, summary
 from translator.states import Move, Recovery, RunState, State
 from translator.stops import classify
-
-if TYPE_CHECKING:
-    from translator.raw_reader import RawReader
 
 
 @dataclass(slots=True)
@@ -30,8 +36,7 @@ class Options:
 
     clock: str = WALL  # wall | recorded | estimated
     detect_recorded: bool = False  # --clock auto: use `recorded` if the first event is stamped
-    strict: bool = False  # no fast paths: every line decoded whole (the reference for the checks)
-    trust_input: bool = False  # delta lines and skipped values only framing-checked (faster)
+    strict: bool = False  # also reject fields serde does not write
     stop_on_invalid: bool = False  # --on-invalid fail
     max_line_bytes: int = 64 << 20
     epoch: float = 0.0  # wall-clock seconds at monotonic 0, for the timestamps frames carry
@@ -40,7 +45,6 @@ class Options:
 class RunFold:
     """The runs of one stream, one open at a time."""
 
-    _reader: RawReader  # set by Translator: it makes the DeltaRuns
     line_no: int
     source: str
 
@@ -84,15 +88,15 @@ class RunFold:
 
     # ------------------------------------------------------------------ frames and time
 
-    def _stamp(self, now: float, src: bytes | Event | None) -> float:
+    def _stamp(self, now: float, src: Source) -> float:
         return self._clock.stamp(now, src, self._frame)
 
-    def _open(self, now: float, src: bytes | Event) -> Frame:
+    def _open(self, now: float, src: Source) -> Frame:
         self._frame = frame = Frame(self._clock.run_start(now, src))
         self.encoder.frame_start(self.model, self._stamp(now, src))
         return frame
 
-    def _close_turn_span(self, fr: Frame, now: float, end: Event | None) -> None:
+    def _close_turn_span(self, fr: Frame, now: float, end: TurnEnd | None) -> None:
         self._clock.turn_span(fr, now, end, self.in_turn)
 
     @property
@@ -104,7 +108,7 @@ class RunFold:
         return self._frame.last_now if self._frame is not None else self._clock.started_at
 
     def _summary(
-        self, fr: Frame, now: float, subtype: str, error: str | None, end: Event | None
+        self, fr: Frame, now: float, subtype: str, error: str | None, end: RunEnd | None
     ) -> RunSummary:
         fr.last_model_src = None  # the run is ending: a long line this points to can go
         duration, ttft = self._clock.durations(fr, now, end)
@@ -161,51 +165,57 @@ class RunFold:
 
     # ------------------------------------------------------------------ events
 
-    def _frame_for(self, now: float, src: bytes | Event) -> Frame:
+    def _frame_for(self, now: float, src: Source) -> Frame:
         fr = self._frame or self._open(now, src)
         fr.last_now = now
         return fr
 
-    def _model_event(self, fr: Frame, now: float, src: bytes | Event) -> None:
+    def _model_event(self, fr: Frame, now: float, src: Source) -> None:
         if fr.first_model_now is None:
             fr.first_model_now = now
         self._move(Move.MODEL, now)
         fr.last_model_now = now
         fr.last_model_src = src
 
-    def _deltas(self, run: DeltaRun, now: float) -> None:
-        """Account a run of text/thinking deltas without decoding them. Its lines are kept for
-        the fallback reply while no turn has given one, and handed raw to an encoder that may
-        want them."""
+    def _deltas(self, run: DeltaRun, now: float, one_by_one: bool = False) -> None:
+        """Account a run of text/thinking deltas as one. It is kept for the fallback reply while
+        no turn has given one, and handed whole to an encoder that takes it so. `one_by_one`:
+        to the encoder delta by delta whatever it asked for (a headless turn's deltas: no
+        message follows them that would say what they were)."""
         fr = self._frame_for(now, run.last)
         self._model_event(fr, now, run.last)
         fr.turn_deltas += run.count
-        if run.lines and fr.fallback is not None:
+        if fr.fallback is not None:
             fr.fallback.append(run)
-        if self._delta_mode == RAW:
+        if self._delta_mode == RAW and not one_by_one:
             self.encoder.raw_deltas(run, self._stamp(now, None))
-        elif self._delta_mode == DECODED:
+        elif self._delta_mode == DECODED or one_by_one:
             t = self._stamp(now, None)
             text, thinking = self.encoder.text_delta, self.encoder.thinking_delta
-            for ev in run.decode():
-                (text if ev["type"] == E.TEXT_DELTA else thinking)(ev, t)
+            for ev in run.deltas:
+                if isinstance(ev, AssistantTextDelta):
+                    text(ev, t)
+                else:
+                    thinking(ev, t)
 
-    def _turn_start(self, ev: Event, now: float, line: bytes) -> None:
-        if ev["turn_index"] == 0 and line:  # a new run (a raw TurnStart, not a headless stand-in)
+    def _turn_start(self, ev: TurnStart, now: float, numbered: bool = True) -> None:
+        """`numbered`: the agent's own TurnStart, not a headless reader's stand-in (those number
+        no runs: their runs end at a result or an init, and a close in here would write
+        through SILENT)."""
+        index = ev.turn_index
+        if index == 0 and numbered:  # a new run
             self._end_orphan()
         fr = self._frame
-        index = ev["turn_index"]
         retry = fr is not None and fr.open_index == index
         # turn_index restarts at 0 after a completed turn only with a new run: the previous
-        # RunEnd was lost. (Headless stand-ins number no runs: their runs end at a result or
-        # an init, and a close in here would write through SILENT.)
-        restart = fr is not None and not retry and index == 0 and fr.turns and line
+        # RunEnd was lost.
+        restart = fr is not None and not retry and index == 0 and fr.turns and numbered
         self._move(Move.RETRY if retry else Move.RESTART if restart else Move.TURN_START, now)
-        self.model = ev["model"] if self.model is None else self.model
+        self.model = ev.model if self.model is None else self.model
         fr = self._frame_for(now, ev)
         fr.saw_turn = True
-        fr.turn_model = ev["model"]
-        fr.message_ids.append(ev["message_id"])
+        fr.turn_model = ev.model
+        fr.message_ids.append(ev.message_id)
         self._model_event(fr, now, ev)
         if retry:
             # The same turn sent again (the agent's max_tokens or drain retry): nothing of
@@ -222,49 +232,33 @@ class RunFold:
         fr.turn_deltas = 0
         self.encoder.turn_start(ev, self._stamp(now, ev))
 
-    def _text_delta(self, ev: Event, now: float, line: bytes) -> None:
+    def _tool_start(self, ev: ToolCallStart, now: float) -> None:
         fr = self._frame_for(now, ev)
         self._model_event(fr, now, ev)
-        fr.turn_deltas += 1
-        if fr.fallback is not None:
-            fr.fallback.append(self._reader.delta_run(1, self.line_no, line, line))
-        self.encoder.text_delta(ev, self._stamp(now, ev))
-
-    def _thinking_delta(self, ev: Event, now: float, line: bytes) -> None:
-        fr = self._frame_for(now, ev)
-        self._model_event(fr, now, ev)
-        fr.turn_deltas += 1
-        self.encoder.thinking_delta(ev, self._stamp(now, ev))
-
-    def _tool_start(self, ev: Event, now: float, line: bytes) -> None:
-        fr = self._frame_for(now, ev)
-        self._model_event(fr, now, ev)
-        fr.tools[ev["tool_use_id"]] = (ev["name"], [])
+        fr.tools[ev.tool_use_id] = (ev.name, [])
         self.encoder.tool_start(ev, self._stamp(now, ev))
 
-    def _tool_input(self, ev: Event, now: float, line: bytes) -> None:
+    def _tool_input(self, ev: ToolCallInputDelta, now: float) -> None:
         fr = self._frame_for(now, ev)
         self._model_event(fr, now, ev)
         fr.turn_deltas += 1
-        fr.tools.setdefault(ev["tool_use_id"], (None, []))[1].append(ev["partial_json"])
+        fr.tools.setdefault(ev.tool_use_id, (None, []))[1].append(ev.partial_json)
         self.encoder.tool_input(ev, self._stamp(now, ev))
 
-    def _tool_end(self, ev: Event, now: float, line: bytes) -> None:
+    def _tool_end(self, ev: ToolCallEnd, now: float) -> None:
         fr = self._frame_for(now, ev)
         self._move(Move.TOOL_END, now)
-        name, parts = fr.tools.pop(ev["tool_use_id"], (None, []))
+        name, parts = fr.tools.pop(ev.tool_use_id, (None, []))
         fr.tool_calls += 1
-        self.encoder.tool_call(
-            ev["tool_use_id"], name, tool_input("".join(parts)), ev, self._stamp(now, ev)
-        )
+        self.encoder.tool_call(ev.tool_use_id, name, tool_input("".join(parts)), ev, self._stamp(now, ev))
 
-    def _turn_end(self, ev: Event, now: float, line: bytes) -> None:
+    def _turn_end(self, ev: TurnEnd, now: float) -> None:
         fr = self._frame_for(now, ev)
         self._close_turn_span(fr, now, ev)
         fr.turns += 1
         if fr.first_ttft is None:
-            fr.first_ttft = E.duration_s(ev["ttft"])
-        usage = ev["usage"]
+            fr.first_ttft = ev.ttft.seconds if ev.ttft is not None else 0.0
+        usage = ev.usage.counts()
         total = fr.usage
         for key, value in usage.items():
             total[key] = total.get(key, 0) + value
@@ -280,23 +274,22 @@ class RunFold:
                     f"translator: warning: no rate for model {model!r}; its cost counts as 0"
                 )
         fr.cost += cost
-        message = ev["assistant_message"]
-        text, last_block = E.reply(message)
+        text, last_block = E.reply(ev.assistant_message.content)
         if text:
             fr.answer = text
             fr.fallback = None
             fr.last_text = last_block
-        fr.stop_reason = ev["stop_reason"]
+        fr.stop_reason = ev.stop_reason
         self._move(Move.TURN_END, now)
         fr.open_index = None
         fr.turn_deltas = 0
         fr.tools.clear()
         self.encoder.turn_end(ev, model, cost, self._stamp(now, ev))
 
-    def _run_end(self, ev: Event, now: float, line: bytes) -> None:
+    def _run_end(self, ev: RunEnd, now: float) -> None:
         fr = self._frame_for(now, ev)
         self._close_turn_span(fr, now, None)
-        subtype, error = classify(ev["stopped_for"])
+        subtype, error = classify(ev.stopped_for)
         self._finish(self._summary(fr, now, subtype, error, ev), self._stamp(now, ev))
 
 

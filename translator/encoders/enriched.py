@@ -11,9 +11,18 @@ from typing import Any
 import orjson
 
 from translator.encoders import DECODED, SKIP, RunSummary
-from translator.events import CACHE_KEYS, Event
 from translator.headless import repair
-from translator.model import DeltaRun
+from translator.model import (
+    CACHE_KEYS,
+    AssistantTextDelta,
+    AssistantThinkingDelta,
+    DeltaRun,
+    ToolCallEnd,
+    ToolCallInputDelta,
+    ToolCallStart,
+    TurnEnd,
+    TurnStart,
+)
 
 _NL = orjson.OPT_APPEND_NEWLINE
 COST_DECIMALS = 10  # far below a cent; drops the float noise of summing per-turn costs
@@ -30,7 +39,6 @@ class EnrichedEncoder:
         self._init_sent = False
         self.delta_mode = DECODED if self._partial else SKIP
         self.translates_headless = False
-        self.needs: frozenset[str] = frozenset()
 
     def _emit(self, frame: dict[str, Any]) -> None:
         self.out.append(orjson.dumps(frame, option=_NL))
@@ -49,52 +57,53 @@ class EnrichedEncoder:
     def frame_start(self, model: str | None, t: float) -> None:
         self._init(model)
 
-    def turn_start(self, ev: Event, t: float) -> None:
+    def turn_start(self, ev: TurnStart, t: float) -> None:
         pass
 
-    def turn_retry(self, ev: Event, attempt: int, t: float) -> None:
+    def turn_retry(self, ev: TurnStart, attempt: int, t: float) -> None:
         pass  # like the agent's driver: the attempt's deltas were printed, its message never is
 
-    def text_delta(self, ev: Event, t: float) -> None:
+    def text_delta(self, ev: AssistantTextDelta, t: float) -> None:
         if self._partial:
-            self._emit({"type": "text", "delta": ev["text"]})
+            self._emit({"type": "text", "delta": ev.text})
 
-    def thinking_delta(self, ev: Event, t: float) -> None:
+    def thinking_delta(self, ev: AssistantThinkingDelta, t: float) -> None:
         if self._partial:
-            self._emit({"type": "thinking", "delta": ev["text"]})
+            self._emit({"type": "thinking", "delta": ev.text})
 
     def raw_deltas(self, run: DeltaRun, t: float) -> None:
         pass  # never asked for: this encoder skips deltas or takes them decoded
 
-    def tool_start(self, ev: Event, t: float) -> None:
+    def tool_start(self, ev: ToolCallStart, t: float) -> None:
         pass
 
-    def tool_input(self, ev: Event, t: float) -> None:
+    def tool_input(self, ev: ToolCallInputDelta, t: float) -> None:
         pass
 
-    def tool_call(self, tool_use_id: str, name: str | None, input: Any, end: Event, t: float) -> None:
+    def tool_call(self, tool_use_id: str, name: str | None, input: Any, end: ToolCallEnd, t: float) -> None:
         if self._frames:
             self._emit({"type": "tool_use", "id": tool_use_id, "name": name, "input": input})
             self._emit(
                 {
                     "type": "tool_result",
                     "tool_use_id": tool_use_id,
-                    "is_error": end["is_error"],
-                    "content": end["content"],
+                    "is_error": end.is_error,
+                    "content": orjson.Fragment(bytes(end.content)),  # as it came, never rebuilt
                 }
             )
 
-    def turn_end(self, ev: Event, model: str | None, cost: float, t: float) -> None:
+    def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
         # With partial messages the agent prints deltas instead of end-of-turn messages.
         if self._frames and not self._partial:
-            self._emit({"type": "message", **ev["assistant_message"]})
+            message = ev.assistant_message
+            self._emit({"type": "message", "role": message.role, "content": message.content})
 
     def passthrough(self, line: bytes) -> None:
         self._init(None)
         if self._frames:
             self.out.append(line + b"\n")
 
-    def headless_frame(self, frame: Event, line: bytes, t: float) -> None:
+    def headless_frame(self, frame: dict[str, Any], line: bytes, t: float) -> None:
         """Headless input is already this format: every frame but the result passes as it is."""
         self._init_sent = True  # the stream brings its own init
         if self._frames:

@@ -63,7 +63,7 @@ class Job:
     def key(self) -> str:
         """What the output depends on; equal keys, equal bytes."""
         o = self.options
-        parts = [__version__, self.format, self.partial, self.results_only, self.clock, o.strict, o.trust_input,
+        parts = [__version__, self.format, self.partial, self.results_only, self.clock, o.strict,
                  o.stop_on_invalid, o.max_line_bytes, self.rates_digest, self.relative, self.size, self.mtime]
         return hashlib.sha256(orjson.dumps(parts)).hexdigest()
 

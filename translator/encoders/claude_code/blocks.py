@@ -12,8 +12,13 @@ import orjson
 
 from translator.encoders.claude_code.frames import _NL, UNKNOWN_USAGE, iso
 from translator.encoders.content import claude_block, is_empty_text
-from translator.events import Event
-from translator.model import DeltaRun
+from translator.model import (
+    AssistantTextDelta,
+    AssistantThinkingDelta,
+    DeltaRun,
+    ToolCallInputDelta,
+    ToolCallStart,
+)
 
 CHARS_PER_TOKEN = 4  # Claude Code's rough token estimate for thinking text
 
@@ -179,33 +184,33 @@ class TurnBlocks:
                 block = self._current("text", texts[0], t)
                 block.parts.extend(texts[1])
                 continue
-            for ev in run.decode():
-                if ev["type"] == "AssistantTextDelta":
+            for ev in run.deltas:
+                if isinstance(ev, AssistantTextDelta):
                     self._text(ev, t)
                 else:
                     self._thinking(ev, t)
 
-    def text_delta(self, ev: Event, t: float) -> None:
+    def text_delta(self, ev: AssistantTextDelta, t: float) -> None:
         self._resolve(t)
         self._text(ev, t)
 
-    def thinking_delta(self, ev: Event, t: float) -> None:
+    def thinking_delta(self, ev: AssistantThinkingDelta, t: float) -> None:
         self._resolve(t)
         self._thinking(ev, t)
 
-    def _text(self, ev: Event, t: float) -> None:
-        block = self._current("text", ev["content_block_index"], t)
-        block.parts.append(ev["text"])
+    def _text(self, ev: AssistantTextDelta, t: float) -> None:
+        block = self._current("text", ev.content_block_index, t)
+        block.parts.append(ev.text)
         if self.partial:
             self._stream(
                 {"type": "content_block_delta", "index": block.index,
-                 "delta": {"type": "text_delta", "text": ev["text"]}}
+                 "delta": {"type": "text_delta", "text": ev.text}}
             )
 
-    def _thinking(self, ev: Event, t: float) -> None:
-        block = self._current("thinking", ev["content_block_index"], t)
-        block.parts.append(ev["text"])
-        delta = int(len(ev["text"]) / CHARS_PER_TOKEN + 0.5)
+    def _thinking(self, ev: AssistantThinkingDelta, t: float) -> None:
+        block = self._current("thinking", ev.content_block_index, t)
+        block.parts.append(ev.text)
+        delta = int(len(ev.text) / CHARS_PER_TOKEN + 0.5)
         self.thinking_tokens += delta
         if self.frames:
             self._emit(
@@ -215,26 +220,26 @@ class TurnBlocks:
         if self.partial:
             self._stream(
                 {"type": "content_block_delta", "index": block.index,
-                 "delta": {"type": "thinking_delta", "thinking": ev["text"]}},
+                 "delta": {"type": "thinking_delta", "thinking": ev.text}},
                 thinking_display="updates",
             )
 
-    def tool_start(self, ev: Event, t: float) -> None:
+    def tool_start(self, ev: ToolCallStart, t: float) -> None:
         self._resolve(t)
         if self.blocks:
             self._complete(self.blocks[-1], t)
         self._release(t)  # text before a tool call shows before the tool runs
         index = self.blocks[-1].index + 1 if self.blocks else 0
-        self._open("tool_use", index, t, ev["tool_use_id"], ev["name"])
+        self._open("tool_use", index, t, ev.tool_use_id, ev.name)
 
     def _tool(self, tool_use_id: str) -> Block | None:
         return next((b for b in self.blocks if b.kind == "tool_use" and b.tool_id == tool_use_id), None)
 
-    def tool_input(self, ev: Event, t: float) -> None:
-        block = self._tool(ev["tool_use_id"])
+    def tool_input(self, ev: ToolCallInputDelta, t: float) -> None:
+        block = self._tool(ev.tool_use_id)
         if block is None or block.done:
             return
-        chunk = ev["partial_json"]
+        chunk = ev.partial_json
         if self.partial:
             self._stream(
                 {"type": "content_block_delta", "index": block.index,

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from translator.encoders import DECODED, RAW, SKIP, RunSummary
 from translator.encoders.claude_code.blocks import Block, TurnBlocks
 from translator.encoders.claude_code.frames import (
@@ -29,8 +31,7 @@ from translator.encoders.claude_code.frames import (
     wire_usage,
 )
 from translator.encoders.content import is_empty_text, match_blocks, tool_result_content, tool_use_result
-from translator.events import Event
-from translator.model import DeltaRun
+from translator.model import DeltaRun, ToolCallEnd, TurnEnd, TurnStart
 from translator.provider_errors import ApiError, api_error
 
 
@@ -54,9 +55,6 @@ class ClaudeCodeEncoder(TurnBlocks):
         # once (thinking_tokens). So deltas come raw and are decoded when that is known.
         self.delta_mode = SKIP if results_only else DECODED if self.partial else RAW
         self.translates_headless = True
-        # A turn's tool calls that no event announced are answered from its TurnEnd's copy of
-        # the results (see turn_end).
-        self.needs = frozenset({"TurnEnd.tool_results"})
         self.limits = limits  # model -> (context window, max output tokens)
         self.new_id = new_id
         self.model = ""
@@ -93,9 +91,9 @@ class ClaudeCodeEncoder(TurnBlocks):
         if self.frames:
             self._emit({**INIT, "session_id": self.session_id, "model": self.model, "uuid": self.new_id()})
 
-    def turn_start(self, ev: Event, t: float) -> None:
-        self._new_turn(ev["message_id"], ev["model"])
-        self.model = ev["model"]
+    def turn_start(self, ev: TurnStart, t: float) -> None:
+        self._new_turn(ev.message_id, ev.model)
+        self.model = ev.model
         if self.partial:
             self._emit(
                 {"type": "system", "subtype": "status", "status": "requesting",
@@ -112,7 +110,7 @@ class ClaudeCodeEncoder(TurnBlocks):
                 thinking_display="updates",
             )
 
-    def turn_retry(self, ev: Event, attempt: int, t: float) -> None:
+    def turn_retry(self, ev: TurnStart, attempt: int, t: float) -> None:
         """The open turn sent again: its unfinished blocks are never written; Claude Code's
         `api_retry` (what it prints before re-sending a request) marks the point, and the new
         attempt streams as a new message (its own id). Blocks of the abandoned attempt already
@@ -125,7 +123,7 @@ class ClaudeCodeEncoder(TurnBlocks):
             )
         self.turn_start(ev, t)
 
-    def tool_call(self, tool_use_id: str, name: str | None, input: Any, end: Event, t: float) -> None:
+    def tool_call(self, tool_use_id: str, name: str | None, input: Any, end: ToolCallEnd, t: float) -> None:
         self._resolve(t)
         block = self._tool(tool_use_id)
         if block is None:  # its start was lost: the call still shows
@@ -135,7 +133,7 @@ class ClaudeCodeEncoder(TurnBlocks):
             block.input = input if isinstance(input, dict) else {}  # as the agent's message has it
             self._complete(block, t)
         self._release(t)  # the call's frame must come before its result
-        self._user(tool_use_id, block.name, end["content"], end["is_error"], t)
+        self._user(tool_use_id, block.name, orjson.loads(bytes(end.content)), end.is_error, t)
 
     def _user(self, tool_use_id: str, name: str, content: list[Any], is_error: bool, t: float) -> None:
         """The `user` frame of a tool's result."""
@@ -164,10 +162,10 @@ class ClaudeCodeEncoder(TurnBlocks):
         else:
             self._emit(frame)
 
-    def turn_end(self, ev: Event, model: str | None, cost: float, t: float) -> None:
-        wire = wire_usage(ev["usage"])
+    def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
+        wire = wire_usage(ev.usage.counts())
         usage = {**wire, "service_tier": "standard"}
-        content = ev["assistant_message"]["content"]
+        content = ev.assistant_message.content
         self.pending = []  # blocks only deltas announced are written from the message below
         # Blocks not written yet are written from the authoritative message (it carries the
         # thinking signatures), each matched to its block there by content.
@@ -176,7 +174,8 @@ class ClaudeCodeEncoder(TurnBlocks):
             self._write(block, t, None if at is None else content[at], usage)
         # Blocks no event announced (a headless turn without partial messages, say); a tool
         # call among them is answered from TurnEnd's own copy of the results.
-        copies = ev.get("tool_results")  # declared in `needs`: the fold never skips them
+        # A turn's tool calls that no event announced are answered from its own copy of the results.
+        copies = orjson.loads(bytes(ev.tool_results))
         results = {
             r.get("tool_use_id"): r
             for message in (copies if isinstance(copies, list) else ())
@@ -200,7 +199,7 @@ class ClaudeCodeEncoder(TurnBlocks):
                 self._user(block.tool_id, block.name, result.get("content", []), result.get("is_error", False), t)
         if self.partial:
             self._stream(
-                {"type": "message_delta", "delta": {"stop_reason": ev["stop_reason"], "stop_sequence": None},
+                {"type": "message_delta", "delta": {"stop_reason": ev.stop_reason, "stop_sequence": None},
                  "usage": wire}
             )
             self._stream({"type": "message_stop"})
@@ -217,7 +216,7 @@ class ClaudeCodeEncoder(TurnBlocks):
         if self.frames:
             self.out.append(line + b"\n")
 
-    def headless_frame(self, frame: Event, line: bytes, t: float) -> None:
+    def headless_frame(self, frame: dict[str, Any], line: bytes, t: float) -> None:
         """Headless frames with no raw-event counterpart: a retry becomes Claude Code's
         `api_retry`; warnings, hook events and echoed prompts pass through unchanged."""
         if not self.frames:
