@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, SCENARIOS, events, frames_of
+from conftest import FIXTURES, SCENARIOS, events, frames_of, recoveries
 from test_cli import TRANSLATOR
 
 from bench.gen import generate
@@ -153,6 +153,20 @@ def test_a_worker_killed_mid_job_loses_nothing_and_doubles_nothing(cluster: Any,
     assert outputs(out) == outputs(tmp_path / "expected")  # each output once, whole, the same bytes
     assert not list(out.rglob("*.tmp"))
     cluster.wait_for_workers(2, timeout=60)
+
+
+def test_the_files_reports_come_back_from_the_cluster_in_the_log_format(cluster: Any, tmp_path: Path) -> None:
+    data, said = recoveries()
+    (tmp_path / "cut.ndjson").write_bytes(b"not json\n" + data)
+    proc = cli("--log-format", "json", "--out-dir", str(tmp_path / "out"), "--cluster", cluster.scheduler.address,
+               str(tmp_path / "cut.ndjson"))
+    assert proc.returncode == 0, proc.stderr
+    *reports, summary = [json.loads(line) for line in proc.stderr.splitlines()]
+    assert [(r["line"], r["kind"], r["level"]) for r in reports] == [
+        (1, "invalid_json", "warning"), *((line + 1, kind, level) for (line, kind), level in zip(said, ["info", "warning"], strict=True))
+    ]
+    assert all(r["source"].endswith("cut.ndjson") for r in reports)
+    assert summary["message"].startswith("1 translated, 0 skipped (up to date), 0 failed")
 
 
 def result_frames(out: Path) -> list[tuple[str, int, dict[str, Any]]]:

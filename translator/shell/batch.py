@@ -207,16 +207,22 @@ def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = No
                 except BrokenProcessPool:
                     job = futures[future]
                     result = Done(job.relative, job.size, error="its worker process died")
-                if result.diagnostics:
-                    bar.write(formatted(result.diagnostics, "warning"), file=sys.stderr, end="")
-                done.append(result)
-                bar.set_description(f"{len(done)}/{len(jobs)} files")
+                report_done(result, done, len(jobs), bar)
             bar.update(counter.value - bar.n)
     except KeyboardInterrupt:
         pool.shutdown(wait=False, cancel_futures=True)
         return done, True
     pool.shutdown()
     return done, False
+
+
+def report_done(result: Done, done: list[Done], total: int, bar: tqdm) -> None:
+    """A file is done (on a local pool or a cluster): its reports, in the log format asked
+    for, above the bar; then it counts."""
+    if result.diagnostics:
+        bar.write(formatted(result.diagnostics, "warning"), file=sys.stderr, end="")
+    done.append(result)
+    bar.set_description(f"{len(done)}/{total} files")
 
 
 def run(names: list[str], out_dir: str | None, workers: int, template: Job, results_table: str | None = None) -> int:

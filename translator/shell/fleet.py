@@ -290,10 +290,7 @@ def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: tqd
                         futures[retry] = result
                         finished.add(retry)
                         continue
-                    for line in result.diagnostics:
-                        bar.write(line, file=sys.stderr)
-                    done.append(result)
-                    bar.set_description(f"{len(done)}/{len(jobs)} files")
+                    batch.report_done(result, done, len(jobs), bar)
                     bar.update(result.size)
         except KeyboardInterrupt:
             client.cancel(list(futures))
