@@ -39,11 +39,15 @@ def reported(diagnostics: list[str]) -> list[tuple[int, str]]:
     return [(d.line, d.kind) if isinstance(d, (Diagnostic, Notice)) else (0, d) for d in diagnostics]
 
 
+# The agent's Stage-A max_tokens retry, a byte-exact sample: its turn 0 sent again at line 4.
+STAGE_A = FIXTURES / "samples" / "raw-derived-from-code" / "stage_a_max_tokens_retry.ndjson"
+
+
 def recoveries() -> tuple[bytes, list[tuple[int, str]]]:
-    """An input with two recovery moves and no bad line, and where each is said: the agent's
-    Stage-A retry (a byte-exact sample, its turn 0 sent again at line 4, closed by its RunEnd),
-    then a run cut off after its fifth line (the agent died inside its first turn)."""
-    retried = (FIXTURES / "samples" / "raw-derived-from-code" / "stage_a_max_tokens_retry.ndjson").read_bytes()
+    """An input with two recovery moves and no bad line, and where each is said: the Stage-A
+    retry (closed by its RunEnd), then a run cut off after its fifth line (the agent died inside
+    its first turn)."""
+    retried = STAGE_A.read_bytes()
     cut = b"".join(events("tool_use_two_turns").splitlines(keepends=True)[:5])
     return retried + cut, [(4, "retried_turn"), (retried.count(b"\n") + 5, "truncated")]
 

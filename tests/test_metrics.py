@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import events, frames_of, lines_of
+from conftest import STAGE_A, events, frames_of, lines_of
 from prometheus_client.parser import text_string_to_metric_families
 from test_cli import Live, run
 from test_follow import Follower, append
@@ -109,16 +109,20 @@ def test_pipe_mode_counts_lines_bytes_bad_lines_runs_tokens_cost_and_frames() ->
     live = Live(*METRICS)
     port = port_of(live.proc)
     open_run = b"\n".join(lines_of("max_turns")[:3]) + b"\n"
-    sent = BAD + events("tool_use_two_turns") + events("max_turns") + open_run
+    # A retried turn (the Stage-A sample, on the model of the others so that cost sums by one):
+    # a recovery, said but not a bad line.
+    retried = STAGE_A.read_bytes().replace(b"sonnet-4-6", b"sonnet-4-5")
+    sent = BAD + events("tool_use_two_turns") + retried + events("max_turns") + open_run
     live.send(sent)
     samples = settled(port, "translator_open_runs", 1)
     samples = settled(port, "translator_input_lines_total", sent.count(b"\n"))
     assert value(samples, "translator_input_bytes_total") == len(sent)
     for kind in ("invalid_json", "invalid_utf8", "not_an_event", "malformed_event", "too_long", "untranslatable"):
         assert value(samples, "translator_bad_lines_total", reason=kind) == BAD_KINDS.get(kind, 0)
+    assert sum(v for (name, _), v in samples.items() if name == "translator_bad_lines_total") == len(BAD_KINDS)
     frames = live.read_frames(int(value(samples, "translator_frames_written_total")))
     assert not select.select([live.proc.stdout], [], [], 0.2)[0]  # and nothing more was written
-    assert [f["subtype"] for f in frames if f["type"] == "result"] == ["success", "max_turns"]
+    assert [f["subtype"] for f in frames if f["type"] == "result"] == ["success", "success", "max_turns"]
     check_totals(samples, frames)
     assert value(samples, "translator_build_info", version=__version__, mode="pipe",
                  python=samples_python(samples)) == 1
