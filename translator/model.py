@@ -12,6 +12,7 @@ events, headless stream-json) hand the fold these classes. Imports nothing of th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Annotated, Any, Union
 
 import msgspec
@@ -209,11 +210,16 @@ class DeltaRun:
     @property
     def thinking(self) -> bool:
         """Whether a thinking delta is among them."""
-        return not all(type(d) is AssistantTextDelta for d in self.deltas)
+        return AssistantThinkingDelta in map(type, self.deltas)  # (loops in C, as below)
 
     def text_block(self) -> tuple[int, list[str]] | None:
         """When they are all text deltas of one block (the usual case): its index and texts."""
-        index = self.deltas[0].content_block_index
-        if all(type(d) is AssistantTextDelta and d.content_block_index == index for d in self.deltas):
-            return index, [d.text for d in self.deltas]
+        deltas = self.deltas
+        if set(map(type, deltas)) == {AssistantTextDelta}:
+            indexes = set(map(_INDEX, deltas))
+            if len(indexes) == 1:
+                return indexes.pop(), list(map(_TEXT, deltas))
         return None
+
+
+_INDEX, _TEXT = attrgetter("content_block_index"), attrgetter("text")

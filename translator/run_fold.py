@@ -26,7 +26,7 @@ from translator.model import (
 )
 from translator.rates import RateCard, turn_cost
 from translator.run import Frame, summary
-from translator.states import Move, Recovery, RunState, State
+from translator.states import STAYS, Move, Recovery, RunState, State
 from translator.stops import classify
 
 
@@ -140,6 +140,8 @@ class RunFold:
 
     def _move(self, move: str, now: float) -> None:
         """Make a move through the table (states.py); a recovery closes the open run first."""
+        if (self._runs.state, move) in STAYS:
+            return
         self._move_now = now
         self._runs.move(move, self._recover)
 
@@ -173,7 +175,8 @@ class RunFold:
     def _model_event(self, fr: Frame, now: float, src: Source) -> None:
         if fr.first_model_now is None:
             fr.first_model_now = now
-        self._move(Move.MODEL, now)
+        if (self._runs.state, Move.MODEL) not in STAYS:
+            self._move(Move.MODEL, now)
         fr.last_model_now = now
         fr.last_model_src = src
 

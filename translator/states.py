@@ -113,6 +113,13 @@ TRANSITIONS: dict[str, dict[str, To]] = {
 }
 
 
+# The moves that change nothing where they are made (the same state, nothing said or closed),
+# read off the table: the fold's hot path skips the table for them.
+STAYS = frozenset(
+    (state, move) for state, row in TRANSITIONS.items() for move, to in row.items() if to.state == state and to.recovery is None
+)
+
+
 class IllegalMove(Exception):
     """A move the table does not list for the current state (a bug in a reader)."""
 
