@@ -71,7 +71,8 @@ class Message(Struct, **_CONFIG):
 
 class Event(Struct, kw_only=True, tag_field="type", **_CONFIG):
     """A `TurnEvent`. A recorded log may stamp each one: `ts` (Unix seconds) or an ISO-8601
-    `timestamp` (checked by the reader: its range needs a date parser)."""
+    `timestamp`, whose range the reader checks where stamps are read (the recorded clock): it
+    needs a date parser."""
 
     ts: Stamp | None = None
     timestamp: str | None = None

@@ -24,7 +24,7 @@ from translator.model import RECORDED, Event
 if TYPE_CHECKING:
     from translator.fold import Translator
 
-STAMPED = b'"timestamp":'  # an ISO stamp: its range is checked here, line by line
+STAMPED = b'"timestamp":'  # an ISO stamp: read (and its range checked) line by line
 
 # What a field must hold, for the diagnostic.
 _COUNTS = f"whole numbers 0 to {M.U32_MAX}"
@@ -87,7 +87,7 @@ class RawReader:
         if (
             self._batch
             and end - pos <= fold.options.max_line_bytes
-            and data.find(STAMPED, pos, end) < 0
+            and not (self._may_read_stamps() and data.find(STAMPED, pos, end) >= 0)
             and utf8(data if pos == 0 and end == len(data) else memoryview(data)[pos:end])
         ):
             region = memoryview(data)[pos:end]
@@ -128,14 +128,14 @@ class RawReader:
         if not utf8(line):
             fold._bad(line, "invalid UTF-8")
             return
-        if ev.timestamp is not None:
+        if not self._seen_first:
+            self._first_event(ev)
+        if ev.timestamp is not None and fold.clock == RECORDED:  # only then is it read
             try:
                 E.stamp_s(ev.ts, ev.timestamp)
             except BadLine as exc:
                 fold._bad(line, exc.reason)
                 return
-        if not self._seen_first:
-            self._first_event(ev)
         fold.event(ev, now)
 
     def _untyped(self, line: bytes, now: float, error: str | None) -> None:
@@ -180,6 +180,11 @@ class RawReader:
             self.content(orjson.dumps(item), now)
             if fold.stopped:
                 break
+
+    def _may_read_stamps(self) -> bool:
+        """Whether stamps are (or, the clock not decided yet, may be) read."""
+        fold = self.fold
+        return fold.clock == RECORDED or (not self._seen_first and fold.options.detect_recorded)
 
     def _first_event(self, ev: Event | dict[str, Any]) -> None:
         """The stream's first event decides the clock under `--clock auto`."""
