@@ -256,3 +256,15 @@ def test_headless_stream_json_is_detected_and_repaired() -> None:
     result = frames_of(proc.stdout)[-1]
     assert (result["result"], result["num_turns"], result["duration_source"]) == ("There are 3 files.", 2, "wall")
     assert proc.stdout.splitlines()[:-1] == old.splitlines()[:-1]
+
+
+def test_strict_rejects_a_field_serde_does_not_write_and_trust_input_is_still_accepted(tmp_path: Path) -> None:
+    source = tmp_path / "in.ndjson"
+    data = (FIXTURES / "tool_use_two_turns.events.jsonl").read_bytes()
+    source.write_bytes(data.replace(b'{"type":"TurnStart",', b'{"type":"TurnStart","note":1,', 1))
+    plain = run("--clock", "estimated", "--session-id", "S", str(source))
+    assert plain.returncode == 0 and plain.stderr == b""
+    assert run("--clock", "estimated", "--session-id", "S", "--trust-input", str(source)).stdout == plain.stdout
+    strict = run("--clock", "estimated", "--session-id", "S", "--strict", str(source))
+    assert b":1: TurnStart has an unknown field 'note'" in strict.stderr
+    assert strict.stdout != plain.stdout and strict.returncode == 0
