@@ -236,7 +236,7 @@ def test_signal_while_a_tool_runs_is_aborted_tools() -> None:
     ],
 )
 def test_api_errors_without_the_usual_body(message: str, expected: tuple[Any, Any]) -> None:
-    from translator.provider_errors import api_error
+    from translator.encoders.provider_errors import api_error
 
     error = api_error(message)
     assert (error.status, error.type) == expected

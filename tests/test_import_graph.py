@@ -1,5 +1,6 @@
 """The package's import graph is a tree: no module imports itself back through others, the
-core and the library API never import a shell, and only the CLI imports the shells.
+core and the library API never import a shell, only the CLI imports the shells, and the
+encoders import nothing of the package but the model (translator.model) and each other.
 
 Read from the source with `ast` (nothing is imported): every `import`/`from` of a translator
 module counts, at module level or inside a function (a lazy import is still an edge), except
@@ -86,6 +87,20 @@ def is_shell(name: str) -> bool:
     return name == "translator.shell" or name.startswith("translator.shell.")
 
 
+def is_encoder(name: str) -> bool:
+    return name == "translator.encoders" or name.startswith("translator.encoders.")
+
+
+def beyond_the_model(edges: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Each encoder module's imports of translator modules other than the model and encoders."""
+    found = {
+        name: sorted(dep for dep in deps if dep != "translator.model" and not is_encoder(dep))
+        for name, deps in edges.items()
+        if is_encoder(name)
+    }
+    return {name: deps for name, deps in found.items() if deps}
+
+
 def test_the_graph_is_read() -> None:
     """Lazy imports count, type-only ones do not (else the tests below could pass on nothing)."""
     edges = graph()
@@ -93,6 +108,8 @@ def test_the_graph_is_read() -> None:
     assert "translator.fold" in edges["translator.api"]
     assert "translator.events" in edges["translator.fold"]  # `from translator import events as E`
     assert "translator.fold" not in edges["translator.raw_reader"]  # under TYPE_CHECKING only
+    assert "translator.model" in edges["translator.encoders.enriched"]
+    assert "translator.encoders.provider_errors" in edges["translator.encoders.claude_code.frames"]
 
 
 def test_no_import_cycles() -> None:
@@ -116,3 +133,19 @@ def test_only_the_cli_imports_the_shells() -> None:
 def test_nothing_imports_the_cli() -> None:
     importers = sorted(name for name, deps in graph().items() if "translator.cli" in deps)
     assert importers == ["translator.__main__"]
+
+
+def test_encoders_import_only_the_model() -> None:
+    assert beyond_the_model(graph()) == {}
+
+
+def test_an_encoder_importing_more_is_found() -> None:
+    edges = {
+        "translator.encoders.x": {"translator.model", "translator.encoders", "translator.events"},
+        "translator.encoders.y.z": {"translator.encoders.x", "translator.headless"},
+        "translator.fold": {"translator.events", "translator.encoders"},
+    }
+    assert beyond_the_model(edges) == {
+        "translator.encoders.x": ["translator.events"],
+        "translator.encoders.y.z": ["translator.headless"],
+    }

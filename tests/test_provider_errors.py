@@ -9,7 +9,7 @@ import orjson
 import pytest
 from conftest import drive, drive_cc, run_end
 
-from translator.provider_errors import KINDS, api_error, recognise
+from translator.encoders.provider_errors import KINDS, api_error, recognise
 
 # One message per kind, as the agent's Display impls write them: (message, status, type, category)
 MESSAGES = [

@@ -12,8 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from translator.encoders import Encoder, RunSummary
-from translator.encoders.enriched import result_frame
-from translator.headless import repair
+from translator.encoders.enriched import repair, result_frame
 from translator.model import TurnEnd, TurnStart
 
 RECORDED = "recorded"

@@ -1,4 +1,5 @@
-"""The default format: the agent's own headless stream-json, with the ADR 0049 result frame.
+"""The default format: the agent's own headless stream-json, with the ADR 0049 result frame
+(written from the run, or repaired from the agent's own result frame when the input is headless).
 
 Keys keep the agent's names and order; the Claude Code names (`num_turns`, `usage`, `is_error`,
 `duration_ms`) ride alongside the legacy ones, plus `duration_api_ms` and `duration_source`.
@@ -11,7 +12,6 @@ from typing import Any
 import orjson
 
 from translator.encoders import DECODED, SKIP, RunSummary
-from translator.headless import repair
 from translator.model import (
     CACHE_KEYS,
     AssistantTextDelta,
@@ -26,6 +26,7 @@ from translator.model import (
 
 _NL = orjson.OPT_APPEND_NEWLINE
 COST_DECIMALS = 10  # far below a cent; drops the float noise of summing per-turn costs
+ADR_0049_KEYS = ("num_turns", "is_error", "duration_ms", "usage")  # an upstream frame that has one is fixed
 
 
 class EnrichedEncoder:
@@ -150,4 +151,54 @@ def result_frame(run: RunSummary, session_id: str) -> dict[str, Any]:
         frame["turns_without_edit"] = run.turns_without_edit
     if run.no_edit_nudge_emitted is not None:
         frame["no_edit_nudge_emitted"] = run.no_edit_nudge_emitted
+    return frame
+
+
+def repair(upstream: dict[str, Any], run: RunSummary) -> dict[str, Any]:
+    """The upstream result with ADR 0049 applied.
+
+    A frame from a build that has ADR 0049 (it carries one of its keys) is correct as printed:
+    its values pass through and only the translator's own measurements are added
+    (`duration_api_ms`, `duration_source`, after `duration_ms`). An older build's frame gets
+    `result` = the final assistant message (when the stream showed one) and every ADR 0049 key
+    it lacks, from what the translator saw and measured. Repairing twice is repairing once."""
+    success = upstream.get("subtype") == "success"
+    if any(key in upstream for key in ADR_0049_KEYS):
+        return _with_timing(upstream, run)
+    frame = dict(upstream)
+    if success and run.answer is not None:
+        frame["result"] = run.answer
+    added: dict[str, Any] = {
+        "num_turns": frame.get("turns", run.turns),
+        "is_error": not success,
+        "duration_ms": run.duration_ms,
+        "duration_api_ms": run.duration_api_ms,
+        "duration_source": run.duration_source,
+        "usage": {
+            "input_tokens": frame.get("total_input_tokens", run.usage["input_tokens"]),
+            "output_tokens": frame.get("total_output_tokens", run.usage["output_tokens"]),
+        },
+    }
+    if not success:
+        if run.answer is not None:
+            added["last_assistant_text"] = run.answer
+        added["tool_calls_seen"] = run.tool_calls
+    for key, value in added.items():
+        frame.setdefault(key, value)
+    return frame
+
+
+def _with_timing(upstream: dict[str, Any], run: RunSummary) -> dict[str, Any]:
+    """A post-ADR 0049 frame as it is, plus the translator's API time and clock name (placed
+    after `duration_ms`, as in the results the translator writes itself) unless present."""
+    timing = {"duration_api_ms": run.duration_api_ms, "duration_source": run.duration_source}
+    timing = {k: v for k, v in timing.items() if k not in upstream}
+    if not timing:
+        return upstream
+    frame: dict[str, Any] = {}
+    for key, value in upstream.items():
+        frame[key] = value
+        if key == "duration_ms":
+            frame.update(timing)
+    frame.update({k: v for k, v in timing.items() if k not in frame})
     return frame

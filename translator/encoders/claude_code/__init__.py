@@ -1,4 +1,5 @@
-"""`--format claude-code`: pure frame builders (frames), block assembly (blocks), the encoder."""
+"""`--format claude-code`: pure frame builders (frames), block assembly (blocks), the session's
+totals and result frames (session), the encoder."""
 
 from translator.encoders.claude_code.encoder import ClaudeCodeEncoder
 

@@ -19,20 +19,16 @@ from translator.encoders.claude_code.blocks import Block, TurnBlocks
 from translator.encoders.claude_code.frames import (
     INIT,
     RETRY_ERRORS,
-    SUBAGENT_STATS,
-    TERMINAL_REASONS,
     UNKNOWN_USAGE,
-    add_model_usage,
     api_error_message,
-    cc_turns,
     iso,
-    result_usage,
     uuid4,
     wire_usage,
 )
+from translator.encoders.claude_code.session import Session
 from translator.encoders.content import is_empty_text, match_blocks, tool_result_content, tool_use_result
+from translator.encoders.provider_errors import api_error
 from translator.model import DeltaRun, ToolCallEnd, TurnEnd, TurnStart
-from translator.provider_errors import ApiError, api_error
 
 
 class ClaudeCodeEncoder(TurnBlocks):
@@ -55,20 +51,15 @@ class ClaudeCodeEncoder(TurnBlocks):
         # once (thinking_tokens). So deltas come raw and are decoded when that is known.
         self.delta_mode = SKIP if results_only else DECODED if self.partial else RAW
         self.translates_headless = True
-        self.limits = limits  # model -> (context window, max output tokens)
         self.new_id = new_id
         self.model = ""
-        # Across the stream (Claude Code's session).
-        self.result_index = 0
-        self.cost = 0.0
-        self.api_ms = 0
-        self.model_usage: dict[str, dict[str, Any]] = {}
+        self.session = Session(session_id, partial=self.partial, frames=self.frames, limits=limits, new_id=new_id)
         self._new_frame(0.0)
 
     # ---------------------------------------------------------------- frame and turn state
 
     def _new_frame(self, t: float) -> None:
-        self.frame_model_usage: dict[str, dict[str, Any]] = {}
+        self.session.new_frame()
         self.last_turn_end = t
         self._new_turn("", self.model)
 
@@ -205,10 +196,7 @@ class ClaudeCodeEncoder(TurnBlocks):
             self._stream({"type": "message_stop"})
         for frame in self.results:
             self._emit(frame)
-        name = model or self.turn_model
-        add_model_usage(self.frame_model_usage, name, wire, cost, self.limits(name))
-        add_model_usage(self.model_usage, name, wire, cost, self.limits(name))
-        self.cost += cost
+        self.session.add(model or self.turn_model, wire, cost)
         self.last_turn_end = t
         self._new_turn("", self.model)
 
@@ -240,75 +228,12 @@ class ClaudeCodeEncoder(TurnBlocks):
         self.pending = []  # an unfinished block is not written
         self._release(t)  # a run cut off inside a turn: what was proven complete is written
         if run.upstream is not None:  # headless input reports tokens and cost once, at its end
-            self._headless_totals(run.upstream, run.usage)
+            cost = run.upstream.get("total_cost_usd")
+            self.session.add(self.model, wire_usage(run.usage), float(cost) if isinstance(cost, (int, float)) else 0.0)
         for pending in self.results:
             self._emit(pending)
         self.results = []
-        self.api_ms += run.duration_api_ms
-        kind, value = run.stop_kind, run.stop_value
-        frame: dict[str, Any] = {
-            "duration_api_ms": self.api_ms,
-            "stop_reason": run.stop_reason,
-            "session_id": self.session_id,
-            "total_cost_usd": self.cost,
-            "usage": result_usage(wire_usage(run.usage), api_error=kind == "ProviderError"),
-            "modelUsage": self.model_usage,
-            "permission_denials": [],
-            "terminal_reason": "completed",
-            "fast_mode_state": "off",
-            "fast_mode_disabled_reason": "",
-            "subagent_stats": SUBAGENT_STATS,
-            "safety_stops": 0,
-            "is_error": run.subtype != "success",
-            "num_turns": cc_turns(run.turns, kind),
-        }
-        success = kind == "EndOfTurn"
-        if success:
-            answer = run.last_text if run.last_text is not None else (run.answer or run.fallback_text)
-            frame.update(subtype="success", api_error_status=None, result=answer, ttft_ms=run.ttft_ms or 0)
-        elif kind == "BudgetExceeded":
-            frame["terminal_reason"] = "budget_exhausted"
-            frame["subtype"] = "error_max_budget_usd"
-            frame["errors"] = [str(value)]
-        elif kind == "MaxTurnsReached":
-            frame["terminal_reason"] = "max_turns"
-            frame["subtype"] = "error_max_turns"
-            frame["errors"] = [f"Reached maximum number of turns ({value})"]
-        elif kind == "ProviderError":
-            error = api_error(str(value))
-            self._api_error_message(error, t)
-            frame.update(stop_reason="stop_sequence", terminal_reason="api_error", subtype="success")
-            frame.update(api_error_status=error.status, api_error_type=error.type, result=error.text)
-        else:
-            if kind is None and run.subtype == "cancelled":  # our own cancellation (a signal)
-                frame["terminal_reason"] = "aborted_tools" if run.tools_running else "aborted_streaming"
-            else:
-                frame["terminal_reason"] = TERMINAL_REASONS.get(kind or "", "aborted_streaming")
-            frame["subtype"] = "error_during_execution"
-            frame["errors"] = [run.error or f"the run was {run.subtype}"]
-        frame.update(type="result", duration_ms=run.duration_ms, uuid=self.new_id())
-        if self.partial:
-            frame["begun_message_ids"] = run.message_ids or []
-        if success:
-            ttft = run.ttft_ms or 0
-            frame.update(ttft_stream_ms=ttft, time_to_request_ms=0, first_content_frame_ms=ttft)
-        frame.update(queued_turn_count=0, result_index=self.result_index)
-        if self.frames:  # `--output-format json` has no per-result model usage
-            frame["model_usage_since_last_result"] = self.frame_model_usage
-        if run.upstream is not None and "structured_output" in run.upstream:  # the agent's --json-schema answer
-            frame["structured_output"] = run.upstream["structured_output"]
-        self.result_index += 1
-        self._emit(frame)
-
-    def _headless_totals(self, upstream: dict[str, Any], usage: dict[str, int]) -> None:
-        cost = upstream.get("total_cost_usd")
-        cost = float(cost) if isinstance(cost, (int, float)) else 0.0
-        self.cost += cost
-        wire = wire_usage(usage)
-        for table in (self.model_usage, self.frame_model_usage):
-            add_model_usage(table, self.model, wire, cost, self.limits(self.model))
-
-    def _api_error_message(self, error: ApiError, t: float) -> None:
-        """The synthetic assistant message Claude Code prints before an API-error result."""
-        if self.frames:
+        error = api_error(str(run.stop_value)) if run.stop_kind == "ProviderError" else None
+        if error is not None and self.frames:  # Claude Code's synthetic message before the result
             self._emit(api_error_message(error, self.session_id, self.new_id, t))
+        self._emit(self.session.result(run, error))

@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from translator.provider_errors import ApiError
+from translator.encoders.provider_errors import ApiError
 
 _NL = orjson.OPT_APPEND_NEWLINE
 NO_USAGE = {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
