@@ -157,6 +157,18 @@ def test_last_resort_closes_the_run_with_an_error_and_the_stream_goes_on() -> No
     assert core.take_rejects() == b"".join(lines_of("tool_use_two_turns")[n - 1] + b"\n" for n in (9, 13))
 
 
+def test_a_failed_run_cut_off_is_not_said_again() -> None:
+    # Its result and its reports are out; its rest is read into nothing, so the input ending
+    # inside it is no recovery to report.
+    core = Translator(EnrichedEncoder([], session_id="S"), rates=PoisonedRates.bundled(),
+                      options=Options(clock="estimated"), source="in")
+    core.feed(b"".join(two_runs("poison").splitlines(keepends=True)[:12]), 0.0)  # its second turn under way
+    core.end(1.0)
+    results = [f for f in frames_of(core.take_output()) if f["type"] == "result"]
+    assert [r["error"] for r in results] == ["internal error at line 9: RuntimeError"]
+    assert [d.split(": ")[1] for d in core.take_diagnostics()] == ["in:9"]
+
+
 def test_last_resort_writes_the_plainest_result_when_the_encoder_cannot() -> None:
     rates = PoisonedRates.bundled()
     core = Translator(FailingEncoder([], session_id="S"), rates=rates, options=Options(clock="estimated"), source="in")
