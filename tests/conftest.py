@@ -1,7 +1,10 @@
-"""Shared helpers: fixtures on disk and a direct drive of the sans-I/O core."""
+"""Shared helpers: fixtures on disk, a direct drive of the sans-I/O core, what its output holds, and
+the repository as a fresh clone has it. The command as a process is in support_processes.py."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,22 @@ def lines_of(name: str) -> list[bytes]:
 
 def frames_of(data: bytes) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in data.splitlines()]
+
+
+def results(data: bytes) -> list[dict[str, Any]]:
+    return [f for f in frames_of(data) if f["type"] == "result"]
+
+
+# What differs between two translations of one input made at different moments.
+VOLATILE = ("duration_ms", "duration_api_ms", "duration_source")
+
+
+def without_timing(data: bytes) -> list[dict]:
+    return [{k: v for k, v in f.items() if k not in VOLATILE} for f in frames_of(data)]
+
+
+def expected(name: str) -> list[dict]:
+    return without_timing((EXPECTED / f"{name}.enriched.jsonl").read_bytes())
 
 
 def reported(diagnostics: list[str]) -> list[tuple[int, str]]:
@@ -176,6 +195,12 @@ def drive_cc(data: bytes, *, partial: bool = False) -> tuple[list[dict[str, Any]
     return frames_of(core.take_output()), diagnostics
 
 
+def claude_code(data: bytes, partial: bool = False) -> list[dict[str, Any]]:
+    frames, diagnostics = drive_cc(data, partial=partial)
+    assert diagnostics == []
+    return frames
+
+
 def translate_bytes(data: bytes, fmt: str, *, partial: bool = False, **options: Any) -> Run:
     """Translate `data` in one chunk to `fmt` ("enriched" or "claude-code", fresh ids numbered
     so that two drives compare byte for byte) under the estimated clock and `options`."""
@@ -225,3 +250,13 @@ def translate_cc(name: str, **options: Any) -> list[dict[str, Any]]:
     core.end(0.0)
     assert core.take_diagnostics() == []
     return frames_of(core.take_output())
+
+
+def tracked_copy(dest: Path) -> None:
+    """The repository as a fresh clone has it: its tracked files, as they are in the work tree."""
+    names = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, names.decode().split("\0")):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)

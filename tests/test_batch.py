@@ -9,7 +9,6 @@ import re
 import shutil
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import BinaryIO
 
 import orjson
 from conftest import FIXTURES, events, recoveries
-from test_cli import TRANSLATOR
+from support_processes import TRANSLATOR, children, poll
 
 from bench.gen import generate
 from translator.rates import RateCard
@@ -216,24 +215,6 @@ def test_stale_temporaries_are_removed_and_live_ones_kept(tmp_path: Path) -> Non
     assert not stale.exists() and live.exists()
 
 
-def children(pid: int) -> set[int]:
-    found = set()
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                found.add(int(entry.name))
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
-
-
-def wait_for(condition: object, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-
-
 def test_workers_die_with_the_batch(tmp_path: Path) -> None:
     src = tmp_path / "logs"
     src.mkdir()
@@ -242,11 +223,11 @@ def test_workers_die_with_the_batch(tmp_path: Path) -> None:
         shutil.copy(tmp_path / "big.ndjson", src / f"big-{n}.ndjson")
     proc = subprocess.Popen([TRANSLATOR, "--out-dir", str(tmp_path / "out"), "--jobs", "2", str(src)],
                             stderr=subprocess.DEVNULL)
-    wait_for(lambda: len(children(proc.pid)) >= 2)
+    poll(lambda: len(children(proc.pid)) >= 2, 60)
     workers = children(proc.pid)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in workers), 30)
+    poll(lambda: not any(Path(f"/proc/{pid}").exists() for pid in workers), 30)
 
 
 def test_progress_is_in_bytes_within_a_file_on_a_terminal(tmp_path: Path) -> None:

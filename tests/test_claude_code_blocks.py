@@ -6,15 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, drive_cc, line, run_end
+from conftest import FIXTURES, claude_code, line, run_end
 
 SAMPLES = FIXTURES / "samples"
-
-
-def claude_code(data: bytes, partial: bool = False) -> list[dict[str, Any]]:
-    frames, diagnostics = drive_cc(data, partial=partial)
-    assert diagnostics == []
-    return frames
 
 
 def blocks(frames: list[dict[str, Any]]) -> list[dict[str, Any]]:

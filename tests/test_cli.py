@@ -2,33 +2,17 @@
 
 from __future__ import annotations
 
-import os
-import select
-import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import orjson
 import pytest
 from conftest import EXPECTED, FIXTURES, events, frames_of, lines_of, recoveries
+from support_processes import TRANSLATOR, Live, fixture, run
 
 from translator.states import CUT, RETRIED
-
-TRANSLATOR = shutil.which("translator", path=str(Path(sys.executable).parent)) or "translator"
-
-
-def run(*args: str, stdin: bytes | None = None, timeout: float = 30) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [TRANSLATOR, *args], input=stdin, capture_output=True, timeout=timeout,
-        stdin=None if stdin is not None else subprocess.DEVNULL,
-    )
-
-
-def fixture(name: str) -> str:
-    return str(FIXTURES / f"{name}.events.jsonl")
 
 
 def test_file_replay_matches_golden_output() -> None:
@@ -139,44 +123,6 @@ def test_a_recovery_is_said_on_stderr_but_is_no_bad_line(tmp_path: Path) -> None
     assert [(r["subtype"], r.get("error")) for r in results] == [("success", None), ("error", CUT.closes)]
     assert results[0]["result"] == "Here is the full answer."
     assert rejects.read_bytes() == b""
-
-
-class Live:
-    """The command in a live pipe: we write its stdin and read its stdout as it goes."""
-
-    def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [TRANSLATOR, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-        self.buf = b""
-
-    def send(self, data: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
-
-    def read_frames(self, count: int, timeout: float = 10.0) -> list[dict]:
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        deadline = time.monotonic() + timeout
-        while self.buf.count(b"\n") < count:
-            left = deadline - time.monotonic()
-            assert left > 0, f"timed out waiting for {count} frames, have {self.buf!r}"
-            if select.select([fd], [], [], left)[0]:
-                chunk = os.read(fd, 65536)
-                assert chunk, f"output ended early: {self.buf!r}"
-                self.buf += chunk
-        *lines, self.buf = self.buf.split(b"\n", count)
-        return [orjson.loads(ln) for ln in lines] if count else []
-
-    def finish(self, timeout: float = 10.0) -> tuple[int, bytes, bytes]:
-        """Wait for the exit with stdin still open (closing it would end the input)."""
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        status = self.proc.wait(timeout=timeout)
-        out, err = self.proc.stdout.read(), self.proc.stderr.read()
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        return status, self.buf + out, err
 
 
 def test_frames_are_flushed_while_the_input_stays_open() -> None:

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from test_cli import run
+from support_processes import run
 
 
 def complete(script: Path, *words: str) -> list[str]:

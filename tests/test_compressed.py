@@ -12,9 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import EXPECTED, events, frames_of
-from test_cli import TRANSLATOR, run
-from test_follow import Follower
-from test_service import Server, exchange
+from support_processes import TRANSLATOR, Follower, Server, exchange, run
 
 import translator
 from translator.compressed import CorruptInput, Decoder

@@ -11,9 +11,7 @@ import sys
 from pathlib import Path
 
 from conftest import ROOT, events, frames_of
-from test_follow import Follower
-from test_metrics import health, poll, port_of
-from test_service import Server, exchange
+from support_processes import Follower, Server, exchange, health, poll, port_of
 
 IN_CONTAINER = ["--metrics", "tcp:0.0.0.0:9464"]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES, SCENARIOS, events, frames_of, recoveries
-from test_cli import TRANSLATOR
+from support_processes import TRANSLATOR, children, poll
 
 from bench.gen import generate
 
@@ -266,8 +266,6 @@ def test_an_io_error_is_retried_by_dask_then_reported(cluster: Any, tmp_path: Pa
 
 
 def test_a_local_cluster_dies_with_the_batch(tmp_path: Path) -> None:
-    from test_batch import children, wait_for
-
     src = tmp_path / "logs"
     generate(str(tmp_path / "big.ndjson"), 6)
     for n in range(40):
@@ -275,12 +273,12 @@ def test_a_local_cluster_dies_with_the_batch(tmp_path: Path) -> None:
         shutil.copy(tmp_path / "big.ndjson", src / f"s{n}" / "stdout.ndjson")
     proc = subprocess.Popen([TRANSLATOR, "--out-dir", str(tmp_path / "out"), "--cluster", "local:2", str(src)],
                             stderr=subprocess.DEVNULL)
-    wait_for(lambda: len(children(proc.pid)) >= 2, 120)  # the workers (and their resource tracker)
+    poll(lambda: len(children(proc.pid)) >= 2, 120)  # the workers (and their resource tracker)
     family = children(proc.pid)
     family |= {grandchild for pid in family for grandchild in children(pid)}
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    wait_for(lambda: not any(running(pid) for pid in family), 60)
+    poll(lambda: not any(running(pid) for pid in family), 60)
 
 
 def running(pid: int) -> bool:

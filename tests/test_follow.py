@@ -4,34 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
 from conftest import events, frames_of, lines_of, recoveries
-from test_cli import TRANSLATOR, Live
+from support_processes import Follower, append
 
 from translator.states import CUT, RETRIED
-
-
-class Follower(Live):
-    def __init__(self, path: Path, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [TRANSLATOR, "--follow", str(path), *args],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )
-        self.buf = b""
-
-    def stop(self) -> tuple[int, bytes, bytes]:
-        self.proc.send_signal(signal.SIGTERM)
-        status = self.proc.wait(timeout=10)
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        return status, self.buf + self.proc.stdout.read(), self.proc.stderr.read()
-
-
-def append(path: Path, data: bytes) -> None:
-    with open(path, "ab") as f:
-        f.write(data)
 
 
 def test_follows_growth_truncation_and_replacement(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import EXPECTED, FIXTURES, drive, drive_cc, frames_of, kind, translate_cc
+from conftest import EXPECTED, FIXTURES, drive, drive_cc, frames_of, kind, results, translate_cc
 
 from translator.encoders.claude_code import ClaudeCodeEncoder
 from translator.fold import Options, Translator
@@ -27,10 +27,6 @@ UNKNOWABLE = {"duration_ms", "duration_api_ms", "duration_source", "usage", "tot
 
 def headless(name: str) -> bytes:
     return (HEADLESS / f"{name}.jsonl").read_bytes()
-
-
-def results(data: bytes) -> list[dict[str, Any]]:
-    return [f for f in frames_of(data) if f["type"] == "result"]
 
 
 @pytest.mark.parametrize("name", NEW)

@@ -12,7 +12,7 @@ import anyio
 import orjson
 import pytest
 from conftest import FIXTURES, events, frames_of, lines_of
-from test_cli import TRANSLATOR, run
+from support_processes import TRANSLATOR, run
 
 from translator.cli import exit_status
 from translator.encoders.enriched import EnrichedEncoder

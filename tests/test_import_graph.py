@@ -1,6 +1,8 @@
 """The package's import graph is a tree: no module imports itself back through others, the
 core and the library API never import a shell, only the CLI imports the shells, and the
 encoders import nothing of the package but the model (translator.model) and each other.
+And the suite's own: no module of tests/ imports a test module (shared helpers live in
+conftest.py and the support_*.py modules, which hold no tests).
 
 Read from the source with `ast` (nothing is imported): every `import`/`from` of a translator
 module counts, at module level or inside a function (a lazy import is still an edge), except
@@ -149,3 +151,40 @@ def test_an_encoder_importing_more_is_found() -> None:
         "translator.encoders.x": ["translator.events"],
         "translator.encoders.y.z": ["translator.headless"],
     }
+
+
+TESTS = Path(__file__).parent
+
+
+def imported_tests(sources: dict[str, str]) -> dict[str, list[str]]:
+    """For each file of the suite that imports test modules (test_*.py among `sources`, by file
+    name), which; and the test functions of files pytest does not collect (they would never run)."""
+    modules = {file.removesuffix(".py") for file in sources if file.startswith("test_")}
+    found: dict[str, list[str]] = {}
+    for file, source in sources.items():
+        tree = ast.parse(source, file)
+        wrong = sorted(runtime_imports(tree, file.removesuffix(".py"), False, set()) & modules)
+        if not file.startswith("test_"):
+            wrong += [node.name for node in tree.body
+                      if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_")]
+        if wrong:
+            found[file] = wrong
+    return found
+
+
+def test_no_test_module_imports_another() -> None:
+    sources = {path.name: path.read_text() for path in sorted(TESTS.glob("*.py"))}
+    assert {"conftest.py", "support_processes.py", "test_cli.py"} <= set(sources)
+    assert imported_tests(sources) == {}
+
+
+def test_a_test_importing_another_is_found() -> None:
+    found = imported_tests({
+        "test_a.py": "from test_b import helper\n",
+        "test_b.py": "def helper(): ...\ndef test_b(): import test_c\n",
+        "test_c.py": "from conftest import ROOT\n",
+        "support_x.py": "def test_never_collected(): ...\n",
+        "conftest.py": "import test_a, os\n",
+    })
+    assert found == {"test_a.py": ["test_b"], "test_b.py": ["test_c"], "support_x.py": ["test_never_collected"],
+                     "conftest.py": ["test_a"]}

@@ -9,20 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import tracked_copy
 
 RUN_BUDGET_S = 40  # the acceptance figure; measured ~10-12 s on the development machine
 VENV_BUDGET_MB = 60  # measured 29 MB
-
-
-def tracked_copy(dest: Path) -> None:
-    """The repository as a fresh clone has it: its tracked files, as they are in the work tree."""
-    names = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-    for name in filter(None, names.decode().split("\0")):
-        src = ROOT / name
-        if src.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / name)
 
 
 @pytest.mark.skipif(shutil.which("git") is None or shutil.which("make") is None, reason="needs git and make")

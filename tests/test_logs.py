@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 from conftest import events, recoveries
-from test_cli import run
+from support_processes import run
 
 from translator.diagnostics import KINDS, Diagnostic, Notice
 from translator.states import CUT, RETRIED

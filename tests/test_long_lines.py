@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 from conftest import events, frames_of
-from test_cli import TRANSLATOR
+from support_processes import TRANSLATOR
 
 MIB = 1 << 20
 

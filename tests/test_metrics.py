@@ -9,19 +9,15 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import STAGE_A, events, frames_of, lines_of
 from prometheus_client.parser import text_string_to_metric_families
-from test_cli import Live, run
-from test_follow import Follower, append
-from test_service import Server, exchange, read_all
+from support_processes import Follower, Live, Server, append, exchange, health, poll, port_of, read_all, run
 
 from translator import __version__
 
@@ -29,14 +25,6 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 BAD = b'not json\n\xff\n[1]\n{"type":"TurnStart","turn_index":"zero"}\n'
 BAD_KINDS = {"invalid_json": 1, "invalid_utf8": 1, "not_an_event": 1, "malformed_event": 1}
 METRICS = ("--metrics", "tcp:127.0.0.1:0")
-
-
-def port_of(proc: subprocess.Popen[bytes]) -> int:
-    """The port the command says it serves metrics on (its first stderr line)."""
-    assert proc.stderr is not None
-    line = proc.stderr.readline().decode()
-    assert line.startswith("translator: metrics on http://127.0.0.1:"), line
-    return int(line.split("127.0.0.1:")[1].split("/")[0])
 
 
 def scrape(port: int) -> Samples:
@@ -51,23 +39,6 @@ def scrape(port: int) -> Samples:
 
 def value(samples: Samples, name: str, **labels: str) -> float:
     return samples[(name, tuple(sorted(labels.items())))]
-
-
-def health(port: int) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-
-
-def poll(condition: Callable[[], Any], timeout: float = 20.0) -> Any:
-    """Wait for `condition()` to be truthy (the command works at its own pace on a busy machine)."""
-    deadline = time.monotonic() + timeout
-    while not (result := condition()):
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
-    return result
 
 
 def settled(port: int, name: str, expected: float, **labels: str) -> Samples:

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from conftest import EXPECTED, events, frames_of, lines_of
-from test_cli import TRANSLATOR, fixture, run
+from support_processes import TRANSLATOR, fixture, run
 
 GOLDEN = (EXPECTED / "tool_use_two_turns.enriched.jsonl").read_bytes()
 

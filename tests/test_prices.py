@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from conftest import frames_of
-from test_cli import TRANSLATOR, fixture, run
+from support_processes import TRANSLATOR, fixture, run
 
 pytest.importorskip("genai_prices")
 from translator.prices import GenaiPricesCard

@@ -3,11 +3,9 @@ result whichever dialect it came in, in both output formats."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 import pytest
-from conftest import drive, drive_cc, run_end
+from conftest import claude_code, drive, run_end
 
 from translator.encoders.provider_errors import KINDS, api_error, recognise
 
@@ -57,12 +55,6 @@ def headless(message: str) -> bytes:
               "duration_ms": 3, "usage": {"input_tokens": 0, "output_tokens": 0}, "error": message,
               "tool_calls_seen": 0, "turns_without_edit": 0, "no_edit_nudge_emitted": False}
     return orjson.dumps(result) + b"\n"
-
-
-def claude_code(data: bytes, partial: bool = False) -> list[dict[str, Any]]:
-    frames, diagnostics = drive_cc(data, partial=partial)
-    assert diagnostics == []
-    return frames
 
 
 FIELDS = ("subtype", "is_error", "terminal_reason", "api_error_status", "api_error_type", "result", "num_turns")

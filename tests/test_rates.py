@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, drive, turn
-from test_cli import TRANSLATOR
+from support_processes import TRANSLATOR
 
 from translator.rates import Rate, RateCard
 

@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
-from test_install import tracked_copy
+from conftest import ROOT, tracked_copy
 
 TIMEOUT_S = 120
 README = ROOT / "README.md"

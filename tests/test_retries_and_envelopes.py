@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import drive, drive_cc, frames_of, line, reported, run_end, turn
+from conftest import drive, drive_cc, line, reported, results, run_end, turn
 
 from translator.fold import LOST_RUN_END
 
@@ -17,10 +17,6 @@ def start(index: int, message_id: str = "m") -> bytes:
 
 def text(index: int, piece: str, block: int = 0) -> bytes:
     return line(type="AssistantTextDelta", turn_index=index, content_block_index=block, text=piece)
-
-
-def results(data: bytes) -> list[dict[str, Any]]:
-    return [f for f in frames_of(data) if f["type"] == "result"]
 
 
 def line_of(head: bytes) -> int:

@@ -4,74 +4,15 @@ from __future__ import annotations
 
 import signal
 import socket
-import subprocess
 import threading
 import time
 from pathlib import Path
 
 import pytest
-from conftest import EXPECTED, events, frames_of, lines_of, recoveries
-from test_cli import TRANSLATOR
+from conftest import events, expected, frames_of, lines_of, recoveries, without_timing
+from support_processes import Server, exchange, read_all
 
 from translator.states import CUT, RETRIED
-
-VOLATILE = ("duration_ms", "duration_api_ms", "duration_source")
-
-
-class Server:
-    def __init__(self, address: str, *args: str) -> None:
-        self.address = address
-        self.proc = subprocess.Popen(
-            [TRANSLATOR, "--listen", address, "--session-id", "SESSION", *args],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        )
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                self.connect().close()
-                return
-            except OSError:
-                assert time.monotonic() < deadline, "the service did not come up"
-                time.sleep(0.05)
-
-    def connect(self) -> socket.socket:
-        kind, _, where = self.address.partition(":")
-        if kind == "unix":
-            sock = socket.socket(socket.AF_UNIX)
-            sock.connect(where)
-        else:
-            sock = socket.create_connection(("127.0.0.1", int(where.rpartition(":")[2])))
-        sock.settimeout(20)
-        return sock
-
-    def stop(self, signum: int = signal.SIGTERM) -> tuple[int, bytes]:
-        self.proc.send_signal(signum)
-        status = self.proc.wait(timeout=20)
-        assert self.proc.stderr is not None
-        return status, self.proc.stderr.read()
-
-
-def exchange(sock: socket.socket, data: bytes) -> bytes:
-    """Send a whole stream, close our side, read the translation to the end."""
-    sock.sendall(data)
-    sock.shutdown(socket.SHUT_WR)
-    return read_all(sock)
-
-
-def read_all(sock: socket.socket) -> bytes:
-    out = b""
-    while chunk := sock.recv(65536):
-        out += chunk
-    sock.close()
-    return out
-
-
-def without_timing(data: bytes) -> list[dict]:
-    return [{k: v for k, v in f.items() if k not in VOLATILE} for f in frames_of(data)]
-
-
-def expected(name: str) -> list[dict]:
-    return without_timing((EXPECTED / f"{name}.enriched.jsonl").read_bytes())
 
 
 @pytest.fixture

@@ -17,9 +17,8 @@ from typing import Any
 import anyio
 import orjson
 import pytest
-from conftest import events, frames_of, lines_of
-from test_cli import TRANSLATOR
-from test_service import Server, exchange, expected, read_all, without_timing
+from conftest import events, expected, frames_of, lines_of, without_timing
+from support_processes import TRANSLATOR, Server, exchange, read_all
 
 from translator.encoders.enriched import EnrichedEncoder
 from translator.model import TurnStart

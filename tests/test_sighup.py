@@ -11,7 +11,7 @@ from pathlib import Path
 
 import orjson
 from conftest import events, frames_of, lines_of
-from test_cli import TRANSLATOR, Live
+from support_processes import TRANSLATOR, Live
 
 
 def test_sighup_closes_the_open_run_as_cancelled() -> None:

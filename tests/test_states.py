@@ -78,3 +78,50 @@ def test_a_run_of_two_turns() -> None:
     assert states == [State.IN_TURN, State.IN_TURN, State.IN_TURN, State.IN_RUN, State.IN_TURN, State.IN_TURN,
                       State.IN_TURN, State.IN_RUN, State.NO_RUN]
     assert recovered == [RETRIED]
+
+
+def test_where_each_move_leads() -> None:
+    # Written out here, not read from the table: an entry that changes must be changed here too.
+    no_run, in_run, in_turn = State.NO_RUN, State.IN_RUN, State.IN_TURN
+    assert {(state, move): to.state for state, move, to in LEGAL} == {
+        (no_run, Move.RUN_START): in_run,
+        (no_run, Move.TURN_START): in_turn,
+        (no_run, Move.MODEL): in_turn,
+        (no_run, Move.TOOL_END): in_run,
+        (no_run, Move.TURN_END): in_run,
+        (no_run, Move.RUN_END): no_run,
+        (no_run, Move.INPUT_END): no_run,
+        (in_run, Move.RUN_START): in_run,
+        (in_run, Move.TURN_START): in_turn,
+        (in_run, Move.RESTART): in_turn,
+        (in_run, Move.MODEL): in_turn,
+        (in_run, Move.TOOL_END): in_run,
+        (in_run, Move.TURN_END): in_run,
+        (in_run, Move.RUN_END): no_run,
+        (in_run, Move.INPUT_END): no_run,
+        (in_turn, Move.RUN_START): in_turn,
+        (in_turn, Move.TURN_START): in_turn,
+        (in_turn, Move.RETRY): in_turn,
+        (in_turn, Move.RESTART): in_turn,
+        (in_turn, Move.MODEL): in_turn,
+        (in_turn, Move.TOOL_END): in_turn,
+        (in_turn, Move.TURN_END): in_run,
+        (in_turn, Move.RUN_END): no_run,
+        (in_turn, Move.INPUT_END): no_run,
+    }
+
+
+@pytest.mark.parametrize(("state", "move", "to"), [entry for entry in LEGAL if entry[2].recovery is not None])
+def test_a_recovery_is_said_from_where_it_began_and_the_table_has_the_last_word(state: str, move: str, to: To) -> None:
+    # The fold closes the open run inside `recover` (a RUN_END move of its own); the entry's
+    # state is where the machine ends all the same.
+    machine = at(state)
+    seen: list[str] = []
+
+    def recover(recovery: Recovery) -> None:
+        seen.append(machine.state)
+        if recovery.closes is not None:
+            machine.move(Move.RUN_END, lambda inner: pytest.fail(inner.says))
+
+    assert machine.move(move, recover) == to
+    assert seen == [state] and machine.state is to.state
