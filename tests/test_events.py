@@ -74,3 +74,16 @@ def test_strict_rejects_what_serde_does_not_write_and_the_default_ignores_it() -
     assert M.DECODER.decode(nested).total_usage.counts() == {"input_tokens": 1, "output_tokens": 2}
     with pytest.raises(msgspec.ValidationError, match="unknown field `x`"):
         M.STRICT.decode(nested)
+
+
+def test_an_integer_beyond_64_bits_in_a_message_or_stop_is_a_malformed_event() -> None:
+    """JSON allows it and msgspec decodes it, but no writer takes it: the line is rejected, so
+    writing the message out can never fail."""
+    big = -(1 << 64) + 1
+    turn_end = orjson.dumps({"type": "TurnEnd", "turn_index": 0,
+                             "assistant_message": {"role": "assistant", "content": [{"type": "text", "text": "a"}]},
+                             "tool_results": [], "stop_reason": None, "usage": {"input_tokens": 1, "output_tokens": 1},
+                             "ttft": None, "tbt": None})
+    assert M.DECODER.decode(turn_end).assistant_message.content == [{"type": "text", "text": "a"}]
+    assert why(turn_end.replace(b'"type":"text"', b'"type":%d' % big)) == "TurnEnd has a malformed 'assistant_message'"
+    assert why(RUN_END % b'{"ProviderError":%d}' % big).startswith("RunEnd has a malformed 'stopped_for'")

@@ -144,7 +144,7 @@ class Stream:
         return self._take()
 
     def take_diagnostics(self) -> list[str]:
-        """One line per bad input line since the last call: `translator: <source>:<line>: …`."""
+        """One line per bad input line or recovery notice since the last call: `translator: <source>:<line>: …`."""
         diags, self._diags = self._diags, []
         return diags
 

@@ -16,6 +16,7 @@ from operator import attrgetter
 from typing import Annotated, Any, Union
 
 import msgspec
+import orjson
 from msgspec import Meta, Raw, Struct
 
 U32_MAX = (1 << 32) - 1
@@ -67,6 +68,9 @@ class Message(Struct, **_CONFIG):
 
     role: str
     content: list[Any]
+
+    def __post_init__(self) -> None:
+        _writable(self.content, "content")
 
 
 class Event(Struct, kw_only=True, tag_field="type", **_CONFIG):
@@ -147,6 +151,7 @@ class RunEnd(Event, tag=True, **_CONFIG):
         stop = self.stopped_for
         if isinstance(stop, str):
             return
+        _writable(stop, "stopped_for")
         if len(stop) != 1:
             raise ValueError("'stopped_for' must hold one variant")
         ((kind, value),) = stop.items()
@@ -157,6 +162,15 @@ class RunEnd(Event, tag=True, **_CONFIG):
                 msgspec.convert(value, U32)
         except msgspec.ValidationError:
             raise ValueError(f"'stopped_for' {kind} out of range") from None
+
+
+def _writable(value: Any, name: str) -> None:
+    """A value decoded whole is written out again: it must hold nothing JSON writers refuse (an
+    integer beyond 64 bits, which JSON allows and msgspec decodes)."""
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        raise ValueError(f"'{name}' holds a number beyond 64 bits") from None
 
 
 def _array(value: Raw, name: str) -> None:
