@@ -235,6 +235,11 @@ def kind(frame: dict[str, Any]) -> str:
 
 def translate_cc(name: str, **options: Any) -> list[dict[str, Any]]:
     """A fixture's raw events in Claude Code's frames (fresh ids numbered), with no diagnostics."""
+    return cc_frames(events(name), partial=name in CC_PARTIAL, **options)
+
+
+def cc_frames(data: bytes, *, partial: bool = False, **options: Any) -> list[dict[str, Any]]:
+    """`data` (either dialect) in Claude Code's frames (fresh ids numbered), with no diagnostics."""
     from itertools import count
 
     from translator.encoders.claude_code import ClaudeCodeEncoder
@@ -242,11 +247,11 @@ def translate_cc(name: str, **options: Any) -> list[dict[str, Any]]:
     ids = count()
     rates = RateCard.bundled()
     encoder = ClaudeCodeEncoder(
-        [], session_id="SESSION", partial=name in CC_PARTIAL, limits=rates.limits,
+        [], session_id="SESSION", partial=partial, limits=rates.limits,
         new_id=lambda: f"id-{next(ids)}", **options,
     )
     core = Translator(encoder, rates=rates, options=Options(clock="estimated"))
-    core.feed(events(name), 0.0)
+    core.feed(data, 0.0)
     core.end(0.0)
     assert core.take_diagnostics() == []
     return frames_of(core.take_output())

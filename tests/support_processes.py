@@ -175,3 +175,18 @@ def children(pid: int) -> set[int]:
         except (OSError, IndexError, ValueError):
             continue
     return found
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie waiting to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def peak_rss_kb(pid: int) -> int:
+    for row in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if row.startswith("VmHWM:"):
+            return int(row.split()[1])
+    raise AssertionError("no VmHWM")

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES, SCENARIOS, events, frames_of, recoveries
-from support_processes import TRANSLATOR, children, poll
+from support_processes import TRANSLATOR, children, poll, running
 
 from bench.gen import generate
 
@@ -281,9 +281,3 @@ def test_a_local_cluster_dies_with_the_batch(tmp_path: Path) -> None:
     poll(lambda: not any(running(pid) for pid in family), 60)
 
 
-def running(pid: int) -> bool:
-    """Alive and not a zombie waiting to be reaped."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False

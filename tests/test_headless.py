@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 import orjson
 import pytest
-from conftest import EXPECTED, FIXTURES, drive, drive_cc, frames_of, kind, results, translate_cc
-
-from translator.encoders.claude_code import ClaudeCodeEncoder
-from translator.fold import Options, Translator
-from translator.rates import RateCard
+from conftest import EXPECTED, FIXTURES, cc_frames, drive, drive_cc, kind, results, translate_cc
 
 HEADLESS = FIXTURES / "headless"
 SAMPLES = FIXTURES / "samples"
@@ -88,18 +83,6 @@ def test_durations_follow_the_clock_of_the_headless_stream() -> None:
     assert result["duration_ms"] == (len(lines) - 1) * 1000
 
 
-def cc(name: str, *, partial: bool = False) -> list[dict[str, Any]]:
-    ids = itertools.count()
-    rates = RateCard.bundled()
-    encoder = ClaudeCodeEncoder([], session_id="SESSION", partial=partial, limits=rates.limits,
-                                new_id=lambda: f"id-{next(ids)}")
-    core = Translator(encoder, rates=rates, options=Options(clock="estimated"))
-    core.feed(headless(name), 0.0)
-    core.end(0.0)
-    assert core.take_diagnostics() == []
-    return frames_of(core.take_output())
-
-
 # What the headless dialect does not carry, and so the Claude Code translation of it cannot.
 HEADLESS_GAPS = {"total_cost_usd", "costUSD", "usage", "model_usage_since_last_result", "modelUsage", "id", "stop_reason",
                  "duration_ms", "duration_api_ms", "ttft_ms", "ttft_stream_ms", "first_content_frame_ms",
@@ -117,7 +100,7 @@ def strip(value: Any) -> Any:
 
 @pytest.mark.parametrize("name", ["tool_use_two_turns", "max_turns", "api_error", "thinking"])
 def test_claude_code_from_either_dialect_is_the_same(name: str) -> None:
-    from_headless = cc(f"{name}.pre0049" if name != "api_error" else name)
+    from_headless = cc_frames(headless(f"{name}.pre0049" if name != "api_error" else name))
     # Without partial messages the headless stream has no thinking deltas to estimate from.
     from_raw = [f for f in translate_cc(name) if kind(f) != "system/thinking_tokens"]
     assert [kind(f) for f in from_headless] == [kind(f) for f in from_raw]
@@ -127,7 +110,7 @@ def test_claude_code_from_either_dialect_is_the_same(name: str) -> None:
 
 
 def test_claude_code_from_a_partial_headless_stream() -> None:
-    frames = cc("tool_use_two_turns.partial", partial=True)
+    frames = cc_frames(headless("tool_use_two_turns.partial"), partial=True)
     blocks = [f["message"]["content"][0] for f in frames if f["type"] == "assistant"]
     assert blocks == [
         {"type": "text", "text": "I'll count the files."},
@@ -139,7 +122,7 @@ def test_claude_code_from_a_partial_headless_stream() -> None:
 
 
 def test_echoed_prompts_delimit_input_frames() -> None:
-    frames = cc("multi_input_frames.replay")
+    frames = cc_frames(headless("multi_input_frames.replay"))
     assert [kind(f) for f in frames] == [
         "system/init", "assistant", "result", "system/init", "warning", "assistant", "result"]
     first, second = [f for f in frames if f["type"] == "result"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import orjson
 from conftest import events, frames_of
-from support_processes import TRANSLATOR
+from support_processes import TRANSLATOR, peak_rss_kb
 
 MIB = 1 << 20
 
@@ -30,8 +30,7 @@ def peak_rss_mib(tmp_path: Path, args: list[str], pieces: list[bytes], repeat: i
         while until not in out.read_bytes():  # the input stays open: the process is still there
             assert time.monotonic() < deadline, err.read_bytes()
             time.sleep(0.05)
-        status = Path(f"/proc/{proc.pid}/status").read_text()
-        peak = next(int(row.split()[1]) for row in status.splitlines() if row.startswith("VmHWM:"))
+        peak = peak_rss_kb(proc.pid)
         proc.stdin.close()
         assert proc.wait(timeout=60) == 0, err.read_bytes()
     return peak / 1024, out.read_bytes(), err.read_bytes()

@@ -18,7 +18,7 @@ import anyio
 import orjson
 import pytest
 from conftest import events, expected, frames_of, lines_of, without_timing
-from support_processes import TRANSLATOR, Server, exchange, read_all
+from support_processes import TRANSLATOR, Server, exchange, peak_rss_kb, read_all
 
 from translator.encoders.enriched import EnrichedEncoder
 from translator.model import TurnStart
@@ -192,13 +192,6 @@ def test_a_stale_socket_is_replaced_and_socket_mode_is_honoured(tmp_path: Path) 
     assert frames_of(exchange(srv.connect(), events("thinking")))[-1]["subtype"] == "success"
     srv.stop()
     assert not path.exists()
-
-
-def peak_rss_kb(pid: int) -> int:
-    for row in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if row.startswith("VmHWM:"):
-            return int(row.split()[1])
-    raise AssertionError("no VmHWM")
 
 
 def test_unfinished_lines_of_all_connections_stay_within_the_budget(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ from claude_agent_sdk import (
     query,
 )
 from conftest import FIXTURES
+from support_processes import running
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
 FAKE = Path(__file__).with_name("fake_caliban.py")
@@ -78,17 +79,6 @@ async def collect(prompt: str, options: ClaudeAgentOptions) -> list[Any]:
 
 async def until_result(client: ClaudeSDKClient) -> list[Any]:
     return [m async for m in client.receive_response()]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is gone for our purposes
-        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
-    except OSError:
-        return False
 
 
 async def test_query_with_a_tool_call(caliban: Caliban) -> None:
@@ -283,10 +273,10 @@ async def test_disconnect_mid_run_leaves_nothing_behind(caliban: Caliban) -> Non
     started = time.monotonic()
     await client.disconnect()  # stdin EOF, 5 s, SIGTERM (the shim: SIGINT caliban), 5 s, SIGKILL
     for _ in range(100):
-        if not alive(shim_pid) and not alive(caliban_pid):
+        if not running(shim_pid) and not running(caliban_pid):
             break
         await anyio.sleep(0.1)
-    assert not alive(shim_pid) and not alive(caliban_pid)
+    assert not running(shim_pid) and not running(caliban_pid)
     assert time.monotonic() - started < 10  # within the SDK's grace, before its SIGKILL
     saved = json.loads((caliban.sessions / f"{flag(caliban.calls()[0]['argv'], '--session')}.json").read_text())
     assert saved["messages"] == ["how many files are here?"]  # caliban saved its session on SIGINT
@@ -414,7 +404,7 @@ def test_sigterm_stops_caliban_and_the_shim(caliban: Caliban, stuck: bool) -> No
     assert shim.wait(timeout=30) == 143
     # The grace is 3 s, inside the SDK's 5 s before its SIGKILL; the margin is for a loaded machine.
     assert time.monotonic() - started < 6
-    assert not alive(caliban.calls()[0]["pid"])
+    assert not running(caliban.calls()[0]["pid"])
     result = rest[-1]
     assert (result["type"], result["subtype"], result["is_error"]) == ("result", "error_during_execution", True)
     if stuck:
