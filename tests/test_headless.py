@@ -6,7 +6,7 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import EXPECTED, FIXTURES, cc_frames, drive, drive_cc, kind, results, translate_cc
+from conftest import EXPECTED, FIXTURES, cc_frames, drive, drive_cc, kind, results, translate_bytes, translate_cc
 
 HEADLESS = FIXTURES / "headless"
 SAMPLES = FIXTURES / "samples"
@@ -178,3 +178,64 @@ def test_the_agents_structured_output_reaches_the_claude_code_result() -> None:
     assert diagnostics == []
     assert "structured_output" not in plain
     assert frames[-1]["type"] == "result" and frames[-1]["structured_output"] == {"files": 3}
+
+
+# Every headless frame the agent prints, in the samples made with its own serde types and in
+# the fixtures: the typed frames must read them all, also under --strict (no field missing
+# from the classes).
+AGENT_FRAMES = sorted(p for d in ("samples/headless-serde-from-tests", "samples/headless-derived-from-code",
+                                  "samples/headless-upstream-encoding-of-translator-fixtures", "headless")
+                      for p in (FIXTURES / d).glob("*.*json*"))
+
+
+@pytest.mark.parametrize("path", AGENT_FRAMES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_frame_the_agent_prints_is_read_strictly(path: Any) -> None:
+    data = path.read_bytes()
+    default, strict = drive(data), drive(data, strict=True)
+    assert [d for d in default.diagnostics if "no rate for model" not in d] == []
+    assert (strict.output, strict.diagnostics) == (default.output, default.diagnostics)
+    frames = [ln for ln in data.splitlines() if not ln.startswith(b'{"type":"result"')]
+    assert [ln for ln in default.output.splitlines() if not ln.startswith(b'{"type":"result"')] == frames
+
+
+def test_a_field_the_agent_does_not_write_is_ignored_by_default_and_rejected_under_strict() -> None:
+    data = headless("tool_use_two_turns").replace(b'{"type":"tool_use",', b'{"type":"tool_use","extra":[1],', 1)
+    default = drive(data)
+    assert default.diagnostics == []
+    assert b'"extra":[1]' in default.output  # passed through as it came
+    strict = drive(data, strict=True)
+    assert [d.split(": ")[2] for d in strict.diagnostics] == ["tool_use has an unknown field 'extra'"]
+
+
+def test_a_frame_type_this_build_does_not_know_passes_through() -> None:
+    data = headless("thinking").replace(b"\n", b'\n{"type":"novel_frame","x":1}\n', 1)
+    for strict in (False, True):
+        run = drive(data, strict=strict)
+        assert run.diagnostics == []
+        assert b'{"type":"novel_frame","x":1}\n' in run.output
+
+
+@pytest.mark.parametrize(("change", "why"), [
+    (b'"total_cost_usd":-1.0', "result has a malformed 'total_cost_usd' (a number, not negative)"),
+    (b'"turns":"2"', "result has a malformed 'turns' (a whole number 0 to 4294967295)"),
+    (b'"duration_ms":18446744073709551616', "result has a malformed 'duration_ms' (a whole number 0 to 18446744073709551615)"),
+    (b'"usage":{"input_tokens":-1,"output_tokens":0}',
+     "result has a malformed 'usage' (input_tokens and output_tokens, whole numbers 0 to 4294967295)"),
+    (b'"ts":1e20', "'ts' is out of range (Unix seconds, 1970 to 9999)"),
+])
+def test_a_result_out_of_the_agents_ranges_is_a_bad_line(change: bytes, why: str) -> None:
+    bad = b'{"type":"result","subtype":"success",' + change + b"}\n"
+    run = drive(bad + headless("thinking"))
+    assert [d.split(": ")[2] for d in run.diagnostics] == [why]
+    assert run.rejects == bad
+    assert run.output == drive(headless("thinking")).output
+
+
+def test_a_tool_result_as_plain_text_is_one_text_block() -> None:
+    data = headless("tool_use_two_turns")
+    blocks = b'"content":[{"text":"3","type":"text"}]'
+    assert blocks in data
+    plain = data.replace(blocks, b'"content":"3"')
+    for partial in (False, True):
+        ours, theirs = (translate_bytes(d, "claude-code", partial=partial) for d in (plain, data))
+        assert (ours.output, ours.diagnostics) == (theirs.output, theirs.diagnostics)

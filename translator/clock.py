@@ -4,14 +4,12 @@ the same frames however they arrive)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from translator import events as E
 from translator.model import ESTIMATED, RECORDED, WALL, Event, TurnEnd
 from translator.run import Frame
 
-# What an event's recorded time is read from: a typed event, or a headless frame.
-Source = Event | dict[str, Any] | None
+# What an event's recorded time is read from: a typed event (raw, or a headless frame).
+Source = Event | None
 
 
 class Clock:
@@ -39,10 +37,7 @@ class Clock:
         """The clock time of an event: its arrival (wall) or its own stamp (recorded)."""
         if self.kind != RECORDED:
             return now
-        if isinstance(src, dict):
-            ts = E.timestamp_s(src.get("ts"), src.get("timestamp"))
-        else:
-            ts = None if src is None else E.timestamp_s(src.ts, src.timestamp)
+        ts = None if src is None else E.timestamp_s(src.ts, src.timestamp)
         if ts is None:
             return self._last_ts if self._last_ts is not None else 0.0
         self._last_ts = ts

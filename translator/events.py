@@ -1,22 +1,18 @@
 """What both dialects share before they are typed: the reasons a line is unusable, JSON
-decoding with readable failures, the envelopes events arrive in (ADR 0055), recorded stamps,
-and the shape checks of the headless frames the fold reads (the raw events' checks are their
-classes, in model.py).
+decoding with readable failures, the envelopes events arrive in (ADR 0055) and recorded
+stamps (the events' own checks are their classes, in model.py).
 
-Everything here is pure: bytes in, dicts (or a `BadLine` reason) out.
+Everything here is pure: bytes in, values (or a `BadLine` reason) out.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC
 from typing import Any
 
 import orjson
 
 from translator import model as M
-
-Event = dict[str, Any]  # a headless frame, decoded
 
 
 class BadLine(Exception):
@@ -25,55 +21,6 @@ class BadLine(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-def _is_count(v: object) -> bool:
-    return type(v) is int and 0 <= v <= M.U32_MAX
-
-
-def _is_ms(v: object) -> bool:
-    """A millisecond figure (headless `t_ms`): a number in the range of a duration."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= M.MAX_DURATION_S * 1000
-
-
-def _is_amount(v: object) -> bool:
-    """A cost in dollars: a finite number, not negative (JSON has no NaN, and no infinity)."""
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < float("inf")
-
-
-def _is_blocks_or_text(v: object) -> bool:
-    return type(v) is list or type(v) is str
-
-
-# A field's shape: a type (the value must be exactly of it) or a predicate.
-Shape = type | Callable[[object], bool]
-# The headless frames the fold reads (headless_reader.py), as far as it uses them: required
-# keys and their shapes, then keys checked only when present.
-SHAPES: dict[str, tuple[tuple[str, Shape], ...]] = {
-    "text": (("delta", str),),
-    "thinking": (("delta", str),),
-    "tool_use": (("id", str), ("name", str)),
-    "tool_result": (("tool_use_id", str), ("is_error", bool), ("content", _is_blocks_or_text)),
-    "message": (("content", list),),
-    "result": (("subtype", str),),
-}
-OPTIONAL: dict[str, tuple[tuple[str, Shape], ...]] = {
-    "tool_result": (("t_ms", _is_ms),),
-    "result": (
-        ("turns", _is_count),
-        ("total_input_tokens", _is_count),
-        ("total_output_tokens", _is_count),
-        ("turns_without_edit", _is_count),
-        ("total_cost_usd", _is_amount),
-    ),
-}
-
-# What a range-checked field must hold, for the diagnostic.
-HINTS: dict[Shape, str] = {
-    _is_count: f" (a whole number 0 to {M.U32_MAX})",
-    _is_ms: f" (milliseconds, 0 to {M.MAX_DURATION_S * 1000})",
-    _is_amount: " (a number, not negative)",
-}
 
 
 def loads(line: bytes) -> Any:
@@ -87,27 +34,6 @@ def loads(line: bytes) -> Any:
         if msg.startswith("unexpected end of data"):  # a line cut short (a dying writer)
             raise BadLine("invalid JSON (truncated line)") from None
         raise BadLine(f"invalid JSON ({msg})") from None
-
-
-def _fits(value: object, shape: Shape) -> bool:
-    return type(value) is shape if type(shape) is type else shape(value)
-
-
-def check(ev: Event, etype: str) -> Event:
-    """Raise BadLine unless the headless frame `ev` has the shape its type requires."""
-    for key, shape in SHAPES.get(etype, ()):
-        try:
-            value = ev[key]
-        except KeyError:
-            raise BadLine(f"{etype} without {key!r}") from None
-        if not _fits(value, shape):
-            raise BadLine(f"{etype} has a malformed {key!r}{HINTS.get(shape, '')}")
-    for key, shape in OPTIONAL.get(etype, ()):
-        if key in ev and not _fits(ev[key], shape):
-            raise BadLine(f"{etype} has a malformed {key!r}{HINTS.get(shape, '')}")
-    if "ts" in ev or "timestamp" in ev:
-        stamp_s(ev.get("ts"), ev.get("timestamp"))
-    return ev
 
 
 ENVELOPE_VERSION = 1

@@ -1,9 +1,8 @@
 """The agent's headless stream-json (its "Dialect B", ADR 0025), read as input.
 
-The fold maps these frames onto the raw events' handlers; this module holds what is specific
-to the dialect: its frame names and how its result's subtype maps back to a stop reason. (The
-repair of an upstream result frame is output: translator/encoders/enriched.py.)
-"""
+The reader (headless_reader.py) maps its frames onto the fold's moves; this module holds the
+rest of what is specific to the dialect: how its result's subtype maps back to a stop reason.
+(The repair of an upstream result frame is output: translator/encoders/enriched.py.)"""
 
 from __future__ import annotations
 
@@ -12,45 +11,35 @@ from typing import Any
 from msgspec import Raw
 
 from translator.encoders.provider_errors import recognise
-from translator.model import RunEnd, Usage
+from translator.model import ResultFrame, RunEnd, Usage
 
-# The dialect's frame types (snake_case; the raw events' are PascalCase).
-SYSTEM, USER, TEXT, THINKING = "system", "user", "text", "thinking"
-TOOL_USE, TOOL_RESULT, MESSAGE, RESULT = "tool_use", "tool_result", "message", "result"
-WARNING, HOOK_EVENT = "warning", "hook_event"
+RESULT = "result"  # the type of a run's last frame (snake_case; the raw events' are PascalCase)
 
 
-def stopped_for(result: dict[str, Any]) -> Any:
+def stopped_for(result: ResultFrame) -> Any:
     """The raw events' `stopped_for` that gives this result's subtype (and error text)."""
-    subtype = result.get("subtype")
-    error = result.get("error")
+    subtype, error = result.subtype, result.error
     if subtype == "success":
         return "EndOfTurn"
     if subtype == "max_turns":
-        return {"MaxTurnsReached": result.get("turns", 0)}
+        return {"MaxTurnsReached": result.turns or 0}
     if subtype == "cancelled":
         return "Cancelled"
     if subtype == "max_tokens":
         return "MaxTokensExhausted"
     if subtype == "budget_exceeded":
         return {"BudgetExceeded": error or "budget exceeded"}
-    return {"ProviderError" if recognise(error) else "Error": error or str(subtype)}
+    return {"ProviderError" if recognise(error) else "Error": error or subtype}
 
 
-def run_end(result: dict[str, Any]) -> RunEnd:
+def run_end(result: ResultFrame) -> RunEnd:
     """A `RunEnd` standing for an upstream result frame (tokens are the result's flat totals)."""
     return RunEnd(
         final_messages=Raw(b"[]"),
-        total_usage=Usage(
-            input_tokens=_count(result.get("total_input_tokens")),
-            output_tokens=_count(result.get("total_output_tokens")),
-        ),
-        turn_count=_count(result.get("turns")),
+        total_usage=Usage(input_tokens=result.total_input_tokens or 0, output_tokens=result.total_output_tokens or 0),
+        turn_count=result.turns or 0,
         stopped_for=stopped_for(result),
-        turns_without_edit=_count(result.get("turns_without_edit")),
-        no_edit_nudge_emitted=result.get("no_edit_nudge_emitted") is True,
+        turns_without_edit=result.turns_without_edit or 0,
+        no_edit_nudge_emitted=result.no_edit_nudge_emitted is True,
     )
 
-
-def _count(value: Any) -> int:
-    return value if type(value) is int and value >= 0 else 0

@@ -11,19 +11,33 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import orjson
 from msgspec import Raw
 
 from translator import headless as H
 from translator import model as M
 from translator.encoders import SILENT
-from translator.events import Event
 from translator.run import Frame
 from translator.states import Move
 from translator.stops import LOST_RUN_END, classify
 
 if TYPE_CHECKING:
     from translator.fold import Translator
+
+# What a range-checked field of a frame must hold, for the diagnostic.
+_COUNT = f" (a whole number 0 to {M.U32_MAX})"
+HINTS = {
+    "t_ms": f" (milliseconds, 0 to {M.MAX_DURATION_S * 1000})",
+    "total_cost_usd": " (a number, not negative)",
+    "usage": f" (input_tokens and output_tokens, whole numbers 0 to {M.U32_MAX})",
+    **dict.fromkeys(("duration_ms", "retry_delay_ms"), f" (a whole number 0 to {M.U64_MAX})"),
+    **dict.fromkeys(
+        ("turns", "total_input_tokens", "total_output_tokens", "num_turns", "tool_calls_seen",
+         "turns_without_edit", "attempt", "max_retries"),
+        _COUNT,
+    ),
+}
 
 
 class Dialect:
@@ -34,7 +48,7 @@ class Dialect:
     def __init__(self) -> None:
         self.since_tool: list[str] = []  # text deltas since the last tool boundary
         self.tool_ids: set[str] = set()  # the tool calls seen
-        self.block = ("", -1)  # the kind and index of the streaming block
+        self.block: tuple[type | None, int] = (None, -1)  # the kind (frame class) and index of the streaming block
         self.streamed = False  # this turn came with deltas (partial messages)
         self.results: list[dict[str, Any]] = []  # a turn's tool results, until its message
 
@@ -46,17 +60,18 @@ class HeadlessReader:
         self.fold = fold
         self._run: Frame | None = None
         self._dialect = Dialect()
-        self.handlers: dict[str, Callable[[Event, float, bytes], None]] = {
-            H.SYSTEM: self._system,
-            H.USER: self._user,
-            H.TEXT: self._delta,
-            H.THINKING: self._delta,
-            H.TOOL_USE: self._tool_use,
-            H.TOOL_RESULT: self._tool_result,
-            H.MESSAGE: self._message,
-            H.RESULT: self._result,
-            H.WARNING: self._other,
-            H.HOOK_EVENT: self._other,
+        # Every frame type the dialect has goes to its handler by class.
+        self.handlers: dict[type, Callable[[Any, float, bytes], None]] = {
+            M.SystemFrame: self._system,
+            M.UserFrame: self._user,
+            M.TextFrame: self._delta,
+            M.ThinkingFrame: self._delta,
+            M.ToolUseFrame: self._tool_use,
+            M.ToolResultFrame: self._tool_result,
+            M.MessageFrame: self._message,
+            M.ResultFrame: self._result,
+            M.WarningFrame: self._other,
+            M.HookEventFrame: self._other,
         }
 
     def _of(self, fr: Frame) -> Dialect:
@@ -85,21 +100,20 @@ class HeadlessReader:
             start = M.TurnStart(turn_index=index, message_id="", model=self.fold.model or "")
             self._headless(self.fold._turn_start, start, now, False)
 
-    def _system(self, ev: Event, now: float, line: bytes) -> None:
-        if ev.get("subtype") != "init":
+    def _system(self, ev: M.SystemFrame, now: float, line: bytes) -> None:
+        if ev.subtype != "init":
             self._other(ev, now, line)
             return
         fold = self.fold
-        model = ev.get("model")
-        if isinstance(model, str):
-            fold.model = model.rsplit("/", 1)[-1]  # "provider/model"
+        if ev.model is not None:
+            fold.model = ev.model.rsplit("/", 1)[-1]  # "provider/model"
         fold._end_orphan()
         if fold._frame is not None and fold._frame.saw_turn:
             fold._close(now, "error", LOST_RUN_END)
         self._frame(ev, now, line)
         self._open(now, ev)
 
-    def _user(self, ev: Event, now: float, line: bytes) -> None:
+    def _user(self, ev: M.UserFrame, now: float, line: bytes) -> None:
         """An echoed prompt: for Claude Code, a new input frame, the previous one answered."""
         fold = self.fold
         if not fold.encoder.translates_headless:
@@ -107,68 +121,68 @@ class HeadlessReader:
             return
         fr = fold._frame
         if fr is not None and fr.saw_turn:
-            self._finish(fr, now, None, fold._stamp(now, ev))
+            self._finish(fr, now, fold._stamp(now, ev))
         self._open(now, ev)
 
-    def _delta(self, ev: Event, now: float, line: bytes) -> None:
+    def _delta(self, ev: M.TextFrame | M.ThinkingFrame, now: float, line: bytes) -> None:
         fold = self.fold
         fr = fold._frame
-        if fr is not None and self._of(fr).block[0] == H.TOOL_RESULT:
+        if fr is not None and self._of(fr).block[0] is M.ToolResultFrame:
             self._turn_end(fr, now, [], "tool_use")  # a tool's result: the next call began
         fr = self._open(now, ev)
         self._turn(fr, now)
         st = self._of(fr)
         st.streamed = True
-        kind = ev["type"]
-        if st.block[0] != kind:
+        kind = type(ev)
+        if st.block[0] is not kind:
             st.block = (kind, st.block[1] + 1)
-        cls = M.AssistantTextDelta if kind == H.TEXT else M.AssistantThinkingDelta
-        delta = cls(turn_index=0, content_block_index=st.block[1], text=ev["delta"])
-        if kind == H.TEXT:
-            st.since_tool.append(ev["delta"])
+        cls = M.AssistantTextDelta if kind is M.TextFrame else M.AssistantThinkingDelta
+        delta = cls(turn_index=0, content_block_index=st.block[1], text=ev.delta)
+        if kind is M.TextFrame:
+            st.since_tool.append(ev.delta)
         self._frame(ev, now, line)
         self._headless(fold._deltas, M.DeltaRun(1, fold.line_no, [delta]), now, True)
 
-    def _tool_use(self, ev: Event, now: float, line: bytes) -> None:
+    def _tool_use(self, ev: M.ToolUseFrame, now: float, line: bytes) -> None:
         """Written when the tool call ends (after it ran), with its whole input. Without
         partial messages the turn's text is not known yet: the call waits for the message."""
         fr = self._open(now, ev)
         self._turn(fr, now)
         st = self._of(fr)
-        st.tool_ids.add(ev["id"])
+        st.tool_ids.add(ev.id)
         st.since_tool.clear()
-        st.block = ("tool_use", st.block[1] + 1)
+        st.block = (M.ToolUseFrame, st.block[1] + 1)
         self._frame(ev, now, line)
         if st.streamed:
-            self._headless(self.fold._tool_start, M.ToolCallStart(turn_index=0, tool_use_id=ev["id"], name=ev["name"]), now)
-        fr.tools[ev["id"]] = (ev["name"], [orjson.dumps(ev.get("input", {})).decode()])
+            self._headless(self.fold._tool_start, M.ToolCallStart(turn_index=0, tool_use_id=ev.id, name=ev.name), now)
+        fr.tools[ev.id] = (ev.name, [bytes(ev.input).decode()])
 
-    def _tool_result(self, ev: Event, now: float, line: bytes) -> None:
+    def _tool_result(self, ev: M.ToolResultFrame, now: float, line: bytes) -> None:
         fr = self._open(now, ev)
         st = self._of(fr)
         st.since_tool.clear()
-        st.block = (H.TOOL_RESULT, st.block[1])
-        t_ms = ev.get("t_ms")
-        if isinstance(t_ms, (int, float)) and t_ms > 0:
-            fr.api_s -= t_ms / 1000  # the tool's own run time is not API time
+        st.block = (M.ToolResultFrame, st.block[1])
+        if ev.t_ms:
+            fr.api_s -= ev.t_ms / 1000  # the tool's own run time is not API time
         self._frame(ev, now, line)
-        content = ev["content"]
-        if isinstance(content, str):
-            content = [{"type": "text", "text": content}]
+        content = ev.content
+        if bytes(memoryview(content)[:1]) == b'"':  # a plain text: one text block
+            content = Raw(orjson.dumps([{"type": "text", "text": msgspec.json.decode(content, type=str)}]))
         if st.streamed:
-            end = M.ToolCallEnd(turn_index=0, tool_use_id=ev["tool_use_id"], is_error=ev["is_error"], content=Raw(orjson.dumps(content)))
+            end = M.ToolCallEnd(turn_index=0, tool_use_id=ev.tool_use_id, is_error=ev.is_error, content=content)
             self._headless(self.fold._tool_end, end, now)
         else:
-            st.results.append({"type": "tool_result", "tool_use_id": ev["tool_use_id"], "is_error": ev["is_error"], "content": content})
+            block = {"type": "tool_result", "tool_use_id": ev.tool_use_id, "is_error": ev.is_error}
+            st.results.append(block | {"content": orjson.Fragment(bytes(content))})
 
-    def _message(self, ev: Event, now: float, line: bytes) -> None:
+    def _message(self, ev: M.MessageFrame, now: float, line: bytes) -> None:
         fr = self._open(now, ev)
         self._turn(fr, now)
-        content = ev["content"]
+        content = ev.content
         tools = [b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and "id" in b]
         self._of(fr).tool_ids.update(tools)
         self._frame(ev, now, line)
-        self._turn_end(fr, now, content, "tool_use" if tools else "end_turn", ev.get("role", "assistant"))
+        self._turn_end(fr, now, content, "tool_use" if tools else "end_turn", ev.role)
 
     def _turn_end(self, fr: Frame, now: float, content: list[Any], stop: str, role: str = "assistant") -> None:
         """The end of a headless turn: its message frame, or (with partial messages, where
@@ -182,14 +196,14 @@ class HeadlessReader:
             usage=M.Usage(input_tokens=0, output_tokens=0), ttft=None, tbt=None,
         )
         st.results = []
-        st.block = ("", -1)
+        st.block = (None, -1)
         st.streamed = False
         self._headless(self.fold._turn_end, turn_end, now)
 
-    def _result(self, ev: Event, now: float, line: bytes) -> None:
-        self._finish(self._open(now, ev), now, ev, self.fold._stamp(now, ev))
+    def _result(self, ev: M.ResultFrame, now: float, line: bytes) -> None:
+        self._finish(self._open(now, ev), now, self.fold._stamp(now, ev), ev, line)
 
-    def _open(self, now: float, ev: Event) -> Frame:
+    def _open(self, now: float, ev: M.HeadlessFrame) -> Frame:
         """The open frame, or a new one. A headless run's reply is found its own way (see
         _finish), never from the raw events' fallback."""
         fold = self.fold
@@ -203,7 +217,7 @@ class HeadlessReader:
         fr.last_now = now
         return fr
 
-    def _finish(self, fr: Frame, now: float, upstream: Event | None, t: float) -> None:
+    def _finish(self, fr: Frame, now: float, t: float, upstream: M.ResultFrame | None = None, line: bytes = b"") -> None:
         """Close a headless input frame: at the upstream result, or (for Claude Code) at the
         next echoed prompt, when the agent has evidently answered this one."""
         fold = self.fold
@@ -213,19 +227,20 @@ class HeadlessReader:
         fold._close_turn_span(fr, now, None)
         if fr.answer is None and st.since_tool:
             fr.answer = "".join(st.since_tool)  # partial messages: no message frames
-        end = H.run_end(upstream if upstream is not None else {"subtype": "success", "turns": fr.turns})
+        end = H.run_end(upstream if upstream is not None else M.ResultFrame(subtype="success", turns=fr.turns))
         subtype, error = classify(end.stopped_for)
         run = fold._summary(fr, now, subtype, error, end)
         run.usage = end.total_usage.counts()  # the dialect reports tokens once, at its end
-        run.upstream = upstream
+        if upstream is not None:  # repaired key by key, keeping its order and every key it has
+            run.upstream = orjson.loads(line)
         run.tool_calls = len(st.tool_ids)
         fold._finish(run, t)
 
-    def _frame(self, ev: Event, now: float, line: bytes) -> None:
+    def _frame(self, ev: M.HeadlessFrame, now: float, line: bytes) -> None:
         """A headless frame, as it is, to an encoder that passes them through."""
         if not self.fold.encoder.translates_headless:
             self._other(ev, now, line)
 
-    def _other(self, ev: Event, now: float, line: bytes) -> None:
+    def _other(self, ev: M.HeadlessFrame, now: float, line: bytes) -> None:
         """Frames with no raw-event counterpart (retries, warnings, hooks, echoed prompts)."""
         self.fold.encoder.headless_frame(ev, line.strip(), self.fold._stamp(now, ev))

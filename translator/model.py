@@ -5,19 +5,21 @@ and ranges (u32 counts), so that decoding is the check: a value that decodes is 
 JSON with every field present, of the right type and in range. Big sub-documents nobody reads
 whole (a run's history, a tool's result blocks) stay `msgspec.Raw`: checked as JSON, never
 built, and spliced into the output as they are. A field serde does not write is ignored, as
-serde ignores it; the `STRICT` decoder rejects it instead (`--strict`). Both readers (raw
-events, headless stream-json) hand the fold these classes. Imports nothing of the package.
+serde ignores it; the `STRICT` decoder rejects it instead (`--strict`). The agent's headless
+stream-json frames are typed the same way (below). Both readers (raw events, headless
+stream-json) hand the fold these classes. Imports nothing of the package.
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Annotated, Any, Union
 
 import msgspec
 import orjson
-from msgspec import Meta, Raw, Struct
+from msgspec import Meta, Raw, Struct, field
 
 U32_MAX = (1 << 32) - 1
 MAX_DURATION_S = U32_MAX  # a span beyond u32 seconds (136 years) is none the agent measured
@@ -185,15 +187,15 @@ DELTAS = (AssistantTextDelta, AssistantThinkingDelta)
 TYPES = frozenset(cls.__name__ for cls in (TurnStart, *DELTAS, ToolCallStart, ToolCallInputDelta, ToolCallEnd, TurnEnd, RunEnd))
 
 
-def _strict_union() -> Any:
-    """The variants rejecting what serde does not write (their nested classes too)."""
+def _strict_union(of: tuple[Any, ...], inner: tuple[Any, ...]) -> Any:
+    """The tagged classes `of` rejecting what serde does not write (their `inner` classes too)."""
     nested: dict[Any, Any] = {
         cls: msgspec.defstruct(cls.__name__, [], bases=(cls,), forbid_unknown_fields=True, **_CONFIG)
-        for cls in (Usage, Duration, Message)
+        for cls in inner
     }
-    nested[Duration | None] = nested[Duration] | None
+    nested.update({cls | None: nested[cls] | None for cls in inner})
     variants = []
-    for cls in TurnEvent.__args__:
+    for cls in of:
         fields = [(f.name, nested[f.type], f.default) for f in msgspec.structs.fields(cls) if f.type in nested]
         variants.append(
             msgspec.defstruct(
@@ -205,8 +207,149 @@ def _strict_union() -> Any:
 
 
 DECODER = msgspec.json.Decoder(TurnEvent)
-STRICT = msgspec.json.Decoder(_strict_union())
+STRICT = msgspec.json.Decoder(_strict_union(TurnEvent.__args__, (Usage, Duration, Message)))
 Errors = (msgspec.ValidationError, msgspec.DecodeError)
+
+
+# ---------------------------------------------------------------- the headless stream-json
+# The agent's headless frames (its `headless/events.rs`), one class per frame type, with its
+# field types and ranges. A field the headless reader acts on is required; every other field
+# the agent writes is optional (older builds, and other writers of the dialect, leave many
+# out) but checked when present. A frame passes to the output as its own bytes (an unknown
+# field with it), so nothing here is encoded again; `HEADLESS_STRICT` rejects unknown fields.
+
+U64_MAX = (1 << 64) - 1
+U64 = Annotated[int, Meta(ge=0)]  # at most U64_MAX: msgspec's bounds stop at int64 (see _u64)
+U16 = Annotated[int, Meta(ge=0, le=(1 << 16) - 1)]
+Ms = Annotated[int, Meta(ge=0, le=MAX_DURATION_S * 1000)]  # a duration the fold subtracts
+Dollars = Annotated[float, Meta(ge=0, le=sys.float_info.max)]
+
+
+class Totals(Struct, **_CONFIG):
+    """A result's `usage`: the run's tokens, flat."""
+
+    input_tokens: U32
+    output_tokens: U32
+
+
+class SystemFrame(Event, tag="system", **_CONFIG):
+    """`system`: `init` (always a run's first frame) or `api_retry` (older builds only)."""
+
+    subtype: str | None = None
+    session_id: str | None = None
+    model: str | None = None  # "provider/model"
+    tools: list[str] | None = None
+    plugins: list[Any] | None = None
+    setting_sources: list[str] | None = field(default=None, name="settingSources")
+    mcp_servers: list[Any] | None = None
+    bare_mode: bool | None = None
+    cwd: str | None = None
+    permission_mode: str | None = None
+    attempt: U32 | None = None
+    max_retries: U32 | None = None
+    retry_delay_ms: U64 | None = None
+    error_status: U16 | None = None
+    error_category: str | None = None
+
+    def __post_init__(self) -> None:
+        _u64(self.retry_delay_ms, "retry_delay_ms")
+
+
+class UserFrame(Event, tag="user", **_CONFIG):
+    """An echoed prompt (`--replay-user-messages`): the start of an input frame."""
+
+    content: Raw = field(default_factory=Raw)  # empty when absent
+
+
+class TextFrame(Event, tag="text", **_CONFIG):
+    """A text delta (`--include-partial-messages` only)."""
+
+    delta: str
+
+
+class ThinkingFrame(Event, tag="thinking", **_CONFIG):
+    """A thinking delta (`--include-partial-messages` only)."""
+
+    delta: str
+
+
+class ToolUseFrame(Event, tag="tool_use", **_CONFIG):
+    """A tool call, printed when it ends (after it ran), with its whole input."""
+
+    id: str
+    name: str
+    input: Raw = field(default_factory=lambda: Raw(b"{}"))
+
+
+class ToolResultFrame(Event, tag="tool_result", **_CONFIG):
+    """A tool call's result; `content` is its blocks, or a plain text."""
+
+    tool_use_id: str
+    is_error: bool
+    content: Raw
+    t_ms: Ms | None = None
+
+    def __post_init__(self) -> None:
+        if bytes(memoryview(self.content)[:1]) not in (b"[", b'"'):
+            raise ValueError("'content' is neither blocks nor a text")
+
+
+class MessageFrame(Event, tag="message", **_CONFIG):
+    """A turn's authoritative message (not printed with partial messages)."""
+
+    content: list[Any]
+    role: str = "assistant"
+
+
+class WarningFrame(Event, tag="warning", **_CONFIG):
+    subtype: str | None = None
+    message: str | None = None
+    details: Raw = field(default_factory=Raw)
+
+
+class HookEventFrame(Event, tag="hook_event", **_CONFIG):
+    hook_event_name: str | None = field(default=None, name="hookEventName")
+    hook_specific_output: Raw = field(default_factory=Raw, name="hookSpecificOutput")
+
+
+class ResultFrame(Event, tag="result", **_CONFIG):
+    """A run's last frame. Builds before ADR 0049 lack `num_turns`, `is_error`,
+    `duration_ms` and `usage`."""
+
+    subtype: str
+    result: str | None = None
+    session_id: str | None = None
+    total_cost_usd: Dollars | None = None
+    turns: U32 | None = None
+    total_input_tokens: U32 | None = None
+    total_output_tokens: U32 | None = None
+    num_turns: U32 | None = None
+    is_error: bool | None = None
+    duration_ms: U64 | None = None
+    usage: Totals | None = None
+    structured_output: Raw = field(default_factory=Raw)
+    error: str | None = None
+    last_assistant_text: str | None = None
+    tool_calls_seen: U32 | None = None
+    turns_without_edit: U32 | None = None
+    no_edit_nudge_emitted: bool | None = None
+
+    def __post_init__(self) -> None:
+        _u64(self.duration_ms, "duration_ms")
+
+
+def _u64(value: int | None, name: str) -> None:
+    if value is not None and value > U64_MAX:
+        raise ValueError(f"'{name}' is out of range")
+
+
+HeadlessFrame = (
+    SystemFrame | UserFrame | TextFrame | ThinkingFrame | ToolUseFrame | ToolResultFrame | MessageFrame
+    | WarningFrame | HookEventFrame | ResultFrame
+)
+HEADLESS_TYPES = frozenset(cls.__struct_config__.tag for cls in HeadlessFrame.__args__)
+HEADLESS_DECODER = msgspec.json.Decoder(HeadlessFrame)
+HEADLESS_STRICT = msgspec.json.Decoder(_strict_union(HeadlessFrame.__args__, (Totals,)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,6 +19,7 @@ import orjson
 from translator import events as E
 from translator import model as M
 from translator.events import BadLine
+from translator.headless_reader import HINTS as FRAME_HINTS
 from translator.model import RECORDED, Event
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ HINTS = {
 }
 
 
-def reason(etype: str, error: str) -> str:
+def reason(etype: str, error: str, hints: dict[str, str] = HINTS) -> str:
     """A validation error of an event of `etype`, said the way every diagnostic says it."""
     message, _, where = error.partition(" - at `$")
     key = where.rstrip("`").lstrip(".").split(".")[0].split("[")[0]
@@ -49,7 +50,7 @@ def reason(etype: str, error: str) -> str:
         return "'ts' is out of range (Unix seconds, 1970 to 9999)"
     if not key and message.startswith("'"):  # a check of the class's own (__post_init__)
         key = message.split("'")[1]
-    hint = HINTS.get(key, "")
+    hint = hints.get(key, "")
     if key in COUNTED and ("<=" in message or ">=" in message):
         hint = f" (a whole number 0 to {M.U32_MAX})"
     return f"{etype} has a malformed {key or 'value'!r}{hint}"
@@ -70,7 +71,7 @@ def utf8(data: bytes | memoryview) -> bool:
 class RawReader:
     """A stream's lines, decoded and checked, into the fold (see the module)."""
 
-    def __init__(self, fold: Translator, headless: dict[str, Callable[[dict[str, Any], float, bytes], None]]) -> None:
+    def __init__(self, fold: Translator, headless: dict[type, Callable[[Any, float, bytes], None]]) -> None:
         self.fold = fold
         self.headless = headless
         self._strict = fold.options.strict
@@ -124,10 +125,17 @@ class RawReader:
         except msgspec.DecodeError:
             self._untyped(line, now, None)
             return
+        if self._usable(ev, line):
+            self.fold.event(ev, now)
+
+    def _usable(self, ev: Event, line: bytes) -> bool:
+        """The checks a decoded event (of either dialect) still needs: its bytes are UTF-8
+        (a `Raw` value, or a field nobody reads, is checked as JSON only) and an ISO stamp that
+        is read is in range; false when its line was reported."""
         fold = self.fold
         if not utf8(line):
             fold._bad(line, "invalid UTF-8")
-            return
+            return False
         if not self._seen_first:
             self._first_event(ev)
         if ev.timestamp is not None and fold.clock == RECORDED:  # only then is it read
@@ -135,13 +143,27 @@ class RawReader:
                 E.stamp_s(ev.ts, ev.timestamp)
             except BadLine as exc:
                 fold._bad(line, exc.reason)
-                return
-        fold.event(ev, now)
+                return False
+        return True
 
     def _untyped(self, line: bytes, now: float, error: str | None) -> None:
         """A line that is not one of the raw events: which of the rest it is."""
         fold = self.fold
         if not line.strip():
+            return
+        frame_error = None
+        try:
+            if self._strict:
+                M.HEADLESS_STRICT.decode(line)
+            frame = M.HEADLESS_DECODER.decode(line)
+        except msgspec.ValidationError as exc:
+            frame_error = str(exc)
+        except msgspec.DecodeError:
+            pass
+        else:  # a headless frame
+            self._all_raw = False
+            if self._usable(frame, line):
+                self.headless[type(frame)](frame, now, line)
             return
         try:
             value = E.loads(line)
@@ -154,18 +176,10 @@ class RawReader:
                 fold._bad(line, reason(etype, error or "invalid JSON"))
                 return
             self._all_raw = False
-            handler = self.headless.get(etype)
-            if handler is None:
-                fold.encoder.passthrough(line.strip())
+            if etype in M.HEADLESS_TYPES:  # a headless frame that did not decode: its decoder said why
+                fold._bad(line, reason(etype, frame_error or "invalid JSON", FRAME_HINTS))
                 return
-            try:
-                ev = E.check(value, etype)
-            except BadLine as exc:
-                fold._bad(line, exc.reason)
-                return
-            if not self._seen_first:
-                self._first_event(ev)
-            handler(ev, now, line)
+            fold.encoder.passthrough(line.strip())
             return
         try:
             inner = E.unwrap(value)
@@ -186,15 +200,12 @@ class RawReader:
         fold = self.fold
         return fold.clock == RECORDED or (not self._seen_first and fold.options.detect_recorded)
 
-    def _first_event(self, ev: Event | dict[str, Any]) -> None:
+    def _first_event(self, ev: Event) -> None:
         """The stream's first event decides the clock under `--clock auto`."""
         fold = self.fold
         self._seen_first = True
         if not fold.options.detect_recorded:
             return
-        if isinstance(ev, dict):
-            stamp = E.timestamp_s(ev.get("ts"), ev.get("timestamp"))
-        else:
-            stamp = E.timestamp_s(ev.ts, ev.timestamp)
+        stamp = E.timestamp_s(ev.ts, ev.timestamp)
         if stamp is not None:
             fold._clock.kind = RECORDED

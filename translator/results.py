@@ -13,7 +13,7 @@ from typing import Any
 
 from translator.encoders import Encoder, RunSummary
 from translator.encoders.enriched import repair, result_frame
-from translator.model import TurnEnd, TurnStart
+from translator.model import HeadlessFrame, SystemFrame, TurnEnd, TurnStart
 
 RECORDED = "recorded"
 
@@ -68,9 +68,9 @@ class Recorder:
         self._model(model)
         self.inner.turn_end(ev, model, cost, t)
 
-    def headless_frame(self, frame: dict[str, Any], line: bytes, t: float) -> None:
-        if frame.get("type") == "system":
-            self._model(frame.get("model"))
+    def headless_frame(self, frame: HeadlessFrame, line: bytes, t: float) -> None:
+        if isinstance(frame, SystemFrame):
+            self._model(frame.model)
         self.inner.headless_frame(frame, line, t)
 
     def result(self, run: RunSummary, t: float) -> None:

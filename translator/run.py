@@ -3,8 +3,6 @@ own in its reader): what the result will say, and what the clock needs to time i
 
 from __future__ import annotations
 
-from typing import Any
-
 from translator.encoders import RunSummary
 from translator.model import AssistantTextDelta, DeltaRun, Event, RunEnd
 from translator.stops import variant
@@ -67,7 +65,7 @@ class Frame:
         self.turn_model: str | None = None
         self.turn_deltas = 0
         self.last_model_now = 0.0  # arrival of the turn's latest model-streamed event
-        self.last_model_src: Event | dict[str, Any] | None = None  # that event, for its recorded time
+        self.last_model_src: Event | None = None  # that event, for its recorded time
         self.tools: dict[str, tuple[str | None, list[str]]] = {}
         self.last_now = 0.0
         self.first_model_now: float | None = None  # arrival of the run's first model event

@@ -14,6 +14,7 @@ from translator.model import (
     AssistantTextDelta,
     AssistantThinkingDelta,
     DeltaRun,
+    HeadlessFrame,
     ToolCallEnd,
     ToolCallInputDelta,
     ToolCallStart,
@@ -79,7 +80,7 @@ class Encoder(Protocol):
     def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None: ...
     def result(self, run: RunSummary, t: float) -> None: ...
     def passthrough(self, line: bytes) -> None: ...
-    def headless_frame(self, frame: dict[str, Any], line: bytes, t: float) -> None: ...
+    def headless_frame(self, frame: HeadlessFrame, line: bytes, t: float) -> None: ...
 
 
 class _Silent:

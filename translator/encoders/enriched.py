@@ -17,6 +17,7 @@ from translator.model import (
     AssistantTextDelta,
     AssistantThinkingDelta,
     DeltaRun,
+    HeadlessFrame,
     ToolCallEnd,
     ToolCallInputDelta,
     ToolCallStart,
@@ -104,7 +105,7 @@ class EnrichedEncoder:
         if self._frames:
             self.out.append(line + b"\n")
 
-    def headless_frame(self, frame: dict[str, Any], line: bytes, t: float) -> None:
+    def headless_frame(self, frame: HeadlessFrame, line: bytes, t: float) -> None:
         """Headless input is already this format: every frame but the result passes as it is."""
         self._init_sent = True  # the stream brings its own init
         if self._frames:

@@ -28,7 +28,7 @@ from translator.encoders.claude_code.frames import (
 from translator.encoders.claude_code.session import Session
 from translator.encoders.content import is_empty_text, match_blocks, tool_result_content, tool_use_result
 from translator.encoders.provider_errors import api_error
-from translator.model import DeltaRun, ToolCallEnd, TurnEnd, TurnStart
+from translator.model import DeltaRun, HeadlessFrame, SystemFrame, ToolCallEnd, TurnEnd, TurnStart, UserFrame
 
 
 class ClaudeCodeEncoder(TurnBlocks):
@@ -204,22 +204,21 @@ class ClaudeCodeEncoder(TurnBlocks):
         if self.frames:
             self.out.append(line + b"\n")
 
-    def headless_frame(self, frame: dict[str, Any], line: bytes, t: float) -> None:
+    def headless_frame(self, frame: HeadlessFrame, line: bytes, t: float) -> None:
         """Headless frames with no raw-event counterpart: a retry becomes Claude Code's
         `api_retry`; warnings, hook events and echoed prompts pass through unchanged."""
         if not self.frames:
             return
-        if frame.get("type") == "system" and frame.get("subtype") == "api_retry":
-            status = frame.get("error_status")
+        if isinstance(frame, SystemFrame) and frame.subtype == "api_retry":
             self._emit(
                 {
-                    "type": "system", "subtype": "api_retry", "attempt": frame.get("attempt"),
-                    "max_retries": frame.get("max_retries"), "retry_delay_ms": frame.get("retry_delay_ms"),
-                    "error_status": status, "error": RETRY_ERRORS.get(str(frame.get("error_category")), "unknown"),
+                    "type": "system", "subtype": "api_retry", "attempt": frame.attempt,
+                    "max_retries": frame.max_retries, "retry_delay_ms": frame.retry_delay_ms,
+                    "error_status": frame.error_status, "error": RETRY_ERRORS.get(str(frame.error_category), "unknown"),
                     "session_id": self.session_id, "uuid": self.new_id(),
                 }
             )
-        elif frame.get("type") != "user":
+        elif not isinstance(frame, UserFrame):
             self.out.append(line + b"\n")
 
     # ---------------------------------------------------------------- the result
