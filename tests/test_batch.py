@@ -16,7 +16,7 @@ from typing import BinaryIO
 
 import orjson
 from conftest import FIXTURES, events, recoveries
-from support_processes import TRANSLATOR, children, poll
+from support_processes import TRANSLATOR, children, poll, run
 
 from bench.gen import generate
 from translator.rates import RateCard
@@ -25,7 +25,7 @@ from translator.shell.replay import Job, session_id, translate_file
 
 
 def batch(*args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([TRANSLATOR, *args], capture_output=True, timeout=120)
+    return run(*args, timeout=120)
 
 
 def logs(tmp_path: Path) -> Path:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES, SCENARIOS, events, frames_of, recoveries
-from support_processes import TRANSLATOR, children, poll, running
+from support_processes import TRANSLATOR, children, poll, run, running
 
 from bench.gen import generate
 
@@ -64,7 +64,7 @@ def cluster(s3: Any) -> Iterator[Any]:
 
 
 def cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([TRANSLATOR, *args], capture_output=True, timeout=timeout)
+    return run(*args, timeout=timeout)
 
 
 def fleet_logs(root: Path) -> dict[str, bytes]:
