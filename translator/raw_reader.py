@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from translator.fold import Translator
 
 STAMPED = b'"timestamp":'  # an ISO stamp: read (and its range checked) line by line
+HEADLESS = b'{"type":"'  # then a lower-case letter: a headless frame as the agent writes it
 
 # What a field must hold, for the diagnostic.
 _COUNTS = f"whole numbers 0 to {M.U32_MAX}"
@@ -115,6 +116,9 @@ class RawReader:
 
     def content(self, line: bytes, now: float) -> None:
         """One event's bytes (a line, or an event out of an envelope line)."""
+        if line[9:10].islower() and line.startswith(HEADLESS):  # no raw event: not tried as one
+            self._untyped(line, now, None)
+            return
         try:
             if self._strict:
                 M.STRICT.decode(line)
