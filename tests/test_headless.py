@@ -6,7 +6,18 @@ from typing import Any
 
 import orjson
 import pytest
-from conftest import EXPECTED, FIXTURES, cc_frames, drive, drive_cc, kind, results, translate_bytes, translate_cc
+from conftest import (
+    EXPECTED,
+    FIXTURES,
+    cc_frames,
+    drive,
+    drive_cc,
+    kind,
+    reported,
+    results,
+    translate_bytes,
+    translate_cc,
+)
 
 HEADLESS = FIXTURES / "headless"
 SAMPLES = FIXTURES / "samples"
@@ -240,3 +251,19 @@ def test_a_tool_result_as_plain_text_is_one_text_block() -> None:
     for partial in (False, True):
         ours, theirs = (translate_bytes(d, "claude-code", partial=partial) for d in (plain, data))
         assert (ours.output, ours.diagnostics) == (theirs.output, theirs.diagnostics)
+
+
+@pytest.mark.parametrize("fmt", ["enriched", "claude-code"])
+def test_an_init_inside_a_run_that_had_a_turn_closes_it_as_a_lost_result(fmt: str) -> None:
+    """The headless dialect's lost RunEnd: a new init before the open run's result. The table's
+    recovery closes that run as an error and says so at the init's line; the new run is whole."""
+    first = headless("tool_use_two_turns").splitlines()
+    cut = b"\n".join(line for line in first if b'"type":"result"' not in line) + b"\n"
+    data = cut + headless("thinking")
+    run = translate_bytes(data, fmt)
+    assert [(line, what) for line, what in reported(run.diagnostics) if line] == [
+        (cut.count(b"\n") + 1, "lost_run_end")]
+    lost, whole = results(run.output)
+    assert lost["subtype"] in ("error", "error_during_execution") and lost["is_error"] is True
+    alone = results(translate_bytes(headless("thinking"), fmt).output)[0]
+    assert (whole["subtype"], whole.get("result"), whole["num_turns"]) == (alone["subtype"], alone.get("result"), alone["num_turns"])

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 import pytest
 
-from translator.states import CUT, LOST, RETRIED, TRANSITIONS, IllegalMove, Move, Recovery, RunState, State, To
+from translator.states import (
+    CUT,
+    LOST,
+    LOST_RESULT,
+    RETRIED,
+    TRANSITIONS,
+    IllegalMove,
+    Move,
+    Recovery,
+    RunState,
+    State,
+    To,
+)
 from translator.stops import LOST_RUN_END, TRUNCATED
 
 LEGAL = [(state, move, to) for state, moves in TRANSITIONS.items() for move, to in moves.items()]
@@ -37,11 +49,12 @@ def test_an_illegal_move_is_reported_and_changes_nothing(state: str, move: str) 
 
 
 def test_the_illegal_moves_are_the_turn_moves_without_a_turn() -> None:
-    assert set(ILLEGAL) == {(State.NO_RUN, Move.RETRY), (State.NO_RUN, Move.RESTART), (State.IN_RUN, Move.RETRY)}
+    assert set(ILLEGAL) == {(State.NO_RUN, Move.RETRY), (State.NO_RUN, Move.RESTART), (State.NO_RUN, Move.NEW_RUN),
+                            (State.IN_RUN, Move.RETRY)}
 
 
 def test_the_table_lists_every_state_and_only_known_moves() -> None:
-    assert set(TRANSITIONS) == set(STATES) and len(MOVES) == 9
+    assert set(TRANSITIONS) == set(STATES) and len(MOVES) == 10
     assert all(set(moves) <= set(MOVES) and to.state in STATES for moves in TRANSITIONS.values() for to in moves.values())
 
 
@@ -50,6 +63,8 @@ def test_recoveries() -> None:
     assert recoveries == {
         (State.IN_RUN, Move.RESTART): LOST,
         (State.IN_TURN, Move.RESTART): LOST,
+        (State.IN_RUN, Move.NEW_RUN): LOST_RESULT,
+        (State.IN_TURN, Move.NEW_RUN): LOST_RESULT,
         (State.IN_RUN, Move.INPUT_END): CUT,
         (State.IN_TURN, Move.INPUT_END): CUT,
         (State.IN_TURN, Move.RETRY): RETRIED,
@@ -59,12 +74,13 @@ def test_recoveries() -> None:
 def test_what_each_recovery_says_and_closes() -> None:
     # The lost RunEnd and the cut close the open run with the result's error text and warn;
     # a retry is the agent's own move: it closes nothing and is only information.
-    assert [(r.kind, r.level, r.closes) for r in (LOST, CUT, RETRIED)] == [
+    assert [(r.kind, r.level, r.closes) for r in (LOST, LOST_RESULT, CUT, RETRIED)] == [
+        ("lost_run_end", "warning", LOST_RUN_END),
         ("lost_run_end", "warning", LOST_RUN_END),
         ("truncated", "warning", TRUNCATED),
         ("retried_turn", "info", None),
     ]
-    assert all(r.says and r.says != r.closes for r in (LOST, CUT, RETRIED))
+    assert all(r.says and r.says != r.closes for r in (LOST, LOST_RESULT, CUT, RETRIED))
 
 
 def test_a_run_of_two_turns() -> None:
@@ -94,6 +110,7 @@ def test_where_each_move_leads() -> None:
         (in_run, Move.RUN_START): in_run,
         (in_run, Move.TURN_START): in_turn,
         (in_run, Move.RESTART): in_turn,
+        (in_run, Move.NEW_RUN): in_run,
         (in_run, Move.MODEL): in_turn,
         (in_run, Move.TOOL_END): in_run,
         (in_run, Move.TURN_END): in_run,
@@ -103,6 +120,7 @@ def test_where_each_move_leads() -> None:
         (in_turn, Move.TURN_START): in_turn,
         (in_turn, Move.RETRY): in_turn,
         (in_turn, Move.RESTART): in_turn,
+        (in_turn, Move.NEW_RUN): in_run,
         (in_turn, Move.MODEL): in_turn,
         (in_turn, Move.TOOL_END): in_turn,
         (in_turn, Move.TURN_END): in_run,

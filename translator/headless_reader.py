@@ -20,7 +20,7 @@ from translator import model as M
 from translator.encoders import SILENT
 from translator.run import Frame
 from translator.states import Move
-from translator.stops import LOST_RUN_END, classify
+from translator.stops import classify
 
 if TYPE_CHECKING:
     from translator.fold import Translator
@@ -109,7 +109,7 @@ class HeadlessReader:
             fold.model = ev.model.rsplit("/", 1)[-1]  # "provider/model"
         fold._end_orphan()
         if fold._frame is not None and fold._frame.saw_turn:
-            fold._close(now, "error", LOST_RUN_END)
+            fold._move(Move.NEW_RUN, now)  # the open run's result was lost: the table closes it
         self._frame(ev, now, line)
         self._open(now, ev)
 

@@ -32,6 +32,7 @@ class Move:
     TURN_START = "a turn starts"
     RETRY = "the open turn is sent again (the same turn_index before its TurnEnd)"
     RESTART = "turn_index 0 again after a completed turn: a new run"
+    NEW_RUN = "a headless init inside a run that had a turn: a new run"
     MODEL = "the model streams (a delta, a tool call starting or its input)"
     TOOL_END = "a tool call ends with its result"
     TURN_END = "the turn ends"
@@ -54,6 +55,12 @@ class Recovery:
 LOST = Recovery(
     "lost_run_end",
     "turn_index 0 again after a completed turn: the open run's RunEnd is missing; "
+    "that run is closed as an error and a new one begins",
+    closes=LOST_RUN_END,
+)
+LOST_RESULT = Recovery(
+    "lost_run_end",
+    "a new init inside a run that had a turn: the open run's result is missing; "
     "that run is closed as an error and a new one begins",
     closes=LOST_RUN_END,
 )
@@ -93,6 +100,7 @@ TRANSITIONS: dict[str, dict[str, To]] = {
         M.RUN_START: To(IN_RUN),
         M.TURN_START: To(IN_TURN),
         M.RESTART: To(IN_TURN, LOST),
+        M.NEW_RUN: To(IN_RUN, LOST_RESULT),
         M.MODEL: To(IN_TURN),
         M.TOOL_END: To(IN_RUN),
         M.TURN_END: To(IN_RUN),
@@ -104,6 +112,7 @@ TRANSITIONS: dict[str, dict[str, To]] = {
         M.TURN_START: To(IN_TURN),  # a TurnStart whose predecessor never ended: a new turn
         M.RETRY: To(IN_TURN, RETRIED),  # the agent's max_tokens or drain retry: nothing closes
         M.RESTART: To(IN_TURN, LOST),
+        M.NEW_RUN: To(IN_RUN, LOST_RESULT),
         M.MODEL: To(IN_TURN),
         M.TOOL_END: To(IN_TURN),
         M.TURN_END: To(IN_RUN),
