@@ -17,7 +17,6 @@ from msgspec import Raw
 
 from translator import headless as H
 from translator import model as M
-from translator.encoders import SILENT
 from translator.run import Frame
 from translator.states import Move
 from translator.stops import classify
@@ -80,25 +79,12 @@ class HeadlessReader:
             self._run, self._dialect = fr, Dialect()
         return self._dialect
 
-    def _headless(self, handler: Callable[..., object], *args: Any) -> None:
-        """Run a raw-event handler for a headless frame. An encoder that passes headless input
-        through must not also write what the handler would: it gets nothing of it."""
-        fold = self.fold
-        if fold.encoder.translates_headless:
-            handler(*args)
-            return
-        encoder, fold.encoder = fold.encoder, SILENT
-        try:
-            handler(*args)
-        finally:
-            fold.encoder = encoder
-
     def _turn(self, fr: Frame | None, now: float) -> None:
         """A headless frame of the model's: the turn it belongs to starts if none is open."""
         if fr is None or not self.fold.in_turn:
             index = len(fr.message_ids) if fr is not None else 0
             start = M.TurnStart(turn_index=index, message_id="", model=self.fold.model or "")
-            self._headless(self.fold._turn_start, start, now, False)
+            self.fold._turn_start(start, now, False)
 
     def _system(self, ev: M.SystemFrame, now: float, line: bytes) -> None:
         if ev.subtype != "init":
@@ -119,6 +105,7 @@ class HeadlessReader:
         if not fold.encoder.translates_headless:
             self._other(ev, now, line)
             return
+        self._frame(ev, now, line)
         fr = fold._frame
         if fr is not None and fr.saw_turn:
             self._finish(fr, now, fold._stamp(now, ev))
@@ -129,6 +116,7 @@ class HeadlessReader:
         fr = fold._frame
         if fr is not None and self._of(fr).block[0] is M.ToolResultFrame:
             self._turn_end(fr, now, [], "tool_use")  # a tool's result: the next call began
+        self._frame(ev, now, line)
         fr = self._open(now, ev)
         self._turn(fr, now)
         st = self._of(fr)
@@ -140,48 +128,47 @@ class HeadlessReader:
         delta = cls(turn_index=0, content_block_index=st.block[1], text=ev.delta)
         if kind is M.TextFrame:
             st.since_tool.append(ev.delta)
-        self._frame(ev, now, line)
-        self._headless(fold._deltas, M.DeltaRun(1, fold.line_no, [delta]), now, True)
+        fold._deltas(M.DeltaRun(1, fold.line_no, [delta]), now, True)
 
     def _tool_use(self, ev: M.ToolUseFrame, now: float, line: bytes) -> None:
         """Written when the tool call ends (after it ran), with its whole input. Without
         partial messages the turn's text is not known yet: the call waits for the message."""
+        self._frame(ev, now, line)
         fr = self._open(now, ev)
         self._turn(fr, now)
         st = self._of(fr)
         st.tool_ids.add(ev.id)
         st.since_tool.clear()
         st.block = (M.ToolUseFrame, st.block[1] + 1)
-        self._frame(ev, now, line)
         if st.streamed:
-            self._headless(self.fold._tool_start, M.ToolCallStart(turn_index=0, tool_use_id=ev.id, name=ev.name), now)
+            self.fold._tool_start(M.ToolCallStart(turn_index=0, tool_use_id=ev.id, name=ev.name), now)
         fr.tools[ev.id] = (ev.name, [bytes(ev.input).decode()])
 
     def _tool_result(self, ev: M.ToolResultFrame, now: float, line: bytes) -> None:
+        self._frame(ev, now, line)
         fr = self._open(now, ev)
         st = self._of(fr)
         st.since_tool.clear()
         st.block = (M.ToolResultFrame, st.block[1])
         if ev.t_ms:
             fr.api_s -= ev.t_ms / 1000  # the tool's own run time is not API time
-        self._frame(ev, now, line)
         content = ev.content
         if bytes(memoryview(content)[:1]) == b'"':  # a plain text: one text block
             content = Raw(orjson.dumps([{"type": "text", "text": msgspec.json.decode(content, type=str)}]))
         if st.streamed:
             end = M.ToolCallEnd(turn_index=0, tool_use_id=ev.tool_use_id, is_error=ev.is_error, content=content)
-            self._headless(self.fold._tool_end, end, now)
+            self.fold._tool_end(end, now)
         else:
             block = {"type": "tool_result", "tool_use_id": ev.tool_use_id, "is_error": ev.is_error}
             st.results.append(block | {"content": orjson.Fragment(bytes(content))})
 
     def _message(self, ev: M.MessageFrame, now: float, line: bytes) -> None:
+        self._frame(ev, now, line)
         fr = self._open(now, ev)
         self._turn(fr, now)
         content = ev.content
         tools = [b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and "id" in b]
         self._of(fr).tool_ids.update(tools)
-        self._frame(ev, now, line)
         self._turn_end(fr, now, content, "tool_use" if tools else "end_turn", ev.role)
 
     def _turn_end(self, fr: Frame, now: float, content: list[Any], stop: str, role: str = "assistant") -> None:
@@ -198,9 +185,10 @@ class HeadlessReader:
         st.results = []
         st.block = (None, -1)
         st.streamed = False
-        self._headless(self.fold._turn_end, turn_end, now)
+        self.fold._turn_end(turn_end, now)
 
     def _result(self, ev: M.ResultFrame, now: float, line: bytes) -> None:
+        self._frame(ev, now, line)
         self._finish(self._open(now, ev), now, self.fold._stamp(now, ev), ev, line)
 
     def _open(self, now: float, ev: M.HeadlessFrame) -> Frame:
@@ -210,7 +198,7 @@ class HeadlessReader:
         fr = fold._frame
         if fr is None:
             fold._move(Move.RUN_START, now)
-            self._headless(fold._frame_for, now, ev)
+            fold._frame_for(now, ev)
             fr = fold._frame
             assert fr is not None
             fr.fallback = None
@@ -236,11 +224,11 @@ class HeadlessReader:
         run.tool_calls = len(st.tool_ids)
         fold._finish(run, t)
 
-    def _frame(self, ev: M.HeadlessFrame, now: float, line: bytes) -> None:
-        """A headless frame, as it is, to an encoder that passes them through."""
-        if not self.fold.encoder.translates_headless:
-            self._other(ev, now, line)
+    def _frame(self, ev: M.HeadlessFrame, now: float, line: bytes, moves: bool = True) -> None:
+        """The frame as read, to the encoder, before the moves made of it (`moves`: none are):
+        it writes either the frame or those moves."""
+        self.fold.encoder.headless_frame(ev, line.strip(), self.fold._stamp(now, ev), moves)
 
     def _other(self, ev: M.HeadlessFrame, now: float, line: bytes) -> None:
         """Frames with no raw-event counterpart (retries, warnings, hooks, echoed prompts)."""
-        self.fold.encoder.headless_frame(ev, line.strip(), self.fold._stamp(now, ev))
+        self._frame(ev, now, line, False)

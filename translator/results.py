@@ -13,7 +13,7 @@ from typing import Any
 
 from translator.encoders import Encoder, RunSummary
 from translator.encoders.enriched import repair, result_frame
-from translator.model import HeadlessFrame, SystemFrame, TurnEnd, TurnStart
+from translator.model import TurnEnd, TurnStart
 
 RECORDED = "recorded"
 
@@ -67,11 +67,6 @@ class Recorder:
     def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
         self._model(model)
         self.inner.turn_end(ev, model, cost, t)
-
-    def headless_frame(self, frame: HeadlessFrame, line: bytes, t: float) -> None:
-        if isinstance(frame, SystemFrame):
-            self._model(frame.model)
-        self.inner.headless_frame(frame, line, t)
 
     def result(self, run: RunSummary, t: float) -> None:
         frame = repair(run.upstream, run) if run.upstream is not None else result_frame(run, self._session)

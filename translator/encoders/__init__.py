@@ -63,8 +63,8 @@ class Encoder(Protocol):
 
     out: list[bytes]  # one frame (a line, newline included) per item
     delta_mode: str  # SKIP, RAW or DECODED
-    # Whether headless stream-json input is translated (through the methods below) or passed
-    # through (each frame to headless_frame, the result to result with `upstream` set).
+    # Whether headless stream-json input is translated (its echoed prompt then answers the run
+    # before it, as Claude Code frames runs) or passed through (see headless_frame).
     translates_headless: bool
 
     def frame_start(self, model: str | None, t: float) -> None: ...
@@ -80,12 +80,15 @@ class Encoder(Protocol):
     def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None: ...
     def result(self, run: RunSummary, t: float) -> None: ...
     def passthrough(self, line: bytes) -> None: ...
-    def headless_frame(self, frame: HeadlessFrame, line: bytes, t: float) -> None: ...
+    # Every headless frame as read, before the moves the reader makes of it (`moves`: whether
+    # it makes any). An encoder that passes headless input through writes the frames and
+    # ignores the moves of their run until its result (given `upstream`); one that translates
+    # writes the moves, and the frames of which none are made.
+    def headless_frame(self, frame: HeadlessFrame, line: bytes, t: float, moves: bool) -> None: ...
 
 
 class _Silent:
-    """An encoder that writes nothing: a failed run's rest is read into it, and a headless
-    frame's raw-event moves, for an encoder that passes headless frames through."""
+    """An encoder that writes nothing: a failed run's rest is read into it."""
 
     def __getattr__(self, name: str) -> Callable[..., None]:
         return lambda *args, **kwargs: None

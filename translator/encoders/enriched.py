@@ -18,6 +18,7 @@ from translator.model import (
     AssistantThinkingDelta,
     DeltaRun,
     HeadlessFrame,
+    ResultFrame,
     ToolCallEnd,
     ToolCallInputDelta,
     ToolCallStart,
@@ -39,6 +40,7 @@ class EnrichedEncoder:
         self._frames = not results_only
         self._partial = partial and not results_only
         self._init_sent = False
+        self._headless = False  # the open run is headless input: its frames pass as they came
         self.delta_mode = DECODED if self._partial else SKIP
         self.translates_headless = False
 
@@ -57,7 +59,8 @@ class EnrichedEncoder:
             self._emit(frame)
 
     def frame_start(self, model: str | None, t: float) -> None:
-        self._init(model)
+        if not self._headless:
+            self._init(model)
 
     def turn_start(self, ev: TurnStart, t: float) -> None:
         pass
@@ -66,11 +69,11 @@ class EnrichedEncoder:
         pass  # like the agent's driver: the attempt's deltas were printed, its message never is
 
     def text_delta(self, ev: AssistantTextDelta, t: float) -> None:
-        if self._partial:
+        if self._partial and not self._headless:
             self._emit({"type": "text", "delta": ev.text})
 
     def thinking_delta(self, ev: AssistantThinkingDelta, t: float) -> None:
-        if self._partial:
+        if self._partial and not self._headless:
             self._emit({"type": "thinking", "delta": ev.text})
 
     def raw_deltas(self, run: DeltaRun, t: float) -> None:
@@ -83,7 +86,7 @@ class EnrichedEncoder:
         pass
 
     def tool_call(self, tool_use_id: str, name: str | None, input: Any, end: ToolCallEnd, t: float) -> None:
-        if self._frames:
+        if self._frames and not self._headless:
             self._emit({"type": "tool_use", "id": tool_use_id, "name": name, "input": input})
             self._emit(
                 {
@@ -96,7 +99,7 @@ class EnrichedEncoder:
 
     def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
         # With partial messages the agent prints deltas instead of end-of-turn messages.
-        if self._frames and not self._partial:
+        if self._frames and not self._partial and not self._headless:
             message = ev.assistant_message
             self._emit({"type": "message", "role": message.role, "content": message.content})
 
@@ -105,13 +108,18 @@ class EnrichedEncoder:
         if self._frames:
             self.out.append(line + b"\n")
 
-    def headless_frame(self, frame: HeadlessFrame, line: bytes, t: float) -> None:
-        """Headless input is already this format: every frame but the result passes as it is."""
+    def headless_frame(self, frame: HeadlessFrame, line: bytes, t: float, moves: bool) -> None:
+        """Headless input is already this format: every frame but the result passes as it
+        is, and the moves made of them are not written (the result is repaired: see result)."""
+        self._headless = True
+        if isinstance(frame, ResultFrame):
+            return
         self._init_sent = True  # the stream brings its own init
         if self._frames:
             self.out.append(line + b"\n")
 
     def result(self, run: RunSummary, t: float) -> None:
+        self._headless = False  # the run is over
         if run.upstream is not None:
             self._emit(repair(run.upstream, run))
             return

@@ -28,7 +28,7 @@ from translator.encoders.claude_code.frames import (
 from translator.encoders.claude_code.session import Session
 from translator.encoders.content import is_empty_text, match_blocks, tool_result_content, tool_use_result
 from translator.encoders.provider_errors import api_error
-from translator.model import DeltaRun, HeadlessFrame, SystemFrame, ToolCallEnd, TurnEnd, TurnStart, UserFrame
+from translator.model import DeltaRun, HeadlessFrame, SystemFrame, ToolCallEnd, TurnEnd, TurnStart
 
 
 class ClaudeCodeEncoder(TurnBlocks):
@@ -204,10 +204,11 @@ class ClaudeCodeEncoder(TurnBlocks):
         if self.frames:
             self.out.append(line + b"\n")
 
-    def headless_frame(self, frame: HeadlessFrame, line: bytes, t: float) -> None:
-        """Headless frames with no raw-event counterpart: a retry becomes Claude Code's
-        `api_retry`; warnings, hook events and echoed prompts pass through unchanged."""
-        if not self.frames:
+    def headless_frame(self, frame: HeadlessFrame, line: bytes, t: float, moves: bool) -> None:
+        """Headless frames with no raw-event counterpart (the others are written from their
+        moves): a retry becomes Claude Code's `api_retry`; warnings and hook events pass
+        through unchanged."""
+        if moves or not self.frames:
             return
         if isinstance(frame, SystemFrame) and frame.subtype == "api_retry":
             self._emit(
@@ -218,7 +219,7 @@ class ClaudeCodeEncoder(TurnBlocks):
                     "session_id": self.session_id, "uuid": self.new_id(),
                 }
             )
-        elif not isinstance(frame, UserFrame):
+        else:
             self.out.append(line + b"\n")
 
     # ---------------------------------------------------------------- the result
