@@ -29,7 +29,7 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("duration_ms", "int64", ""),
     ("duration_api_ms", "int64", ""),
     ("duration_source", "string", "recorded, estimated or wall"),
-    ("model", "string", "the run's first model"),
+    ("model", "string", "the run's first model (of headless input: its `init`'s, without the `provider/` prefix), whatever `--format`"),
     ("models", "list<string>", "every model the run used, in order"),
     ("error", "string", "the result's error text, if any"),
     ("tool_calls", "int64", "tool calls finished"),
