@@ -40,26 +40,33 @@ class Block:
 
 
 class TurnBlocks:
-    """The open turn's blocks and the frames that carry them."""
+    """One turn's content blocks and the frames that carry them (the encoder starts a new one
+    at each turn)."""
 
-    out: list[bytes]
-    session_id: str
-    partial: bool  # partial messages: stream events around every block
-    frames: bool  # not --results-only
-    new_id: Callable[[], str]
-    message_id: str
-    turn_model: str
-    blocks: list[Block]  # this turn's blocks, in order
-    emitted: int  # how many of them have their assistant frame out
-    holding: bool  # completed blocks wait behind a thinking block (see _complete)
-    pending: list[DeltaRun]  # runs of deltas, undecoded
-    thinking_tokens: int
+    __slots__ = ("blocks", "emitted", "frames", "holding", "message_id", "new_id", "out", "partial",
+                 "pending", "session_id", "thinking_tokens", "turn_model")  # fmt: skip
 
+    def __init__(
+        self, out: list[bytes], session_id: str, new_id: Callable[[], str], *, partial: bool, frames: bool,
+        message_id: str = "", model: str = "",
+    ) -> None:
+        self.out = out
+        self.session_id = session_id
+        self.new_id = new_id
+        self.partial = partial  # partial messages: stream events around every block
+        self.frames = frames  # not --results-only
+        self.message_id = message_id
+        self.turn_model = model
+        self.blocks: list[Block] = []  # this turn's blocks, in order
+        self.emitted = 0  # how many of them have their assistant frame out
+        self.holding = False  # completed blocks wait behind a thinking block (see complete)
+        self.pending: list[DeltaRun] = []  # runs of deltas, undecoded
+        self.thinking_tokens = 0
 
     def _emit(self, frame: dict[str, Any]) -> None:
         self.out.append(orjson.dumps(frame, option=_NL))
 
-    def _stream(self, event: dict[str, Any], **extra: Any) -> None:
+    def stream(self, event: dict[str, Any], **extra: Any) -> None:
         """A `stream_event` (callers check `partial`: only partial messages have them)."""
         self._emit(
             {
@@ -75,7 +82,7 @@ class TurnBlocks:
 
     # ---------------------------------------------------------------- blocks
 
-    def _open(self, kind: str, index: int, t: float, tool_id: str = "", name: str = "") -> Block:
+    def open(self, kind: str, index: int, t: float, tool_id: str = "", name: str = "") -> Block:
         block = Block(kind, index, t, tool_id, name)
         self.blocks.append(block)
         if self.partial:
@@ -86,7 +93,7 @@ class TurnBlocks:
             else:
                 start = {"type": "tool_use", "id": tool_id, "name": name, "input": {}}
             extra = {"thinking_display": "updates"} if kind == "thinking" else {}
-            self._stream({"type": "content_block_start", "index": index, "content_block": start}, **extra)
+            self.stream({"type": "content_block_start", "index": index, "content_block": start}, **extra)
         return block
 
     def _current(self, kind: str, index: int, t: float) -> Block:
@@ -95,10 +102,10 @@ class TurnBlocks:
             last = self.blocks[-1]
             if not last.done and last.kind == kind and last.index == index:
                 return last
-            self._complete(last, t)
-        return self._open(kind, index, t)
+            self.complete(last, t)
+        return self.open(kind, index, t)
 
-    def _complete(self, block: Block, t: float) -> None:
+    def complete(self, block: Block, t: float) -> None:
         """The events prove `block` complete: its assistant frame goes out now. Without partial
         messages a thinking block, and the blocks after it, wait for the turn's end (only
         TurnEnd carries the signature) or for a tool call (which must not wait)."""
@@ -110,16 +117,16 @@ class TurnBlocks:
             return
         self._flush(t)
 
-    def _release(self, t: float) -> None:
+    def release(self, t: float) -> None:
         """Write every completed block now, held thinking included (without its signature)."""
         self.holding = False
         self._flush(t)
 
     def _flush(self, t: float) -> None:
         while self.emitted < len(self.blocks) and self.blocks[self.emitted].done:
-            self._write(self.blocks[self.emitted], t, None, None)
+            self.write(self.blocks[self.emitted], t, None, None)
 
-    def _write(self, block: Block, t: float, content: dict[str, Any] | None, usage: dict[str, Any] | None) -> None:
+    def write(self, block: Block, t: float, content: dict[str, Any] | None, usage: dict[str, Any] | None) -> None:
         """The block's assistant frame (from `content`, the authoritative message block, when
         given); with partial messages, after its signature and before its content_block_stop."""
         self.emitted += 1
@@ -134,14 +141,14 @@ class TurnBlocks:
             else:
                 content = {"type": "tool_use", "id": block.tool_id, "name": block.name, "input": block.input}
         if self.partial and block.kind == "thinking":  # "" when the block ended before its TurnEnd
-            self._stream(
+            self.stream(
                 {"type": "content_block_delta", "index": block.index,
                  "delta": {"type": "signature_delta", "signature": content.get("signature", "")}}
             )
         if self.frames and not is_empty_text(content):  # the agent drops empty text blocks
             self._emit(self._assistant(block, t, content, usage))
         if self.partial:
-            self._stream({"type": "content_block_stop", "index": block.index})
+            self.stream({"type": "content_block_stop", "index": block.index})
 
     def _assistant(self, block: Block, t: float, content: dict[str, Any], usage: dict[str, Any] | None) -> dict[str, Any]:
         frame: dict[str, Any] = {
@@ -173,9 +180,9 @@ class TurnBlocks:
     def raw_deltas(self, run: DeltaRun, t: float) -> None:
         self.pending.append(run)
         if run.thinking:
-            self._resolve(t)
+            self.resolve(t)
 
-    def _resolve(self, t: float) -> None:
+    def resolve(self, t: float) -> None:
         """Decode the raw deltas kept so far, now that their content is needed."""
         pending, self.pending = self.pending, []
         for run in pending:
@@ -191,18 +198,18 @@ class TurnBlocks:
                     self._thinking(ev, t)
 
     def text_delta(self, ev: AssistantTextDelta, t: float) -> None:
-        self._resolve(t)
+        self.resolve(t)
         self._text(ev, t)
 
     def thinking_delta(self, ev: AssistantThinkingDelta, t: float) -> None:
-        self._resolve(t)
+        self.resolve(t)
         self._thinking(ev, t)
 
     def _text(self, ev: AssistantTextDelta, t: float) -> None:
         block = self._current("text", ev.content_block_index, t)
         block.parts.append(ev.text)
         if self.partial:
-            self._stream(
+            self.stream(
                 {"type": "content_block_delta", "index": block.index,
                  "delta": {"type": "text_delta", "text": ev.text}}
             )
@@ -218,30 +225,30 @@ class TurnBlocks:
                  "estimated_tokens_delta": delta, "session_id": self.session_id, "uuid": self.new_id()}
             )
         if self.partial:
-            self._stream(
+            self.stream(
                 {"type": "content_block_delta", "index": block.index,
                  "delta": {"type": "thinking_delta", "thinking": ev.text}},
                 thinking_display="updates",
             )
 
     def tool_start(self, ev: ToolCallStart, t: float) -> None:
-        self._resolve(t)
+        self.resolve(t)
         if self.blocks:
-            self._complete(self.blocks[-1], t)
-        self._release(t)  # text before a tool call shows before the tool runs
+            self.complete(self.blocks[-1], t)
+        self.release(t)  # text before a tool call shows before the tool runs
         index = self.blocks[-1].index + 1 if self.blocks else 0
-        self._open("tool_use", index, t, ev.tool_use_id, ev.name)
+        self.open("tool_use", index, t, ev.tool_use_id, ev.name)
 
-    def _tool(self, tool_use_id: str) -> Block | None:
+    def tool(self, tool_use_id: str) -> Block | None:
         return next((b for b in self.blocks if b.kind == "tool_use" and b.tool_id == tool_use_id), None)
 
     def tool_input(self, ev: ToolCallInputDelta, t: float) -> None:
-        block = self._tool(ev.tool_use_id)
+        block = self.tool(ev.tool_use_id)
         if block is None or block.done:
             return
         chunk = ev.partial_json
         if self.partial:
-            self._stream(
+            self.stream(
                 {"type": "content_block_delta", "index": block.index,
                  "delta": {"type": "input_json_delta", "partial_json": chunk}}
             )
@@ -252,4 +259,4 @@ class TurnBlocks:
                 block.input = orjson.loads("".join(block.parts))
             except orjson.JSONDecodeError:
                 return
-            self._complete(block, t)
+            self.complete(block, t)

@@ -15,8 +15,9 @@ from typing import Any
 import orjson
 
 from translator.encoders import DECODED, RAW, SKIP, RunSummary
-from translator.encoders.claude_code.blocks import Block, TurnBlocks
+from translator.encoders.claude_code.blocks import TurnBlocks
 from translator.encoders.claude_code.frames import (
+    _NL,
     INIT,
     RETRY_ERRORS,
     UNKNOWN_USAGE,
@@ -28,10 +29,21 @@ from translator.encoders.claude_code.frames import (
 from translator.encoders.claude_code.session import Session
 from translator.encoders.content import is_empty_text, match_blocks, tool_result_content, tool_use_result
 from translator.encoders.provider_errors import api_error
-from translator.model import DeltaRun, HeadlessFrame, SystemFrame, ToolCallEnd, TurnEnd, TurnStart
+from translator.model import (
+    AssistantTextDelta,
+    AssistantThinkingDelta,
+    DeltaRun,
+    HeadlessFrame,
+    SystemFrame,
+    ToolCallEnd,
+    ToolCallInputDelta,
+    ToolCallStart,
+    TurnEnd,
+    TurnStart,
+)
 
 
-class ClaudeCodeEncoder(TurnBlocks):
+class ClaudeCodeEncoder:
     def __init__(
         self,
         out: list[bytes],
@@ -64,15 +76,15 @@ class ClaudeCodeEncoder(TurnBlocks):
         self._new_turn("", self.model)
 
     def _new_turn(self, message_id: str, model: str) -> None:
-        self.message_id = message_id
-        self.turn_model = model
-        self.blocks: list[Block] = []  # this turn's blocks, in order
-        self.emitted = 0  # how many of them have their assistant frame out
-        self.holding = False  # completed blocks wait behind a thinking block (see _complete)
+        self.turn = TurnBlocks(
+            self.out, self.session_id, self.new_id, partial=self.partial, frames=self.frames,
+            message_id=message_id, model=model,
+        )
         self.results: list[dict[str, Any]] = []  # tool results waiting for the turn's end
         self.answered: set[str] = set()  # tool calls whose result frame is out
-        self.pending: list[DeltaRun] = []  # runs of deltas, undecoded
-        self.thinking_tokens = 0
+
+    def _emit(self, frame: dict[str, Any]) -> None:
+        self.out.append(orjson.dumps(frame, option=_NL))
 
     # ---------------------------------------------------------------- the fold's events
 
@@ -91,11 +103,11 @@ class ClaudeCodeEncoder(TurnBlocks):
                  "session_id": self.session_id, "uuid": self.new_id()}
             )
             message: dict[str, Any] = {
-                "id": self.message_id, "type": "message", "role": "assistant",
-                "model": self.turn_model, "content": [], "stop_reason": None,
+                "id": ev.message_id, "type": "message", "role": "assistant",
+                "model": ev.model, "content": [], "stop_reason": None,
                 "stop_sequence": None, "usage": UNKNOWN_USAGE,
             }
-            self._stream(
+            self.turn.stream(
                 {"type": "message_start", "message": message},
                 ttft_ms=max(0, round((t - self.last_turn_end) * 1000)),
                 thinking_display="updates",
@@ -114,16 +126,34 @@ class ClaudeCodeEncoder(TurnBlocks):
             )
         self.turn_start(ev, t)
 
+    # Deltas and tool calls as they stream build the open turn's blocks.
+
+    def raw_deltas(self, run: DeltaRun, t: float) -> None:
+        self.turn.raw_deltas(run, t)
+
+    def text_delta(self, ev: AssistantTextDelta, t: float) -> None:
+        self.turn.text_delta(ev, t)
+
+    def thinking_delta(self, ev: AssistantThinkingDelta, t: float) -> None:
+        self.turn.thinking_delta(ev, t)
+
+    def tool_start(self, ev: ToolCallStart, t: float) -> None:
+        self.turn.tool_start(ev, t)
+
+    def tool_input(self, ev: ToolCallInputDelta, t: float) -> None:
+        self.turn.tool_input(ev, t)
+
     def tool_call(self, tool_use_id: str, name: str | None, input: Any, end: ToolCallEnd, t: float) -> None:
-        self._resolve(t)
-        block = self._tool(tool_use_id)
+        turn = self.turn
+        turn.resolve(t)
+        block = turn.tool(tool_use_id)
         if block is None:  # its start was lost: the call still shows
-            index = self.blocks[-1].index + 1 if self.blocks else 0
-            block = self._open("tool_use", index, t, tool_use_id, name or "")
+            index = turn.blocks[-1].index + 1 if turn.blocks else 0
+            block = turn.open("tool_use", index, t, tool_use_id, name or "")
         if not block.done:
             block.input = input if isinstance(input, dict) else {}  # as the agent's message has it
-            self._complete(block, t)
-        self._release(t)  # the call's frame must come before its result
+            turn.complete(block, t)
+        turn.release(t)  # the call's frame must come before its result
         self._user(tool_use_id, block.name, orjson.loads(bytes(end.content)), end.is_error, t)
 
     def _user(self, tool_use_id: str, name: str, content: list[Any], is_error: bool, t: float) -> None:
@@ -157,15 +187,15 @@ class ClaudeCodeEncoder(TurnBlocks):
         wire = wire_usage(ev.usage.counts())
         usage = {**wire, "service_tier": "standard"}
         content = ev.assistant_message.content
-        self.pending = []  # blocks only deltas announced are written from the message below
+        turn = self.turn
+        turn.pending = []  # blocks only deltas announced are written from the message below
         # Blocks not written yet are written from the authoritative message (it carries the
         # thinking signatures), each matched to its block there by content.
-        matched = match_blocks(self.blocks, content)
-        for block, at in zip(self.blocks[self.emitted :], matched[self.emitted :], strict=True):
-            self._write(block, t, None if at is None else content[at], usage)
+        matched = match_blocks(turn.blocks, content)
+        for block, at in zip(turn.blocks[turn.emitted :], matched[turn.emitted :], strict=True):
+            turn.write(block, t, None if at is None else content[at], usage)
         # Blocks no event announced (a headless turn without partial messages, say); a tool
         # call among them is answered from TurnEnd's own copy of the results.
-        # A turn's tool calls that no event announced are answered from its own copy of the results.
         copies = orjson.loads(bytes(ev.tool_results))
         results = {
             r.get("tool_use_id"): r
@@ -174,29 +204,29 @@ class ClaudeCodeEncoder(TurnBlocks):
             for r in message["content"]
             if isinstance(r, dict)
         }
-        index = self.blocks[-1].index if self.blocks else -1
+        index = turn.blocks[-1].index if turn.blocks else -1
         taken = set(matched)
         for at, block_content in enumerate(content):
             if at in taken or is_empty_text(block_content):
                 continue
             index += 1
             kind = block_content.get("type") if isinstance(block_content, dict) else None
-            block = self._open(kind if kind in ("text", "thinking", "tool_use") else "text", index, t)
+            block = turn.open(kind if kind in ("text", "thinking", "tool_use") else "text", index, t)
             if kind == "tool_use":
                 block.tool_id, block.name = block_content.get("id", ""), block_content.get("name", "")
-            self._write(block, t, block_content, usage)
+            turn.write(block, t, block_content, usage)
             result = results.get(block.tool_id) if kind == "tool_use" else None
             if result is not None and block.tool_id not in self.answered:
                 self._user(block.tool_id, block.name, result.get("content", []), result.get("is_error", False), t)
         if self.partial:
-            self._stream(
+            turn.stream(
                 {"type": "message_delta", "delta": {"stop_reason": ev.stop_reason, "stop_sequence": None},
                  "usage": wire}
             )
-            self._stream({"type": "message_stop"})
+            turn.stream({"type": "message_stop"})
         for frame in self.results:
             self._emit(frame)
-        self.session.add(model or self.turn_model, wire, cost)
+        self.session.add(model or turn.turn_model, wire, cost)
         self.last_turn_end = t
         self._new_turn("", self.model)
 
@@ -225,8 +255,8 @@ class ClaudeCodeEncoder(TurnBlocks):
     # ---------------------------------------------------------------- the result
 
     def result(self, run: RunSummary, t: float) -> None:
-        self.pending = []  # an unfinished block is not written
-        self._release(t)  # a run cut off inside a turn: what was proven complete is written
+        self.turn.pending = []  # an unfinished block is not written
+        self.turn.release(t)  # a run cut off inside a turn: what was proven complete is written
         if run.upstream is not None:  # headless input reports tokens and cost once, at its end
             cost = run.upstream.get("total_cost_usd")
             self.session.add(self.model, wire_usage(run.usage), float(cost) if isinstance(cost, (int, float)) else 0.0)
