@@ -267,3 +267,12 @@ def test_an_init_inside_a_run_that_had_a_turn_closes_it_as_a_lost_result(fmt: st
     assert lost["subtype"] in ("error", "error_during_execution") and lost["is_error"] is True
     alone = results(translate_bytes(headless("thinking"), fmt).output)[0]
     assert (whole["subtype"], whole.get("result"), whole["num_turns"]) == (alone["subtype"], alone.get("result"), alone["num_turns"])
+
+
+def test_an_integer_beyond_64_bits_in_a_message_frame_is_a_malformed_frame() -> None:
+    data = headless("thinking").replace(b'{"text":"17 * 23 = 391.","type":"text"}',
+                                        b'{"text":"17 * 23 = 391.","type":-18446744073709551615}', 1)
+    assert data != headless("thinking")
+    run = drive(data)
+    assert [d.split(": ")[2] for d in run.diagnostics if "message" in d] == ["message has a malformed 'content'"]
+    assert not [d for d in run.diagnostics if "internal error" in d]

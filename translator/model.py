@@ -300,6 +300,9 @@ class MessageFrame(Event, tag="message", **_CONFIG):
     content: list[Any]
     role: str = "assistant"
 
+    def __post_init__(self) -> None:
+        _writable(self.content, "content")
+
 
 class WarningFrame(Event, tag="warning", **_CONFIG):
     subtype: str | None = None

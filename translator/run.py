@@ -95,7 +95,6 @@ def summary(
         tool_calls=fr.tool_calls,
         turns_without_edit=None if end is None else end.turns_without_edit,
         no_edit_nudge_emitted=None if end is None else end.no_edit_nudge_emitted,
-        stopped_for=None if end is None else end.stopped_for,
         stop_kind=stop_kind,
         stop_value=stop_value,
         stop_reason=fr.stop_reason,

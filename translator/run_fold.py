@@ -203,8 +203,7 @@ class RunFold:
 
     def _turn_start(self, ev: TurnStart, now: float, numbered: bool = True) -> None:
         """`numbered`: the agent's own TurnStart, not a headless reader's stand-in (those number
-        no runs: their runs end at a result or an init, and a close in here would write
-        through SILENT)."""
+        no runs: a headless run ends at its result or at a new init)."""
         index = ev.turn_index
         if index == 0 and numbered:  # a new run
             self._end_orphan()

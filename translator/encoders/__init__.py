@@ -45,15 +45,14 @@ class RunSummary:
     tool_calls: int
     turns_without_edit: int | None  # None when the run had no RunEnd
     no_edit_nudge_emitted: bool | None
-    stopped_for: Any  # RunEnd.stopped_for as the agent wrote it; None when synthesized
     stop_reason: str | None = None  # the last turn's
     ttft_ms: int | None = None  # time to the run's first model output, where it is known
     message_ids: list[str] | None = None  # the provider's message id of each turn
     last_text: str | None = None  # the last non-empty text block of any turn
     tools_running: bool = False  # the run ended with a tool call started but not finished
     upstream: dict[str, Any] | None = None  # the agent's own result frame (headless input)
-    # `stopped_for` read once (stops.variant): the variant's name (None when the translator
-    # closed the run itself) and its value.
+    # `RunEnd.stopped_for` read once (stops.variant): the variant's name (None when the
+    # translator closed the run itself) and its value.
     stop_kind: str | None = None
     stop_value: Any = None
 
