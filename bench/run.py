@@ -218,7 +218,8 @@ def latency(n_events: int, args: list[str], label: str) -> None:
         run += 1
     lines = lines[:n_events]
     owners = [i for i, n in enumerate(frames_per_line(lines, args)) for _ in range(n)]
-    proc = subprocess.Popen([TRANSLATOR, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    # (cut at n_events, mid-run: the translator's notice of the cut is not a figure)
+    proc = subprocess.Popen([TRANSLATOR, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert proc.stdin is not None and proc.stdout is not None
     sent: list[float] = [0.0] * len(lines)
     arrived: list[float] = []
