@@ -261,3 +261,32 @@ async def test_a_failure_outside_the_core_ends_only_the_followed_stream(tmp_path
                 while b"17 * 23 = 391." not in out.read_bytes():
                     await anyio.sleep(0.05)
             tg.cancel_scope.cancel()
+
+
+@pytest.mark.parametrize("fmt", ["enriched", "claude-code"])
+@pytest.mark.parametrize("dialect", ["raw", "headless"])
+def test_a_line_nested_too_deeply_is_a_bad_line_not_a_lost_chunk(tmp_path: Path, dialect: str, fmt: str) -> None:
+    """msgspec gives up past ~1000 levels with a RecursionError (orjson at 1024, with an error):
+    the line is a bad line with its number, never an internal error, and the lines read with it
+    in one batch are not lost."""
+    deep = b"[" * 5000 + b"]" * 5000
+    if dialect == "raw":
+        evs = raw_run(False)
+        bad = b'{"type":"TurnStart","turn_index":0,"message_id":"m","model":"x","zz":' + deep + b"}"
+    else:
+        evs = headless_run()
+        bad = b'{"type":"warning","subtype":"x","details":' + deep + b"}"
+    lines = [orjson.dumps(ev) for ev in evs]
+    lines.insert(2, bad)
+    source = tmp_path / "in.ndjson"
+    source.write_bytes(b"".join(ln + b"\n" for ln in lines) * 2)
+    rejects = tmp_path / "rejects.ndjson"
+    proc = run("--format", fmt, "--results-only", "--reject-file", str(rejects), str(source))
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 0, stderr
+    assert "internal error" not in stderr
+    for no in (3, len(lines) + 3):
+        assert f"{source}:{no}: invalid JSON (nested too deeply)" in stderr
+    results = frames_of(proc.stdout)
+    assert [r["subtype"] for r in results] == ["success", "success"]
+    assert rejects.read_bytes() == (bad + b"\n") * 2

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 STAMPED = b'"timestamp":'  # an ISO stamp: read (and its range checked) line by line
 HEADLESS = b'{"type":"'  # then a lower-case letter: a headless frame as the agent writes it
+# msgspec raises RecursionError, not a DecodeError, past ~1000 levels (orjson stops at 1024).
+TOO_DEEP = "invalid JSON (nested too deeply)"
 
 # What a field must hold, for the diagnostic.
 _COUNTS = f"whole numbers 0 to {M.U32_MAX}"
@@ -97,7 +99,7 @@ class RawReader:
                 if self._strict:
                     M.STRICT.decode_lines(region)
                 evs = M.DECODER.decode_lines(region)
-            except M.Errors:
+            except (*M.Errors, RecursionError):  # a bad line among them: said line by line
                 evs = None
             if evs is not None and len(evs) == lines:  # one event per line: none was blank or two
                 if not self._seen_first:
@@ -128,6 +130,9 @@ class RawReader:
             return
         except msgspec.DecodeError:
             self._untyped(line, now, None)
+            return
+        except RecursionError:
+            self.fold._bad(line, TOO_DEEP)
             return
         if self._usable(ev, line):
             self.fold.event(ev, now)
@@ -164,6 +169,9 @@ class RawReader:
             frame_error = str(exc)
         except msgspec.DecodeError:
             pass
+        except RecursionError:
+            fold._bad(line, TOO_DEEP)
+            return
         else:  # a headless frame
             self._all_raw = False
             if self._usable(frame, line):
