@@ -276,3 +276,20 @@ def test_an_integer_beyond_64_bits_in_a_message_frame_is_a_malformed_frame() -> 
     run = drive(data)
     assert [d.split(": ")[2] for d in run.diagnostics if "message" in d] == ["message has a malformed 'content'"]
     assert not [d for d in run.diagnostics if "internal error" in d]
+
+
+@pytest.mark.parametrize("fmt", ["enriched", "claude-code"])
+@pytest.mark.parametrize("extra", [b'"note":1e400', b'"structured_output":{"n":-1e400}'])
+def test_a_result_the_repair_cannot_read_whole_is_a_bad_line(fmt: str, extra: bytes) -> None:
+    """The typed decode keeps an unknown field and `structured_output` as bytes, where a number
+    no double holds (JSON allows one) passes; the repair reads the whole frame, so the result is
+    a bad line, as before typed frames, not an internal error."""
+    start = b'{"type":"result","subtype":"success",'
+    data = headless("thinking").replace(start, start + extra + b",", 1)
+    assert data != headless("thinking")
+    run = translate_bytes(data, fmt)
+    said = [d.split(": ")[2] for d in run.diagnostics if d.startswith("translator: test:3:")]
+    assert said == ["invalid JSON (number is infinity when parsed as double", "warning"]  # then: cut off
+    assert not [d for d in run.diagnostics if "internal error" in d]
+    assert run.rejects == data.splitlines(keepends=True)[2]
+    assert len(run.results) == 1

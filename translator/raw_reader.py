@@ -174,6 +174,12 @@ class RawReader:
             return
         else:  # a headless frame
             self._all_raw = False
+            if type(frame) is M.ResultFrame:  # the repair reads it whole (a Raw field, an unknown one)
+                try:
+                    E.loads(line)
+                except BadLine as exc:
+                    fold._bad(line, exc.reason)
+                    return
             if self._usable(frame, line):
                 self.headless[type(frame)](frame, now, line)
             return
