@@ -1,5 +1,6 @@
-"""The JSON Schemas of the output frames: shipped, generated from the typed model, and every
-fixture's output (both formats, every output mode) validates against them."""
+"""The JSON Schemas of the output frames and of the input: shipped, generated from the typed
+models; every fixture's output (both formats, every output mode) and every sample's input line
+validates against them."""
 
 from __future__ import annotations
 
@@ -82,3 +83,37 @@ def test_the_schemas_are_published_in_the_readme() -> None:
     readme = (Path(schema.__file__).parents[1] / "README.md").read_text()
     for fmt in MODELS:
         assert f"translator/data/schema/{fmt}.schema.json" in readme
+
+
+INPUT_SAMPLES = {
+    "raw": sorted([*FIXTURES.glob("samples/raw-*/*"), *FIXTURES.glob("*.events.jsonl")]),
+    "headless": sorted([*FIXTURES.glob("samples/headless-*/*"), *FIXTURES.glob("headless/*.jsonl")]),
+}
+
+
+def input_validator(dialect: str) -> jsonschema.protocols.Validator:
+    shipped = json.loads(files("translator").joinpath(f"data/schema/input-{dialect}.schema.json").read_text())
+    cls = jsonschema.validators.validator_for(shipped)
+    cls.check_schema(shipped)
+    return cls(shipped)
+
+
+@pytest.mark.parametrize("dialect", schema.INPUTS)
+def test_the_input_schemas_are_the_decoders_classes_and_every_sample_line_fits(dialect: str) -> None:
+    assert schema.path(f"input-{dialect}").read_text() == schema.render(f"input-{dialect}"), (
+        "run `make schemas` after changing translator/model.py")
+    check = input_validator(dialect)
+    lines = [line for source in INPUT_SAMPLES[dialect] for line in source.read_bytes().splitlines()
+             if line.strip() and line != b"not json"]  # (the agent's own test of a malformed line)
+    assert len(lines) > 100
+    assert [line[:80] for line in lines if not check.is_valid(json.loads(line))] == []
+
+
+def test_the_input_schema_rejects_what_the_reader_rejects() -> None:
+    check = input_validator("raw")
+    start = {"type": "TurnStart", "turn_index": 0, "message_id": "m", "model": "x"}
+    assert check.is_valid(start) and check.is_valid(start | {"note": 1})  # unknown fields: ignored
+    assert not check.is_valid(start | {"turn_index": -1})
+    assert not check.is_valid(start | {"turn_index": 1 << 32})
+    assert not check.is_valid({k: v for k, v in start.items() if k != "model"})
+    assert not check.is_valid(start | {"type": "TurnBegin"})

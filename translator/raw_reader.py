@@ -92,7 +92,7 @@ class RawReader:
             self._batch
             and end - pos <= fold.options.max_line_bytes
             and not (self._may_read_stamps() and data.find(STAMPED, pos, end) >= 0)
-            and utf8(data if pos == 0 and end == len(data) else memoryview(data)[pos:end])
+            and (data.isascii() or utf8(memoryview(data)[pos:end]))  # (the whole chunk: a C scan)
         ):
             region = memoryview(data)[pos:end]
             try:

@@ -1,8 +1,9 @@
-"""JSON Schemas of the output frames, generated from the typed model in `frames.py`.
+"""JSON Schemas of the output frames, generated from the typed model in `frames.py`, and of the
+input the translator reads, generated from the classes it decodes it into (`model.py`).
 
-`python -m translator.schema` (`make schemas`) writes `translator/data/schema/<format>.schema.json`;
-the package ships those files, so using them needs nothing but a JSON Schema validator. The
-generator needs msgspec (in the test extra), not the runtime.
+`python -m translator.schema` (`make schemas`) writes `translator/data/schema/<format>.schema.json`
+and `input-raw.schema.json` / `input-headless.schema.json`; the package ships those files, so
+using them needs nothing but a JSON Schema validator.
 """
 
 from __future__ import annotations
@@ -69,13 +70,36 @@ def generate(fmt: str) -> dict[str, Any]:
     }
 
 
+def generate_input(dialect: str) -> dict[str, Any]:
+    """One line of the agent's output in `dialect`, as the translator checks it: the agent's
+    fields, types and ranges (fields it does not know are allowed, as the default ignores them)."""
+    import msgspec
+
+    from translator import model
+
+    union = {"raw": model.TurnEvent, "headless": model.HeadlessFrame}[dialect]
+    events, defs = msgspec.json.schema_components((union,), ref_template="#/$defs/{name}")
+    title = {"raw": "one raw event (caliban TurnEvent NDJSON)", "headless": "one frame of caliban's headless stream-json"}
+    return {
+        "$schema": DIALECT,
+        "title": f"translator input: {title[dialect]}",
+        "description": "Generated from translator/model.py by `python -m translator.schema`.",
+        **events[0],
+        "$defs": defs,
+    }
+
+
+INPUTS = ("raw", "headless")
+
+
 def render(fmt: str) -> str:
-    return json.dumps(generate(fmt), indent=2) + "\n"
+    document = generate_input(fmt.removeprefix("input-")) if fmt.startswith("input-") else generate(fmt)
+    return json.dumps(document, indent=2) + "\n"
 
 
 def main() -> None:
     DIRECTORY.mkdir(parents=True, exist_ok=True)
-    for fmt in MODELS:
+    for fmt in [*MODELS, *(f"input-{dialect}" for dialect in INPUTS)]:
         path(fmt).write_text(render(fmt))
         sys.stdout.write(f"{path(fmt)}\n")
 
