@@ -290,3 +290,19 @@ def test_a_line_nested_too_deeply_is_a_bad_line_not_a_lost_chunk(tmp_path: Path,
     results = frames_of(proc.stdout)
     assert [r["subtype"] for r in results] == ["success", "success"]
     assert rejects.read_bytes() == (bad + b"\n") * 2
+
+
+def test_under_clock_auto_the_first_events_iso_stamp_is_checked_before_it_decides(tmp_path: Path) -> None:
+    """`--clock auto` reads the first event's stamp to decide: one out of range is a bad line
+    (as the README says) and the next event decides, not a silent fall back to the estimate."""
+    evs = raw_run(False)
+    for i, ev in enumerate(evs):
+        ev["timestamp"] = f"2026-01-01T00:00:{i:02}Z"
+    evs[0]["timestamp"] = "9999-12-31T23:59:59-14:00"
+    source = tmp_path / "in.ndjson"
+    source.write_bytes(b"".join(orjson.dumps(ev) + b"\n" for ev in evs))
+    proc = run("--clock", "auto", "--results-only", str(source))
+    assert f"{source}:1: 'timestamp' is out of range (1970 to 9999)" in proc.stderr.decode()
+    (result,) = frames_of(proc.stdout)
+    assert result["duration_source"] == "recorded"
+    assert result["duration_ms"] == (len(evs) - 2) * 1000

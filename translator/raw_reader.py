@@ -145,14 +145,14 @@ class RawReader:
         if not utf8(line):
             fold._bad(line, "invalid UTF-8")
             return False
-        if not self._seen_first:
-            self._first_event(ev)
-        if ev.timestamp is not None and fold.clock == RECORDED:  # only then is it read
+        if ev.timestamp is not None and self._may_read_stamps():  # only then is it read
             try:
                 E.stamp_s(ev.ts, ev.timestamp)
-            except BadLine as exc:
+            except BadLine as exc:  # (a first event so rejected decides no clock: the next one does)
                 fold._bad(line, exc.reason)
                 return False
+        if not self._seen_first:
+            self._first_event(ev)
         return True
 
     def _untyped(self, line: bytes, now: float, error: str | None) -> None:
