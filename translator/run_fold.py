@@ -114,12 +114,6 @@ class RunFold:
         duration, ttft = self._clock.durations(fr, now, end)
         return summary(fr, subtype, error, end, duration, ttft, self.clock)
 
-    @property
-    def collecting(self) -> bool:
-        """Whether delta lines must be kept: for the fallback reply, until a turn gives one."""
-        fr = self._frame
-        return fr is None or fr.fallback is not None
-
     def _finish(self, run: RunSummary, t: float) -> None:
         if self._orphan_of is not None:  # its result was written when it failed
             self._end_orphan()

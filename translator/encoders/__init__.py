@@ -23,8 +23,8 @@ from translator.model import (
 )
 
 # How an encoder takes the text/thinking deltas (the bulk of a stream):
-SKIP = "skip"  # not at all: they are counted, never decoded
-RAW = "raw"  # as raw lines, with a function that decodes them if and when it needs them
+SKIP = "skip"  # not at all: the fold counts them (decoded and checked like every line)
+RAW = "raw"  # a run of them at once, as one `DeltaRun` (raw_deltas)
 DECODED = "decoded"  # decoded, one call per delta (and tool-input deltas as they come)
 
 
