@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import SESSION, frames_of, results, translate_bytes
+from conftest import SESSION, events, frames_of, results, translate_bytes
 
 from translator.encoders.claude_code import ClaudeCodeEncoder
 from translator.encoders.enriched import EnrichedEncoder
@@ -69,3 +69,14 @@ def test_the_results_table_is_the_same_in_both_formats() -> None:
     assert rows("claude-code") == [row]
     assert (row["model"], row["models"], row["first_ts_ms"], row["last_ts_ms"]) == (
         "mock", ["mock"], 1_700_000_000_000, 1_700_000_009_000)
+
+
+def test_a_headless_frame_that_makes_no_moves_leaves_a_raw_runs_frames_alone() -> None:
+    """A warning amid raw events passes through, and the raw run's messages and tool frames
+    are still written (it once silenced them until the run's result)."""
+    raw = events("tool_use_two_turns").splitlines(keepends=True)
+    warning = b'{"type":"warning","subtype":"model_mismatch","message":"m"}\n'
+    alone = translate_bytes(b"".join(raw), "enriched").output.splitlines(keepends=True)
+    mixed = translate_bytes(b"".join([raw[0], warning, *raw[1:]]), "enriched").output.splitlines(keepends=True)
+    assert len(alone) > 3
+    assert mixed == [alone[0], warning, *alone[1:]]

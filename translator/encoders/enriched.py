@@ -110,8 +110,10 @@ class EnrichedEncoder:
 
     def headless_frame(self, frame: HeadlessFrame, line: bytes, t: float, moves: bool) -> None:
         """Headless input is already this format: every frame but the result passes as it
-        is, and the moves made of them are not written (the result is repaired: see result)."""
-        self._headless = True
+        is, and the moves made of them are not written (the result is repaired: see result).
+        A frame that makes no moves (a warning, a hook event) leaves a raw run's moves written."""
+        if moves:
+            self._headless = True
         if isinstance(frame, ResultFrame):
             return
         self._init_sent = True  # the stream brings its own init
