@@ -3,6 +3,7 @@ stderr that is closed, a reject file on a full disk. Never a traceback, never a 
 
 from __future__ import annotations
 
+import json
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -306,3 +307,35 @@ def test_under_clock_auto_the_first_events_iso_stamp_is_checked_before_it_decide
     (result,) = frames_of(proc.stdout)
     assert result["duration_source"] == "recorded"
     assert result["duration_ms"] == (len(evs) - 2) * 1000
+
+
+HUGE_NUMBER_IN_A_RESULT = {
+    "raw": [b'{"type":"TurnStart","turn_index":0,"message_id":"m","model":"mock"}',
+            b'{"type":"ToolCallStart","turn_index":0,"tool_use_id":"t1","name":"Glob"}',
+            b'{"type":"ToolCallEnd","turn_index":0,"tool_use_id":"t1","is_error":false,'
+            b'"content":[{"type":"text","text":"x","n":1e400}]}',
+            b'{"type":"RunEnd","final_messages":[],"total_usage":{"input_tokens":0,"output_tokens":0},'
+            b'"turn_count":1,"stopped_for":"EndOfTurn"}'],
+    "headless": [b'{"type":"system","subtype":"init","session_id":"s","model":"mock/mock"}',
+                 b'{"type":"tool_use","id":"t1","name":"Glob","input":{}}',
+                 b'{"type":"tool_result","tool_use_id":"t1","is_error":false,"content":[{"type":"text","text":"x","n":1e400}]}',
+                 b'{"type":"message","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Glob","input":{}}]}',
+                 b'{"type":"result","subtype":"success","result":"","session_id":"s","turns":1}'],
+}
+
+
+@pytest.mark.parametrize("fmt", ["enriched", "claude-code"])
+@pytest.mark.parametrize("dialect", sorted(HUGE_NUMBER_IN_A_RESULT))
+def test_a_number_no_double_holds_inside_a_tool_result_is_written_not_a_failure(dialect: str, fmt: str) -> None:
+    """JSON allows `1e400`; the reader keeps a tool's result as the checked bytes it came as. The
+    default format writes them as they came; claude-code, which must build the blocks, reads the
+    number as infinity. Either way the run ends as it should."""
+    proc = run("--format", fmt, "--clock", "estimated", stdin=b"\n".join(HUGE_NUMBER_IN_A_RESULT[dialect]) + b"\n")
+    assert proc.returncode == 0 and proc.stderr in (b"", b"translator: warning: no rate for model 'mock'; its cost counts as 0\n"), proc.stderr
+    frames = [json.loads(line) for line in proc.stdout.splitlines()]  # (the stdlib reads 1e400)
+    assert frames[-1]["type"] == "result" and frames[-1]["subtype"] == "success"
+    if fmt == "claude-code":
+        (user,) = [f for f in frames if f["type"] == "user"]
+        assert user["message"]["content"][0]["content"] == "x"  # a text-only result is its text
+    else:
+        assert b'"n":1e400' in proc.stdout  # the tool result's bytes, as they came

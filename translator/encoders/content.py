@@ -9,9 +9,13 @@ in the message need not be its streamed `content_block_index`.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from typing import Any, Protocol
+
+import orjson
+from msgspec import Raw
 
 # Claude Code's key order per block type; other keys follow in the agent's order.
 KEY_ORDER = {
@@ -19,6 +23,18 @@ KEY_ORDER = {
     "thinking": ("type", "thinking", "signature"),
     "tool_use": ("type", "id", "name", "input"),
 }
+
+
+def decoded(raw: Raw) -> Any:
+    """Blocks the reader kept as checked JSON bytes, built now that they are written out. JSON
+    allows a number no double holds (`1e400`), which orjson refuses: such a value is read as the
+    stdlib reads it (infinity, which orjson then writes as null), integers the way orjson reads
+    them (past 64 bits, a float), so the frame can still be written."""
+    data = bytes(raw)
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data, parse_int=lambda digits: int(digits) if len(digits) < 19 else float(digits))
 
 
 def claude_block(block: Any) -> Any:

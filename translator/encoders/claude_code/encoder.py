@@ -27,7 +27,7 @@ from translator.encoders.claude_code.frames import (
     wire_usage,
 )
 from translator.encoders.claude_code.session import Session
-from translator.encoders.content import is_empty_text, match_blocks, tool_result_content, tool_use_result
+from translator.encoders.content import decoded, is_empty_text, match_blocks, tool_result_content, tool_use_result
 from translator.encoders.provider_errors import api_error
 from translator.model import (
     AssistantTextDelta,
@@ -154,7 +154,7 @@ class ClaudeCodeEncoder:
             block.input = input if isinstance(input, dict) else {}  # as the agent's message has it
             turn.complete(block, t)
         turn.release(t)  # the call's frame must come before its result
-        self._user(tool_use_id, block.name, orjson.loads(bytes(end.content)), end.is_error, t)
+        self._user(tool_use_id, block.name, decoded(end.content), end.is_error, t)
 
     def _user(self, tool_use_id: str, name: str, content: list[Any], is_error: bool, t: float) -> None:
         """The `user` frame of a tool's result."""
@@ -196,7 +196,7 @@ class ClaudeCodeEncoder:
             turn.write(block, t, None if at is None else content[at], usage)
         # Blocks no event announced (a headless turn without partial messages, say); a tool
         # call among them is answered from TurnEnd's own copy of the results.
-        copies = orjson.loads(bytes(ev.tool_results))
+        copies = decoded(ev.tool_results)
         results = {
             r.get("tool_use_id"): r
             for message in (copies if isinstance(copies, list) else ())
