@@ -17,7 +17,7 @@ def delta(text: object, index: int = 0, **extra: object) -> bytes:
 
 def run_of(*lines: bytes) -> M.DeltaRun:
     deltas = M.DECODER.decode_lines(b"\n".join(lines))
-    return M.DeltaRun(len(deltas), 1, deltas)
+    return M.DeltaRun(deltas)
 
 
 def test_text_block_takes_one_blocks_deltas_whole() -> None:

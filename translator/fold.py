@@ -191,7 +191,7 @@ class Translator(RunFold):
                     j += 1
                 self.line_no = first_no + j - 1
                 try:
-                    self._deltas(DeltaRun(j - i, first_no + i, evs[i:j]), now)  # type: ignore[arg-type]
+                    self._deltas(DeltaRun(evs[i:j]), now)  # type: ignore[arg-type]
                 except Exception as exc:
                     self._fault(exc, line_of(j - 1), now)
                 i = j
@@ -206,7 +206,7 @@ class Translator(RunFold):
     def event(self, ev: M.TurnEvent, now: float) -> None:
         """One event of the line just read."""
         if type(ev) in DELTAS:
-            self._deltas(DeltaRun(1, self.line_no, [ev]), now)  # type: ignore[list-item]
+            self._deltas(DeltaRun([ev]), now)  # type: ignore[list-item]
         else:
             self._handlers[type(ev)](ev, now)
 

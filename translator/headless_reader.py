@@ -128,7 +128,7 @@ class HeadlessReader:
         delta = cls(turn_index=0, content_block_index=st.block[1], text=ev.delta)
         if kind is M.TextFrame:
             st.since_tool.append(ev.delta)
-        fold._deltas(M.DeltaRun(1, fold.line_no, [delta]), now, True)
+        fold._deltas(M.DeltaRun([delta]), now, True)
 
     def _tool_use(self, ev: M.ToolUseFrame, now: float, line: bytes) -> None:
         """Written when the tool call ends (after it ran), with its whole input. Without

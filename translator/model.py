@@ -184,7 +184,7 @@ def _array(value: Raw, name: str) -> None:
 Delta = AssistantTextDelta | AssistantThinkingDelta
 TurnEvent = TurnStart | AssistantTextDelta | AssistantThinkingDelta | ToolCallStart | ToolCallInputDelta | ToolCallEnd | TurnEnd | RunEnd
 DELTAS = (AssistantTextDelta, AssistantThinkingDelta)
-TYPES = frozenset(cls.__name__ for cls in (TurnStart, *DELTAS, ToolCallStart, ToolCallInputDelta, ToolCallEnd, TurnEnd, RunEnd))
+TYPES = frozenset(cls.__struct_config__.tag for cls in TurnEvent.__args__)
 
 
 def _strict_union(of: tuple[Any, ...], inner: tuple[Any, ...]) -> Any:
@@ -357,12 +357,13 @@ HEADLESS_STRICT = msgspec.json.Decoder(_strict_union(HeadlessFrame.__args__, (To
 
 @dataclass(frozen=True, slots=True)
 class DeltaRun:
-    """A run of consecutive text/thinking deltas, handed to the fold as one: how many, the
-    first one's line number, and the deltas themselves."""
+    """A run of consecutive text/thinking deltas, handed to the fold as one."""
 
-    count: int
-    first_no: int
     deltas: list[Delta]
+
+    @property
+    def count(self) -> int:
+        return len(self.deltas)
 
     @property
     def last(self) -> Delta:

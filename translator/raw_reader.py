@@ -87,7 +87,6 @@ class RawReader:
     def block(self, data: bytes, pos: int, end: int, now: float) -> None:
         """The hot path: complete lines `data[pos:end]` (each ends with a newline)."""
         fold = self.fold
-        lines = data.count(b"\n", pos, end)
         if (
             self._batch
             and end - pos <= fold.options.max_line_bytes
@@ -101,6 +100,7 @@ class RawReader:
                 evs = M.DECODER.decode_lines(region)
             except (*M.Errors, RecursionError):  # a bad line among them: said line by line
                 evs = None
+            lines = data.count(b"\n", pos, end)
             if evs is not None and len(evs) == lines:  # one event per line: none was blank or two
                 if not self._seen_first:
                     self._first_event(evs[0])
