@@ -241,3 +241,24 @@ def test_api_errors_without_the_usual_body(message: str, expected: tuple[Any, An
     error = api_error(message)
     assert (error.status, error.type) == expected
     assert error.text.startswith("API Error: ")
+
+
+def test_fresh_ids_are_random_version_4_uuids_never_repeated() -> None:
+    """The uuids come in batches (frames.uuid4_batch): each one must still be a valid random
+    uuid in the canonical text form Claude Code writes, and no two frames may share one."""
+    import uuid
+
+    rates = RateCard.bundled()
+    core = Translator(ClaudeCodeEncoder([], session_id="S", limits=rates.limits), rates=rates)
+    for _ in range(60):  # more frames than one batch holds
+        core.feed(events("tool_use_two_turns"), 0.0)
+    core.end(0.0)
+    ids = [f["uuid"] for f in frames_of(core.take_output())]
+    assert len(ids) > 256 and len(set(ids)) == len(ids)
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert (str(parsed), parsed.version, parsed.variant) == (text, 4, uuid.RFC_4122)
+    digits = "".join(text.replace("-", "") for text in ids)
+    # random: every hex digit turns up, at a plausible rate, in the 30 random digits of each
+    assert {d: digits.count(d) for d in "0123456789abcdef"}.keys() == set("0123456789abcdef")
+    assert min(digits.count(d) for d in "0123456789abcdef") > len(ids) * 30 / 16 / 2

@@ -23,7 +23,7 @@ from translator.encoders.claude_code.frames import (
     UNKNOWN_USAGE,
     api_error_message,
     iso,
-    uuid4,
+    uuid4_source,
     wire_usage,
 )
 from translator.encoders.claude_code.session import Session
@@ -52,7 +52,7 @@ class ClaudeCodeEncoder:
         partial: bool = False,
         results_only: bool = False,
         limits: Callable[[str], tuple[int, int]] = lambda model: (0, 0),
-        new_id: Callable[[], str] = uuid4,
+        new_id: Callable[[], str] | None = None,
     ) -> None:
         self.out = out
         self.session_id = session_id
@@ -63,7 +63,7 @@ class ClaudeCodeEncoder:
         # once (thinking_tokens). So deltas come raw and are decoded when that is known.
         self.delta_mode = SKIP if results_only else DECODED if self.partial else RAW
         self.translates_headless = True
-        self.new_id = new_id
+        self.new_id = new_id = new_id or uuid4_source()
         self.model = ""
         self.session = Session(session_id, partial=self.partial, frames=self.frames, limits=limits, new_id=new_id)
         self._new_frame(0.0)

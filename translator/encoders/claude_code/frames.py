@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -100,10 +101,31 @@ def cc_turns(turns: int, stop: str | None) -> int:
     return turns + 1 if stop in ("ProviderError", "MaxTurnsReached") else turns
 
 
-def uuid4() -> str:
-    """A random (version 4, RFC 4122 variant) UUID string; uuid.uuid4() costs twice as much."""
-    h = os.urandom(16).hex()
-    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{'89ab'[int(h[16], 16) & 3]}{h[17:20]}-{h[20:]}"
+# Where each of a uuid's 32 hex digits goes in its 36-character text (dashes after 8, 12, 16, 20).
+_UUID_AT = [j + (j >= 8) + (j >= 12) + (j >= 16) + (j >= 20) for j in range(32)]
+_VARIANT = bytes.maketrans(b"0123456789abcdef", b"89ab89ab89ab89ab")  # 10xx: RFC 4122's variant
+UUID_BATCH = 256
+
+
+def uuid4_batch(n: int = UUID_BATCH) -> list[str]:
+    """`n` random (version 4, RFC 4122 variant) UUID strings, from one read of the system's
+    randomness and a few slice assignments: a fifth of what formatting each one costs."""
+    digits = os.urandom(16 * n).hex().encode()
+    text = bytearray(36 * n)
+    for j, at in enumerate(_UUID_AT):
+        text[at::36] = digits[j::32]
+    text[14::36] = b"4" * n  # the version
+    text[19::36] = digits[16::32].translate(_VARIANT)
+    for at in (8, 13, 18, 23):
+        text[at::36] = b"-" * n
+    s = text.decode()
+    return [s[i : i + 36] for i in range(0, 36 * n, 36)]
+
+
+def uuid4_source() -> Callable[[], str]:
+    """A fresh supply of random UUID strings, drawn in batches (one per encoder: none is shared, so
+    a forked process never repeats its parent's)."""
+    return chain.from_iterable(iter(uuid4_batch, None)).__next__
 
 
 def wire_usage(usage: dict[str, int]) -> dict[str, int]:
