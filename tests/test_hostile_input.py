@@ -21,7 +21,7 @@ from translator.fold import Options, Translator
 from translator.model import TurnStart
 from translator.rates import Rate, RateCard
 from translator.shell.modes import translate
-from translator.shell.pump import Config
+from translator.shell.sink import Config
 
 U64_MAX = (1 << 64) - 1
 Event = dict[str, Any]

@@ -21,7 +21,8 @@ from conftest import events
 import translator
 from translator.api import make_encoder
 from translator.rates import RateCard
-from translator.shell.pump import Config, Output, Pump, Shell
+from translator.shell.pump import Output, Pump, Shell
+from translator.shell.sink import Config
 
 BAD = b'{"type":"TurnStart","turn_index":\n' + b"not json at all\n"
 # Two runs with two bad lines between them, and a last line cut off without its newline.

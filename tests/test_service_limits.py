@@ -24,7 +24,7 @@ from translator.encoders.enriched import EnrichedEncoder
 from translator.model import TurnStart
 from translator.rates import RateCard
 from translator.shell.modes import translate
-from translator.shell.pump import Config
+from translator.shell.sink import Config
 
 
 def poisoned_stream() -> bytes:

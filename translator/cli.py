@@ -9,8 +9,6 @@ import signal
 import sys
 from typing import NoReturn
 
-import anyio
-
 from translator import __version__
 from translator.api import FORMATS, make_encoder
 from translator.completion import SHELLS
@@ -18,9 +16,9 @@ from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import use_json
 from translator.fold import Options
 from translator.rates import ENV_CARD, RateCard
-from translator.shell.modes import translate
+from translator.shell import modes
 from translator.shell.output import OutputFile
-from translator.shell.pump import Config, Outcome
+from translator.shell.sink import Config, Outcome
 from translator.usage import EX_CONFIG, EX_IOERR, EX_NOINPUT, EX_USAGE, UserError, check
 
 EX_OK, EX_DATAERR, EX_SOFTWARE, EX_CANTCREAT = 0, 65, 70, 73
@@ -287,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         metrics=args.metrics,
     )
     if args.out_dir is not None or args.results_table is not None:
-        from translator.shell import modes, replay  # the pool and progress bar cost the others nothing
+        from translator.shell import replay  # the pool and progress bar cost the others nothing
 
         template = replay.Job(
             format=args.format, partial=partial, results_only=results_only, rates=rates,
@@ -302,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
             _stderr([f"translator: --output {args.output}: {exc.strerror}"])
             return EX_CANTCREAT
     try:
-        outcome = anyio.run(translate, cfg, 1 if output is None else output.fd)
+        outcome = modes.run(cfg, 1 if output is None else output.fd)
     except OSError as exc:  # the reject file could not be opened
         _stderr([f"translator: --reject-file {args.reject_file}: {exc.strerror}"])
         if output is not None:

@@ -1,18 +1,20 @@
-"""One input stream's way through the core, written once for every caller: the pump of every
-shell (shell/pump.py), the library API (api.py) and the batch replay (shell/replay.py).
+"""One input stream's way through the core, written once for every caller: the shells (files
+and stdin in shell/direct.py, the others' pump in shell/pump.py), the library API (api.py) and
+the batch replay (shell/replay.py).
 
 - `CHUNK`: how much one read of input takes, in every mode;
 - `new_core()`: the one place a core (`fold.Translator`) is built from the options;
 - `Feed`: a chunk inflated (gzip or zstd, told by its first bytes) and fed to the core with its
   arrival time, then what came back taken in one order (`Taken`) for the caller's sink;
-- `steps()`: that loop over a whole input, for the callers that need not await. The async
-  pump is the same loop with its reads and writes awaited (as httpcore's `_receive_event`
+- `steps()`: that loop over a whole input, for the callers that need not await (files and
+  stdin among them: they are read without an event loop). The async pump of `--follow`,
+  `--listen` and `--metrics` is the same loop with its reads and writes awaited (as httpcore's `_receive_event`
   feeds h11), so both give the same bytes and the same diagnostics for the same input.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Literal, NamedTuple
 
@@ -125,16 +127,29 @@ class Feed:
         self._unsaid = f"translator: {self.core.source}: {exc}"
 
 
-def steps(feed: Feed, chunks: Iterable[bytes], now: float = 0.0) -> Iterator[Taken]:
+def steps(
+    feed: Feed,
+    chunks: Iterable[bytes],
+    now: float = 0.0,
+    *,
+    clock: Callable[[], float] | None = None,
+    cancelled: Callable[[], bool] | None = None,
+) -> Iterator[Taken]:
     """The pump's loop for a caller that need not await: what each chunk gave, then, once the
     input or the stream is over, what its end gave. A replay's chunks all arrive at `now`: its
-    times come from its events (or the estimate), not from how fast it is read."""
+    times come from its events (or the estimate), not from how fast it is read. A shell reading
+    as it goes passes its `clock` (each chunk is timed when it is fed), and `cancelled`, asked
+    once the chunks stop: True (a signal stopped them) closes an open run as cancelled."""
     for chunk in chunks:
-        feed.feed(chunk, now)
+        feed.feed(chunk, now if clock is None else clock())
         if feed.broken is not None:
             break  # said with what the end gives
         yield feed.take()
         if feed.over:
             break
-    feed.end(now)
+    end = now if clock is None else clock()
+    if cancelled is not None and cancelled():
+        feed.cancel(end)
+    else:
+        feed.end(end)
     yield feed.take()

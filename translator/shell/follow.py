@@ -23,7 +23,8 @@ import anyio
 
 from translator.diagnostics import stderr as _stderr
 from translator.feed import CHUNK
-from translator.shell.pump import OutputStuck, Pump
+from translator.shell.pump import Pump
+from translator.shell.sink import OutputStuck
 
 if TYPE_CHECKING:
     from translator.fold import Translator

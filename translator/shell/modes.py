@@ -1,21 +1,37 @@
-"""The mode the command line asks for, and the shell that runs it: files and stdin,
-`--follow`, `--listen` (under one signal watcher, to one output), or `--out-dir` (local
-processes, or URLs and a Dask cluster). The shells import only the pump and below; this is
-the one place that knows them all, so the import graph stays a tree."""
+"""The mode the command line asks for, and the shell that runs it: files and stdin (without
+an event loop), `--follow`, `--listen` and `--metrics` (under anyio, one signal watcher, one
+output), or `--out-dir` (local processes, or URLs and a Dask cluster). The shells import only
+the sink, the pump and below; this is the one place that knows them all, so the import graph
+stays a tree. Each shell is imported only when its mode is asked for: anyio and asyncio cost
+more to import than a small input costs to translate."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from translator.diagnostics import stderr
-from translator.shell.pump import Config, Outcome, Output, Shell
+from translator.shell.sink import Config, Outcome
 
 if TYPE_CHECKING:
     from translator.shell.replay import Job
 
 
+def run(cfg: Config, out_fd: int = 1) -> Outcome:
+    """Translate the configured input to `out_fd` with the shell its mode needs; never raises
+    for I/O trouble (an OSError: the reject file cannot be opened)."""
+    if cfg.follow is None and cfg.listen is None and cfg.metrics is None:
+        from translator.shell import direct
+
+        return direct.translate(cfg, out_fd)
+    import anyio
+
+    return anyio.run(translate, cfg, out_fd)
+
+
 async def translate(cfg: Config, out_fd: int = 1) -> Outcome:
-    """Translate the configured input to `out_fd`; never raises for I/O trouble."""
+    """Translate the configured input to `out_fd` under anyio; never raises for I/O trouble."""
+    from translator.shell.pump import Output, Shell
+
     out = Output(out_fd)
     shell = Shell(cfg, out)
     try:
@@ -35,10 +51,7 @@ async def translate(cfg: Config, out_fd: int = 1) -> Outcome:
             await shell.run(lambda: sources(shell))
     finally:
         out.close()
-        if shell.rejects is not None:
-            shell.rejects.close()
-        if shell.metrics is not None:
-            shell.metrics.close()
+        shell.close()
     return shell.outcome
 
 

@@ -1,19 +1,18 @@
-"""Files and stdin: each named input (or `-`) read to its end, one after another, each its
-own stream. Regular files are read directly; pipes, sockets and terminals are awaited with
-anyio so that a signal can interrupt a quiet input."""
+"""Files and stdin under anyio, for `--metrics` (whose health probe watches the event loop):
+each named input (or `-`) read to its end, one after another, each its own stream, opened as
+the shell without an event loop opens them (direct.py). Regular files are read directly;
+pipes, sockets and terminals are awaited so that a signal can interrupt a quiet input."""
 
 from __future__ import annotations
 
-import errno
 import os
-import stat
 
 import anyio
 import anyio.lowlevel
 
-from translator.diagnostics import stderr as _stderr
-from translator.feed import CHUNK
-from translator.shell.pump import OutputStuck, Pump, Shell
+from translator.shell.direct import open_input, read_chunk
+from translator.shell.pump import Pump, Shell
+from translator.shell.sink import OutputStuck
 
 
 async def sources(shell: Shell) -> None:
@@ -25,27 +24,10 @@ async def sources(shell: Shell) -> None:
 
 
 async def source(shell: Shell, name: str) -> None:
-    if name == "-":
-        fd, label = 0, "<stdin>"
-    else:
-        label = name
-        try:
-            fd = os.open(name, os.O_RDONLY)
-        except OSError as exc:
-            _stderr([f"translator: {name}: {exc.strerror}"])
-            shell.outcome.missing_input = True
-            return
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):  # opens fine, fails on the first read
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
-    except OSError as exc:
-        _stderr([f"translator: {label}: {exc.strerror}"])
-        shell.outcome.missing_input = True
-        if fd != 0:
-            os.close(fd)
+    opened = open_input(name, shell.outcome)
+    if opened is None:
         return
-    pollable = stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+    fd, label, pollable = opened
     core = shell.new_core(label, live=pollable)
     pump = Pump(shell, core)
 
@@ -54,12 +36,7 @@ async def source(shell: Shell, name: str) -> None:
             await anyio.wait_readable(fd)
         else:
             await anyio.lowlevel.checkpoint()
-        try:
-            return os.read(fd, CHUNK)
-        except OSError as exc:
-            _stderr([f"translator: {label}: read error: {exc.strerror}"])
-            shell.outcome.io_error = True
-            return None
+        return read_chunk(fd, label, shell.outcome)
 
     try:
         with anyio.CancelScope() as scope:

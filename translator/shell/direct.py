@@ -1,0 +1,183 @@
+"""Files and stdin without an event loop: each named input (or `-`) read to its end, one after
+another, each its own stream, through feed.py's loop; nothing of anyio or asyncio is imported
+(they cost more to import than a small input costs to translate).
+
+Regular files are read directly. Pipes, sockets and terminals are waited on with `select`,
+together with a wake-up pipe the signal handlers write to (`signal.set_wakeup_fd`), so that a
+signal interrupts a quiet input. The handlers only record the signal: it is acted on between
+chunks, never inside the core. stdout, when a pipe or socket, is made non-blocking and waited
+on the same way, so a slow consumer never keeps a signal from being seen; after a signal a
+write gives up after WRITE_GRACE_S.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import select
+import signal
+import stat
+import time
+from collections.abc import Iterator
+from types import FrameType
+
+from translator.diagnostics import stderr as _stderr
+from translator.feed import CHUNK, Feed, steps, take
+from translator.shell.sink import WRITE_GRACE_S, Config, Outcome, OutputStuck, Sink, Stdout
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+class Signals:
+    """SIGTERM, SIGINT and SIGHUP recorded (the first one counts), and a pipe that becomes
+    readable when one comes, to wait on beside an input or the output. `close()` puts back
+    the handlers that were there."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self.deadline = 0.0  # once a signal has come: when a stuck write gives up
+        self.fd, self._w = os.pipe()
+        os.set_blocking(self.fd, False)
+        os.set_blocking(self._w, False)
+        self._old_fd = signal.set_wakeup_fd(self._w, warn_on_full_buffer=False)
+        self._old = {signum: signal.signal(signum, self._record) for signum in SIGNALS}
+
+    def _record(self, signum: int, frame: FrameType | None) -> None:
+        if self.received is None:
+            self.received = signum
+            self.deadline = time.monotonic() + WRITE_GRACE_S
+
+    def wait(self, fd: int, write: bool = False) -> bool:
+        """Until `fd` can be read (or written): True; False once a signal has come. After a
+        signal a write still waits, until the grace runs out (then OutputStuck)."""
+        while True:
+            timeout = None
+            if self.received is not None:
+                if not write:
+                    return False
+                timeout = self.deadline - time.monotonic()
+                if timeout <= 0:
+                    raise OutputStuck
+            readable, writable, _ = select.select([self.fd, fd] if not write else [self.fd], [fd] if write else [], [], timeout)
+            if self.fd in readable:
+                with contextlib.suppress(BlockingIOError):
+                    while os.read(self.fd, 64):
+                        pass
+            if fd in readable or fd in writable:
+                return True
+
+    def close(self) -> None:
+        for signum, handler in self._old.items():
+            signal.signal(signum, handler)
+        signal.set_wakeup_fd(self._old_fd)
+        os.close(self.fd)
+        os.close(self._w)
+
+
+class Output(Stdout):
+    """stdout, its writes waited on beside the signals when it is a pipe or socket."""
+
+    def __init__(self, fd: int, signals: Signals) -> None:
+        super().__init__(fd)
+        self.signals = signals
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self.fd, view) :]
+            except BlockingIOError:
+                self.signals.wait(self.fd, write=True)
+
+
+def open_input(name: str, outcome: Outcome) -> tuple[int, str, bool] | None:
+    """An input opened: its fd, its label in diagnostics, and whether it is live (a pipe,
+    socket or terminal: waited on, timed as it arrives). None, said on stderr (exit 66), when
+    it cannot be read."""
+    if name == "-":
+        fd, label = 0, "<stdin>"
+    else:
+        label = name
+        try:
+            fd = os.open(name, os.O_RDONLY)
+        except OSError as exc:
+            _stderr([f"translator: {name}: {exc.strerror}"])
+            outcome.missing_input = True
+            return None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):  # opens fine, fails on the first read
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+    except OSError as exc:
+        _stderr([f"translator: {label}: {exc.strerror}"])
+        outcome.missing_input = True
+        if fd != 0:
+            os.close(fd)
+        return None
+    return fd, label, stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
+
+
+def read_chunk(fd: int, label: str, outcome: Outcome) -> bytes | None:
+    """The input's next chunk (b"" at its end); None, said on stderr (exit 74), when it
+    cannot be read."""
+    try:
+        return os.read(fd, CHUNK)
+    except OSError as exc:
+        _stderr([f"translator: {label}: read error: {exc.strerror}"])
+        outcome.io_error = True
+        return None
+
+
+def translate(cfg: Config, out_fd: int = 1) -> Outcome:
+    """Translate the configured sources to `out_fd`, until a signal or `--on-invalid fail`
+    stops them; never raises for I/O trouble (an OSError: the reject file cannot be opened)."""
+    signals = Signals()
+    try:
+        out = Output(out_fd, signals)
+        try:
+            sink = Sink(cfg)
+            try:
+                with sink.output_trouble():
+                    for name in cfg.sources:
+                        source(sink, name, signals, out)
+                        if signals.received is not None or sink.outcome.rejected:
+                            break
+            finally:
+                sink.close()
+        finally:
+            out.close()
+    finally:
+        signals.close()
+    sink.outcome.signal = signals.received
+    return sink.outcome
+
+
+def source(sink: Sink, name: str, signals: Signals, out: Output) -> None:
+    opened = open_input(name, sink.outcome)
+    if opened is None:
+        return
+    fd, label, live = opened
+    core = sink.new_core(label, live)
+
+    def chunks() -> Iterator[bytes]:
+        while signals.received is None and (not live or signals.wait(fd)):
+            if not (data := read_chunk(fd, label, sink.outcome)):
+                return
+            yield data
+
+    try:
+        for taken in steps(Feed(core), chunks(), clock=time.monotonic, cancelled=lambda: signals.received is not None):
+            for data in sink.route(taken, core):
+                out.write(data)
+    except (OSError, OutputStuck):
+        raise  # the output's trouble: said for every input alike
+    except Exception as exc:  # the last resort: this input ends, the next one is read
+        sink.abandoned(core, exc)
+        with contextlib.suppress(Exception):
+            for data in sink.route(take(core), core):
+                out.write(data)
+    finally:
+        if fd != 0:
+            os.close(fd)
+        sink.tally(core)
