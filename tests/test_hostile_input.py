@@ -20,6 +20,7 @@ from translator.encoders.enriched import EnrichedEncoder
 from translator.fold import Options, Translator
 from translator.model import TurnStart
 from translator.rates import Rate, RateCard
+from translator.shell import modes
 from translator.shell.modes import translate
 from translator.shell.sink import Config
 
@@ -225,7 +226,8 @@ class NotBytes(EnrichedEncoder):
             self.out.append("not bytes")  # type: ignore[arg-type]
 
 
-async def test_a_failure_outside_the_core_ends_that_input_and_the_next_is_read(tmp_path: Path, capfd: Any) -> None:
+@pytest.mark.parametrize("shell", ["direct", "anyio"])  # files and stdin; with --metrics
+def test_a_failure_outside_the_core_ends_that_input_and_the_next_is_read(shell: str, tmp_path: Path, capfd: Any) -> None:
     poisoned, good = tmp_path / "poisoned.ndjson", tmp_path / "good.ndjson"
     poisoned.write_bytes(two_runs("poison"))
     good.write_bytes(events("thinking"))
@@ -235,7 +237,7 @@ async def test_a_failure_outside_the_core_ends_that_input_and_the_next_is_read(t
         rates=RateCard.bundled(), session_id="S",
     )
     with open(out, "wb") as sink:
-        outcome = await translate(cfg, sink.fileno())
+        outcome = modes.run(cfg, sink.fileno()) if shell == "direct" else anyio.run(translate, cfg, sink.fileno())
     assert outcome.internal_error and exit_status(outcome, False) == 70
     results = [f for f in frames_of(out.read_bytes()) if f["type"] == "result"]
     assert results[-1]["result"] == "17 * 23 = 391."  # the next input, whole

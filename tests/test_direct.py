@@ -1,0 +1,129 @@
+"""Files and stdin are translated without an event loop (translator/shell/direct.py): anyio and
+asyncio are never imported, and signals still stop a quiet input, an endless one and a stuck
+output, through real processes, pipes, sockets and signals."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import socket
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+from conftest import events, frames_of, lines_of
+from support_processes import TRANSLATOR, fixture
+
+from translator.shell.sink import WRITE_GRACE_S
+
+LOADED = """\
+import signal, sys
+import translator.cli as cli
+status = cli.main([*sys.argv[1:]])
+loaded = sorted({m.split('.')[0] for m in sys.modules} & {'anyio', 'asyncio', 'sniffio'})
+restored = signal.getsignal(signal.SIGINT) is signal.default_int_handler and signal.set_wakeup_fd(-1) == -1
+print(status, loaded, restored, file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("stdin", ["file", "pipe"])
+def test_files_and_stdin_never_import_anyio_or_asyncio(stdin: str) -> None:
+    """The command's main run to its end in a fresh interpreter: no event loop was imported,
+    and the signal handlers and wake-up fd it set are put back."""
+    args = ["--session-id", "S", fixture("thinking"), "-"]
+    command = [sys.executable, "-c", LOADED, *args]
+    if stdin == "file":
+        with open(fixture("tool_use_two_turns"), "rb") as f:
+            proc = subprocess.run(command, stdin=f, capture_output=True, timeout=60)
+    else:
+        proc = subprocess.run(command, input=events("tool_use_two_turns"), capture_output=True, timeout=60)
+    assert proc.stderr.decode().splitlines()[-1] == "0 [] True"
+    results = [f for f in frames_of(proc.stdout) if f["type"] == "result"]
+    assert [r["result"] for r in results] == ["17 * 23 = 391.", "There are 3 files."]
+
+
+def test_follow_still_runs_under_anyio(tmp_path: Path) -> None:
+    """The other modes keep their event loop (the test above could pass on a check that never
+    sees anyio)."""
+    log = tmp_path / "log.ndjson"
+    log.write_bytes(b"")
+    stop = ("import os, threading, time\n"
+            "def stop():\n"
+            "    while signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # until the watcher is set\n"
+            "        time.sleep(0.02)\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "threading.Thread(target=stop, daemon=True).start()\n")
+    code = LOADED.replace("status = ", stop + "status = ")
+    proc = subprocess.run([sys.executable, "-c", code, "--follow", str(log)], capture_output=True, timeout=60)
+    assert proc.stderr.decode().splitlines()[-1].startswith("143 ['anyio', 'asyncio'")
+
+
+def wait_for(condition: object, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)])
+def test_a_signal_while_a_socket_input_is_quiet_closes_the_run_as_cancelled(signum: int, status: int) -> None:
+    """stdin a socket that stays open and says nothing more: the wait is interrupted, the open
+    run gets its cancelled result, the exit status is the signal's."""
+    ours, theirs = socket.socketpair()
+    proc = subprocess.Popen([TRANSLATOR, "--exit-status"], stdin=theirs, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    theirs.close()
+    ours.sendall(b"\n".join(lines_of("tool_use_two_turns")[:8]) + b"\n")
+    assert proc.stdout is not None and proc.stderr is not None
+    seen = b""
+    while seen.count(b"\n") < 3:  # the tool result is out: the translator now waits for more
+        chunk = os.read(proc.stdout.fileno(), 65536)
+        assert chunk
+        seen += chunk
+    proc.send_signal(signum)
+    assert proc.wait(timeout=30) == status
+    rest = seen + proc.stdout.read()
+    ours.close()
+    assert [f["type"] for f in frames_of(rest)] == ["system", "tool_use", "tool_result", "result"]
+    assert frames_of(rest)[-1]["subtype"] == "cancelled"
+    assert proc.stderr.read() == b""
+
+
+def test_a_signal_stops_an_endless_regular_input() -> None:
+    """/dev/zero is read directly, never waited on: the signal is seen between chunks."""
+    proc = subprocess.Popen([TRANSLATOR, "/dev/zero"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 143
+    assert proc.stdout is not None and proc.stdout.read() == b""
+
+
+def pending(fd: int) -> int:
+    """Bytes waiting in a pipe."""
+    return int.from_bytes(fcntl.ioctl(fd, termios.FIONREAD, b"\0\0\0\0"), sys.byteorder)
+
+
+def test_a_signal_while_the_output_is_stuck_gives_up_after_the_grace(tmp_path: Path) -> None:
+    """Nobody reads stdout: after SIGTERM the last frames get WRITE_GRACE_S, then the command
+    says so and exits with the signal's status, the pipe as full as it was."""
+    big = tmp_path / "big.ndjson"
+    big.write_bytes(events("tool_use_two_turns") * 20000)
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen([TRANSLATOR, str(big)], stdout=write_end, stderr=subprocess.PIPE)
+    os.close(write_end)
+    try:
+        wait_for(lambda: pending(read_end) >= 65536)  # the pipe is full: the translator waits to write
+        before = pending(read_end)
+        proc.send_signal(signal.SIGTERM)
+        signalled = time.monotonic()
+        assert proc.wait(timeout=60) == 143
+        waited = time.monotonic() - signalled
+        assert proc.stderr is not None
+        assert proc.stderr.read() == b"translator: the output did not drain after the signal; exiting\n"
+        assert waited >= WRITE_GRACE_S - 0.5  # it waited the grace out, not less
+        assert pending(read_end) == before
+    finally:
+        os.close(read_end)
