@@ -40,24 +40,28 @@ class Block:
 
 
 class TurnBlocks:
-    """One turn's content blocks and the frames that carry them (the encoder starts a new one
-    at each turn)."""
+    """One turn's content blocks and the frames that carry them (the encoder starts each turn
+    afresh with `start`)."""
 
     __slots__ = ("blocks", "emitted", "frames", "holding", "message_id", "new_id", "out", "partial",
-                 "pending", "session_id", "thinking_tokens", "turn_model")  # fmt: skip
+                 "pending", "session_id", "thinking_tokens", "tools", "turn_model")  # fmt: skip
 
     def __init__(
-        self, out: list[bytes], session_id: str, new_id: Callable[[], str], *, partial: bool, frames: bool,
-        message_id: str = "", model: str = "",
+        self, out: list[bytes], session_id: str, new_id: Callable[[], str], *, partial: bool, frames: bool
     ) -> None:
         self.out = out
         self.session_id = session_id
         self.new_id = new_id
         self.partial = partial  # partial messages: stream events around every block
         self.frames = frames  # not --results-only
+        self.start("", "")
+
+    def start(self, message_id: str, model: str) -> None:
+        """A new turn: nothing of the previous one is kept."""
         self.message_id = message_id
         self.turn_model = model
         self.blocks: list[Block] = []  # this turn's blocks, in order
+        self.tools: dict[str, Block] = {}  # its tool_use blocks by id (the first, if one repeats)
         self.emitted = 0  # how many of them have their assistant frame out
         self.holding = False  # completed blocks wait behind a thinking block (see complete)
         self.pending: list[DeltaRun] = []  # runs of deltas, undecoded
@@ -236,14 +240,17 @@ class TurnBlocks:
         if self.blocks:
             self.complete(self.blocks[-1], t)
         self.release(t)  # text before a tool call shows before the tool runs
-        index = self.blocks[-1].index + 1 if self.blocks else 0
-        self.open("tool_use", index, t, ev.tool_use_id, ev.name)
+        self.open_tool(t, ev.tool_use_id, ev.name)
 
-    def tool(self, tool_use_id: str) -> Block | None:
-        return next((b for b in self.blocks if b.kind == "tool_use" and b.tool_id == tool_use_id), None)
+    def open_tool(self, t: float, tool_id: str, name: str) -> Block:
+        """A tool call's block, after the others."""
+        index = self.blocks[-1].index + 1 if self.blocks else 0
+        block = self.open("tool_use", index, t, tool_id, name)
+        self.tools.setdefault(tool_id, block)
+        return block
 
     def tool_input(self, ev: ToolCallInputDelta, t: float) -> None:
-        block = self.tool(ev.tool_use_id)
+        block = self.tools.get(ev.tool_use_id)
         if block is None or block.done:
             return
         chunk = ev.partial_json

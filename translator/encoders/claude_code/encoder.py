@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+from msgspec import Raw
 
 from translator.encoders import DECODED, RAW, SKIP, RunSummary
 from translator.encoders.claude_code.blocks import TurnBlocks
@@ -66,6 +67,7 @@ class ClaudeCodeEncoder:
         self.new_id = new_id = new_id or uuid4_source()
         self.model = ""
         self.session = Session(session_id, partial=self.partial, frames=self.frames, limits=limits, new_id=new_id)
+        self.turn = TurnBlocks(self.out, session_id, new_id, partial=self.partial, frames=self.frames)
         self._new_frame(0.0)
 
     # ---------------------------------------------------------------- frame and turn state
@@ -76,10 +78,7 @@ class ClaudeCodeEncoder:
         self._new_turn("", self.model)
 
     def _new_turn(self, message_id: str, model: str) -> None:
-        self.turn = TurnBlocks(
-            self.out, self.session_id, self.new_id, partial=self.partial, frames=self.frames,
-            message_id=message_id, model=model,
-        )
+        self.turn.start(message_id, model)
         self.results: list[dict[str, Any]] = []  # tool results waiting for the turn's end
         self.answered: set[str] = set()  # tool calls whose result frame is out
 
@@ -146,10 +145,9 @@ class ClaudeCodeEncoder:
     def tool_call(self, tool_use_id: str, name: str | None, input: Any, end: ToolCallEnd, t: float) -> None:
         turn = self.turn
         turn.resolve(t)
-        block = turn.tool(tool_use_id)
+        block = turn.tools.get(tool_use_id)
         if block is None:  # its start was lost: the call still shows
-            index = turn.blocks[-1].index + 1 if turn.blocks else 0
-            block = turn.open("tool_use", index, t, tool_use_id, name or "")
+            block = turn.open_tool(t, tool_use_id, name or "")
         if not block.done:
             block.input = input if isinstance(input, dict) else {}  # as the agent's message has it
             turn.complete(block, t)
@@ -194,30 +192,10 @@ class ClaudeCodeEncoder:
         matched = match_blocks(turn.blocks, content)
         for block, at in zip(turn.blocks[turn.emitted :], matched[turn.emitted :], strict=True):
             turn.write(block, t, None if at is None else content[at], usage)
-        # Blocks no event announced (a headless turn without partial messages, say); a tool
-        # call among them is answered from TurnEnd's own copy of the results.
-        copies = decoded(ev.tool_results)
-        results = {
-            r.get("tool_use_id"): r
-            for message in (copies if isinstance(copies, list) else ())
-            if isinstance(message, dict) and isinstance(message.get("content"), list)
-            for r in message["content"]
-            if isinstance(r, dict)
-        }
-        index = turn.blocks[-1].index if turn.blocks else -1
         taken = set(matched)
-        for at, block_content in enumerate(content):
-            if at in taken or is_empty_text(block_content):
-                continue
-            index += 1
-            kind = block_content.get("type") if isinstance(block_content, dict) else None
-            block = turn.open(kind if kind in ("text", "thinking", "tool_use") else "text", index, t)
-            if kind == "tool_use":
-                block.tool_id, block.name = block_content.get("id", ""), block_content.get("name", "")
-            turn.write(block, t, block_content, usage)
-            result = results.get(block.tool_id) if kind == "tool_use" else None
-            if result is not None and block.tool_id not in self.answered:
-                self._user(block.tool_id, block.name, result.get("content", []), result.get("is_error", False), t)
+        unannounced = [at for at, c in enumerate(content) if at not in taken and not is_empty_text(c)]
+        if unannounced:
+            self._unannounced(content, unannounced, ev.tool_results, usage, t)
         if self.partial:
             turn.stream(
                 {"type": "message_delta", "delta": {"stop_reason": ev.stop_reason, "stop_sequence": None},
@@ -229,6 +207,33 @@ class ClaudeCodeEncoder:
         self.session.add(model or turn.turn_model, wire, cost)
         self.last_turn_end = t
         self._new_turn("", self.model)
+
+    def _unannounced(self, content: list[Any], positions: list[int], copies: Raw, usage: dict[str, Any], t: float) -> None:
+        """The message's blocks at `positions`, which no event announced (a headless turn
+        without partial messages, say); a tool call among them is answered from TurnEnd's own
+        copy of the results (`copies`)."""
+        turn = self.turn
+        blocks = decoded(copies)
+        results = {
+            r.get("tool_use_id"): r
+            for message in (blocks if isinstance(blocks, list) else ())
+            if isinstance(message, dict) and isinstance(message.get("content"), list)
+            for r in message["content"]
+            if isinstance(r, dict)
+        }
+        index = turn.blocks[-1].index if turn.blocks else -1
+        for at in positions:
+            block_content = content[at]
+            index += 1
+            kind = block_content.get("type") if isinstance(block_content, dict) else None
+            block = turn.open(kind if kind in ("text", "thinking", "tool_use") else "text", index, t)
+            if kind == "tool_use":
+                block.tool_id, block.name = block_content.get("id", ""), block_content.get("name", "")
+                turn.tools.setdefault(block.tool_id, block)
+            turn.write(block, t, block_content, usage)
+            result = results.get(block.tool_id) if kind == "tool_use" else None
+            if result is not None and block.tool_id not in self.answered:
+                self._user(block.tool_id, block.name, result.get("content", []), result.get("is_error", False), t)
 
     def passthrough(self, line: bytes) -> None:
         if self.frames:

@@ -180,12 +180,14 @@ def model_usage_entry(model: str) -> dict[str, Any]:
 
 
 def add_model_usage(
-    table: dict[str, dict[str, Any]], model: str, wire: dict[str, int], cost: float, limits: tuple[int, int]
+    table: dict[str, dict[str, Any]], model: str, wire: dict[str, int], cost: float,
+    limits: Callable[[str], tuple[int, int]],
 ) -> None:
+    """`limits`: a model's (context window, max output tokens), asked when it is new here."""
     entry = table.get(model)
     if entry is None:
         entry = table[model] = model_usage_entry(model)
-        entry["contextWindow"], entry["maxOutputTokens"] = limits
+        entry["contextWindow"], entry["maxOutputTokens"] = limits(model)
     entry["inputTokens"] += wire["input_tokens"]
     entry["outputTokens"] += wire["output_tokens"]
     entry["cacheReadInputTokens"] += wire["cache_read_input_tokens"]

@@ -47,7 +47,7 @@ class Session:
     def add(self, model: str, wire: dict[str, int], cost: float) -> None:
         """A turn's usage (Anthropic's counters) and cost, or a headless run's totals."""
         for table in (self.frame_model_usage, self.model_usage):
-            add_model_usage(table, model, wire, cost, self.limits(model))
+            add_model_usage(table, model, wire, cost, self.limits)
         self.cost += cost
 
     def result(self, run: RunSummary, error: ApiError | None) -> dict[str, Any]:
