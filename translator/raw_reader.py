@@ -226,4 +226,4 @@ class RawReader:
             return
         stamp = E.timestamp_s(ev.ts, ev.timestamp)
         if stamp is not None:
-            fold._clock.kind = RECORDED
+            fold._use_recorded_clock()

@@ -14,6 +14,7 @@ from translator.clock import Clock, Source
 from translator.diagnostics import Notice
 from translator.encoders import DECODED, RAW, Encoder, RunSummary
 from translator.model import (
+    RECORDED,
     WALL,
     AssistantTextDelta,
     DeltaRun,
@@ -66,6 +67,8 @@ class RunFold:
         self._warned: set[str] = set()
         self._orphan_of: Encoder | None = None  # the encoder, while a failed run's rest is skipped
         self._delta_mode = encoder.delta_mode
+        # Whether events' times are worked out for the encoder (see _stamp).
+        self._timed = encoder.timed or self._clock.kind == RECORDED
 
     def _end_orphan(self) -> None:
         """The failed run is over (its end, or a new run's start): translate again."""
@@ -89,7 +92,15 @@ class RunFold:
     # ------------------------------------------------------------------ frames and time
 
     def _stamp(self, now: float, src: Source) -> float:
-        return self._clock.stamp(now, src, self._frame)
+        """An event's time for the encoder: 0.0 for one whose frames carry none, unless the
+        recorded clock reads the event's stamp (it keeps the last one). The hot handlers say
+        the same inline."""
+        return self._clock.stamp(now, src, self._frame) if self._timed else 0.0
+
+    def _use_recorded_clock(self) -> None:
+        """`--clock auto` found the first event stamped: the stream is timed by its stamps."""
+        self._clock.kind = RECORDED
+        self._timed = True
 
     def _open(self, now: float, src: Source) -> Frame:
         self._frame = frame = Frame(self._clock.run_start(now, src))
@@ -185,9 +196,9 @@ class RunFold:
         if fr.fallback is not None:
             fr.fallback.append(run)
         if self._delta_mode == RAW and not one_by_one:
-            self.encoder.raw_deltas(run, self._stamp(now, None))
+            self.encoder.raw_deltas(run, self._clock.stamp(now, None, fr) if self._timed else 0.0)
         elif self._delta_mode == DECODED or one_by_one:
-            t = self._stamp(now, None)
+            t = self._clock.stamp(now, None, fr) if self._timed else 0.0
             text, thinking = self.encoder.text_delta, self.encoder.thinking_delta
             for ev in run.deltas:
                 if isinstance(ev, AssistantTextDelta):
@@ -220,33 +231,34 @@ class RunFold:
             if fr.fallback is not None:
                 del fr.fallback[fr.fallback_mark :]
             fr.tools.clear()
-            self.encoder.turn_retry(ev, fr.attempts, self._stamp(now, ev))
+            self.encoder.turn_retry(ev, fr.attempts, self._clock.stamp(now, ev, fr) if self._timed else 0.0)
             return
         fr.open_index = index
         fr.attempts = 0
         fr.fallback_mark = len(fr.fallback) if fr.fallback is not None else 0
         fr.turn_deltas = 0
-        self.encoder.turn_start(ev, self._stamp(now, ev))
+        self.encoder.turn_start(ev, self._clock.stamp(now, ev, fr) if self._timed else 0.0)
 
     def _tool_start(self, ev: ToolCallStart, now: float) -> None:
         fr = self._frame_for(now, ev)
         self._model_event(fr, now, ev)
         fr.tools[ev.tool_use_id] = (ev.name, [])
-        self.encoder.tool_start(ev, self._stamp(now, ev))
+        self.encoder.tool_start(ev, self._clock.stamp(now, ev, fr) if self._timed else 0.0)
 
     def _tool_input(self, ev: ToolCallInputDelta, now: float) -> None:
         fr = self._frame_for(now, ev)
         self._model_event(fr, now, ev)
         fr.turn_deltas += 1
         fr.tools.setdefault(ev.tool_use_id, (None, []))[1].append(ev.partial_json)
-        self.encoder.tool_input(ev, self._stamp(now, ev))
+        self.encoder.tool_input(ev, self._clock.stamp(now, ev, fr) if self._timed else 0.0)
 
     def _tool_end(self, ev: ToolCallEnd, now: float) -> None:
         fr = self._frame_for(now, ev)
         self._move(Move.TOOL_END, now)
         name, parts = fr.tools.pop(ev.tool_use_id, (None, []))
         fr.tool_calls += 1
-        self.encoder.tool_call(ev.tool_use_id, name, tool_input("".join(parts)), ev, self._stamp(now, ev))
+        t = self._clock.stamp(now, ev, fr) if self._timed else 0.0
+        self.encoder.tool_call(ev.tool_use_id, name, tool_input("".join(parts)), ev, t)
 
     def _turn_end(self, ev: TurnEnd, now: float) -> None:
         fr = self._frame_for(now, ev)
@@ -280,7 +292,7 @@ class RunFold:
         fr.open_index = None
         fr.turn_deltas = 0
         fr.tools.clear()
-        self.encoder.turn_end(ev, model, cost, self._stamp(now, ev))
+        self.encoder.turn_end(ev, model, cost, self._clock.stamp(now, ev, fr) if self._timed else 0.0)
 
     def _run_end(self, ev: RunEnd, now: float) -> None:
         fr = self._frame_for(now, ev)

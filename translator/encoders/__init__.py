@@ -62,6 +62,9 @@ class Encoder(Protocol):
 
     out: list[bytes]  # one frame (a line, newline included) per item
     delta_mode: str  # SKIP, RAW or DECODED
+    # Whether any frame it writes carries the times (`t`) it is told: when none does, the fold
+    # does not work them out (on the recorded clock it still reads each event's stamp) and tells 0.0.
+    timed: bool
     # Whether headless stream-json input is translated (its echoed prompt then answers the run
     # before it, as Claude Code frames runs) or passed through (see headless_frame).
     translates_headless: bool

@@ -42,6 +42,7 @@ class EnrichedEncoder:
         self._init_sent = False
         self._headless = False  # the open run is headless input: its frames pass as they came
         self.delta_mode = DECODED if self._partial else SKIP
+        self.timed = False  # no frame of this format carries a time
         self.translates_headless = False
 
     def _emit(self, frame: dict[str, Any]) -> None:

@@ -63,6 +63,7 @@ class ClaudeCodeEncoder:
         # be shown before its TurnEnd (a tool call follows it); thinking deltas are needed at
         # once (thinking_tokens). So deltas come raw and are decoded when that is known.
         self.delta_mode = SKIP if results_only else DECODED if self.partial else RAW
+        self.timed = True
         self.translates_headless = True
         self.new_id = new_id = new_id or uuid4_source()
         self.model = ""
