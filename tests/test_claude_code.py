@@ -262,3 +262,26 @@ def test_fresh_ids_are_random_version_4_uuids_never_repeated() -> None:
     # random: every hex digit turns up, at a plausible rate, in the 30 random digits of each
     assert {d: digits.count(d) for d in "0123456789abcdef"}.keys() == set("0123456789abcdef")
     assert min(digits.count(d) for d in "0123456789abcdef") > len(ids) * 30 / 16 / 2
+
+
+@pytest.mark.parametrize("partial", [False, True])
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_every_frame_is_the_bytes_orjson_writes_for_it(name: str, partial: bool) -> None:
+    """The frames written for every block, tool result and run (frames.ASSISTANT, USER,
+    init_parts) are serialised by hand around their values: they must be byte for byte what
+    serialising the whole frame writes (key order, separators, escapes)."""
+    from itertools import count
+
+    ids = count()
+    rates = RateCard.bundled()
+    weird = 'S "quoted" \\ \u2028 \x00'  # a session id that needs escaping
+    encoder = ClaudeCodeEncoder([], session_id=weird, partial=partial, limits=rates.limits,
+                                new_id=lambda: f'id-{next(ids)}"\\')  # fmt: skip
+    core = Translator(encoder, rates=rates)
+    core.feed(events(name), 1.5)
+    core.end(2.25)
+    lines = core.take_output().splitlines()
+    kinds = {kind(orjson.loads(line)) for line in lines}
+    assert "system/init" in kinds
+    for line in lines:
+        assert orjson.dumps(orjson.loads(line)) == line

@@ -115,6 +115,10 @@ def in_place(blocks: Sequence[Streamed], content: list[Any]) -> bool:
 def tool_result_content(blocks: list[Any]) -> Any:
     """A tool result's content as Claude Code writes it: a plain string when it is all text
     (text blocks whose text is a string; anything else is kept as the blocks it is)."""
+    if len(blocks) == 1:  # the usual case, one text block: its text
+        block = blocks[0]
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(text := block.get("text", ""), str):
+            return text
     if all(isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text", ""), str) for b in blocks):
         return "\n".join(b.get("text", "") for b in blocks)
     return blocks

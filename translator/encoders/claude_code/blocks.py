@@ -9,8 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
+from orjson import dumps
 
-from translator.encoders.claude_code.frames import _NL, UNKNOWN_USAGE, iso
+from translator.encoders.claude_code.frames import _NL, ASSISTANT, THINKING_EXTRA, UNKNOWN_USAGE_JSON, iso_json
 from translator.encoders.content import claude_block, is_empty_text
 from translator.model import (
     AssistantTextDelta,
@@ -44,13 +45,14 @@ class TurnBlocks:
     afresh with `start`)."""
 
     __slots__ = ("blocks", "emitted", "frames", "holding", "message_id", "new_id", "out", "partial",
-                 "pending", "session_id", "thinking_tokens", "tools", "turn_model")  # fmt: skip
+                 "pending", "session_id", "session_json", "thinking_tokens", "tools", "turn_model")  # fmt: skip
 
     def __init__(
         self, out: list[bytes], session_id: str, new_id: Callable[[], str], *, partial: bool, frames: bool
     ) -> None:
         self.out = out
         self.session_id = session_id
+        self.session_json = dumps(session_id)
         self.new_id = new_id
         self.partial = partial  # partial messages: stream events around every block
         self.frames = frames  # not --results-only
@@ -130,54 +132,41 @@ class TurnBlocks:
         while self.emitted < len(self.blocks) and self.blocks[self.emitted].done:
             self.write(self.blocks[self.emitted], t, None, None)
 
-    def write(self, block: Block, t: float, content: dict[str, Any] | None, usage: dict[str, Any] | None) -> None:
+    def write(self, block: Block, t: float, content: dict[str, Any] | None, usage: bytes | None) -> None:
         """The block's assistant frame (from `content`, the authoritative message block, when
         given); with partial messages, after its signature and before its content_block_stop."""
         self.emitted += 1
         block.done = True
         if content is not None:
             content = claude_block(content)
+        elif block.kind == "tool_use":
+            content = {"type": "tool_use", "id": block.tool_id, "name": block.name, "input": block.input}
         else:
+            text = "".join(block.parts)
+            block.parts = [text]  # complete: TurnEnd matches it by this text, joined once
             if block.kind == "text":
-                content = {"type": "text", "text": "".join(block.parts)}
-            elif block.kind == "thinking":
-                content = {"type": "thinking", "thinking": "".join(block.parts), "signature": ""}
+                content = {"type": "text", "text": text}
             else:
-                content = {"type": "tool_use", "id": block.tool_id, "name": block.name, "input": block.input}
+                content = {"type": "thinking", "thinking": text, "signature": ""}
         if self.partial and block.kind == "thinking":  # "" when the block ended before its TurnEnd
             self.stream(
                 {"type": "content_block_delta", "index": block.index,
                  "delta": {"type": "signature_delta", "signature": content.get("signature", "")}}
             )
         if self.frames and not is_empty_text(content):  # the agent drops empty text blocks
-            self._emit(self._assistant(block, t, content, usage))
+            self.out.append(self._assistant(block, t, content, usage))
         if self.partial:
             self.stream({"type": "content_block_stop", "index": block.index})
 
-    def _assistant(self, block: Block, t: float, content: dict[str, Any], usage: dict[str, Any] | None) -> dict[str, Any]:
-        frame: dict[str, Any] = {
-            "type": "assistant",
-            "message": {
-                "id": self.message_id,
-                "type": "message",
-                "role": "assistant",
-                "model": self.turn_model,
-                "content": [content],
-                "stop_reason": None,
-                "stop_sequence": None,
-                "usage": usage or UNKNOWN_USAGE,
-                "context_management": None,
-            },
-            "parent_tool_use_id": None,
-            "session_id": self.session_id,
-            "uuid": self.new_id(),
-            "timestamp": iso(t),
-            "request_id": None,
-        }
+    def _assistant(self, block: Block, t: float, content: dict[str, Any], usage: bytes | None) -> bytes:
+        """`usage`: the turn's, serialised (None before its TurnEnd: zeros)."""
+        extra = b""
         if block.kind == "thinking":
-            frame["thinking_duration_ms"] = max(0, round((t - block.t_start) * 1000))
-            frame["thinking_display"] = "updates"
-        return frame
+            extra = THINKING_EXTRA % max(0, round((t - block.t_start) * 1000))
+        return ASSISTANT % (
+            dumps(self.message_id), dumps(self.turn_model), dumps(content), usage or UNKNOWN_USAGE_JSON,
+            self.session_json, dumps(self.new_id()), iso_json(t), extra,
+        )  # fmt: skip
 
     # ---------------------------------------------------------------- blocks from the events
 

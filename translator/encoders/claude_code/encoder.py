@@ -14,16 +14,18 @@ from typing import Any
 
 import orjson
 from msgspec import Raw
+from orjson import dumps
 
 from translator.encoders import DECODED, RAW, SKIP, RunSummary
 from translator.encoders.claude_code.blocks import TurnBlocks
 from translator.encoders.claude_code.frames import (
     _NL,
-    INIT,
     RETRY_ERRORS,
     UNKNOWN_USAGE,
+    USER,
     api_error_message,
-    iso,
+    init_parts,
+    iso_json,
     uuid4_source,
     wire_usage,
 )
@@ -45,6 +47,12 @@ from translator.model import (
 
 
 class ClaudeCodeEncoder:
+    raw_deltas: Callable[[DeltaRun, float], None]
+    text_delta: Callable[[AssistantTextDelta, float], None]
+    thinking_delta: Callable[[AssistantThinkingDelta, float], None]
+    tool_start: Callable[[ToolCallStart, float], None]
+    tool_input: Callable[[ToolCallInputDelta, float], None]
+
     def __init__(
         self,
         out: list[bytes],
@@ -68,7 +76,16 @@ class ClaudeCodeEncoder:
         self.new_id = new_id = new_id or uuid4_source()
         self.model = ""
         self.session = Session(session_id, partial=self.partial, frames=self.frames, limits=limits, new_id=new_id)
-        self.turn = TurnBlocks(self.out, session_id, new_id, partial=self.partial, frames=self.frames)
+        self.turn = turn = TurnBlocks(self.out, session_id, new_id, partial=self.partial, frames=self.frames)
+        # Deltas and tool calls as they stream build the open turn's blocks: the fold calls the
+        # turn's own methods (for most of a stream's events, one call less).
+        self.raw_deltas = turn.raw_deltas
+        self.text_delta = turn.text_delta
+        self.thinking_delta = turn.thinking_delta
+        self.tool_start = turn.tool_start
+        self.tool_input = turn.tool_input
+        self._init = init_parts(session_id)
+        self.session_json = dumps(session_id)
         self._new_frame(0.0)
 
     # ---------------------------------------------------------------- frame and turn state
@@ -80,7 +97,7 @@ class ClaudeCodeEncoder:
 
     def _new_turn(self, message_id: str, model: str) -> None:
         self.turn.start(message_id, model)
-        self.results: list[dict[str, Any]] = []  # tool results waiting for the turn's end
+        self.results: list[bytes] = []  # tool results' frames waiting for the turn's end
         self.answered: set[str] = set()  # tool calls whose result frame is out
 
     def _emit(self, frame: dict[str, Any]) -> None:
@@ -92,7 +109,8 @@ class ClaudeCodeEncoder:
         self.model = model or self.model
         self._new_frame(t)
         if self.frames:
-            self._emit({**INIT, "session_id": self.session_id, "model": self.model, "uuid": self.new_id()})
+            first, middle, last = self._init
+            self.out.append(b"".join((first, dumps(self.model), middle, dumps(self.new_id()), last)))
 
     def turn_start(self, ev: TurnStart, t: float) -> None:
         self._new_turn(ev.message_id, ev.model)
@@ -126,23 +144,6 @@ class ClaudeCodeEncoder:
             )
         self.turn_start(ev, t)
 
-    # Deltas and tool calls as they stream build the open turn's blocks.
-
-    def raw_deltas(self, run: DeltaRun, t: float) -> None:
-        self.turn.raw_deltas(run, t)
-
-    def text_delta(self, ev: AssistantTextDelta, t: float) -> None:
-        self.turn.text_delta(ev, t)
-
-    def thinking_delta(self, ev: AssistantThinkingDelta, t: float) -> None:
-        self.turn.thinking_delta(ev, t)
-
-    def tool_start(self, ev: ToolCallStart, t: float) -> None:
-        self.turn.tool_start(ev, t)
-
-    def tool_input(self, ev: ToolCallInputDelta, t: float) -> None:
-        self.turn.tool_input(ev, t)
-
     def tool_call(self, tool_use_id: str, name: str | None, input: Any, end: ToolCallEnd, t: float) -> None:
         turn = self.turn
         turn.resolve(t)
@@ -161,55 +162,50 @@ class ClaudeCodeEncoder:
         if not self.frames:
             return
         text = tool_result_content(content)
-        frame = {
-            "type": "user",
-            "message": {
-                "role": "user",
-                "content": [{"tool_use_id": tool_use_id, "type": "tool_result", "content": text, "is_error": is_error}],
-            },
-            "parent_tool_use_id": None,
-            "session_id": self.session_id,
-            "uuid": self.new_id(),
-            "timestamp": iso(t),
-            "tool_use_result": tool_use_result(name, text),
-            "tool_result_meta": [],
-        }
+        text_json = dumps(text)
+        result = tool_use_result(name, text)
+        frame = USER % (
+            dumps(tool_use_id), text_json, dumps(is_error), self.session_json, dumps(self.new_id()), iso_json(t),
+            text_json if result is text else dumps(result),
+        )  # fmt: skip
         if self.partial:
             # Claude Code closes the message stream (message_delta with the turn's stop reason
             # and usage, message_stop) before the results; the agent reports those at TurnEnd,
             # which follows the last tool's end: the results wait for it.
             self.results.append(frame)
         else:
-            self._emit(frame)
+            self.out.append(frame)
 
     def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
         wire = wire_usage(ev.usage.counts())
-        usage = {**wire, "service_tier": "standard"}
         content = ev.assistant_message.content
         turn = self.turn
         turn.pending = []  # blocks only deltas announced are written from the message below
         # Blocks not written yet are written from the authoritative message (it carries the
         # thinking signatures), each matched to its block there by content.
         matched = match_blocks(turn.blocks, content)
-        for block, at in zip(turn.blocks[turn.emitted :], matched[turn.emitted :], strict=True):
-            turn.write(block, t, None if at is None else content[at], usage)
-        taken = set(matched)
-        unannounced = [at for at, c in enumerate(content) if at not in taken and not is_empty_text(c)]
-        if unannounced:
-            self._unannounced(content, unannounced, ev.tool_results, usage, t)
+        unwritten = len(turn.blocks) - turn.emitted
+        untaken = len(content) - (len(matched) - matched.count(None))  # at least the unannounced blocks
+        if unwritten or untaken:
+            usage = dumps({**wire, "service_tier": "standard"})
+            for block, at in zip(turn.blocks[turn.emitted :], matched[turn.emitted :], strict=True):
+                turn.write(block, t, None if at is None else content[at], usage)
+            taken = set(matched)
+            unannounced = [at for at, c in enumerate(content) if at not in taken and not is_empty_text(c)]
+            if unannounced:
+                self._unannounced(content, unannounced, ev.tool_results, usage, t)
         if self.partial:
             turn.stream(
                 {"type": "message_delta", "delta": {"stop_reason": ev.stop_reason, "stop_sequence": None},
                  "usage": wire}
             )
             turn.stream({"type": "message_stop"})
-        for frame in self.results:
-            self._emit(frame)
+        self.out.extend(self.results)
         self.session.add(model or turn.turn_model, wire, cost)
         self.last_turn_end = t
         self._new_turn("", self.model)
 
-    def _unannounced(self, content: list[Any], positions: list[int], copies: Raw, usage: dict[str, Any], t: float) -> None:
+    def _unannounced(self, content: list[Any], positions: list[int], copies: Raw, usage: bytes, t: float) -> None:
         """The message's blocks at `positions`, which no event announced (a headless turn
         without partial messages, say); a tool call among them is answered from TurnEnd's own
         copy of the results (`copies`)."""
@@ -266,8 +262,7 @@ class ClaudeCodeEncoder:
         if run.upstream is not None:  # headless input reports tokens and cost once, at its end
             cost = run.upstream.get("total_cost_usd")
             self.session.add(self.model, wire_usage(run.usage), float(cost) if isinstance(cost, (int, float)) else 0.0)
-        for pending in self.results:
-            self._emit(pending)
+        self.out.extend(self.results)
         self.results = []
         error = api_error(str(run.stop_value)) if run.stop_kind == "ProviderError" else None
         if error is not None and self.frames:  # Claude Code's synthetic message before the result
