@@ -7,7 +7,7 @@ import functools
 import os
 import signal
 import sys
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from translator import __version__
 from translator.api import FORMATS, make_encoder
@@ -17,9 +17,11 @@ from translator.diagnostics import use_json
 from translator.fold import Options
 from translator.rates import ENV_CARD, RateCard
 from translator.shell import modes
-from translator.shell.output import OutputFile
 from translator.shell.sink import Config, Outcome
 from translator.usage import EX_CONFIG, EX_IOERR, EX_NOINPUT, EX_USAGE, UserError, check
+
+if TYPE_CHECKING:
+    from translator.shell.output import OutputFile
 
 EX_OK, EX_DATAERR, EX_SOFTWARE, EX_CANTCREAT = 0, 65, 70, 73
 # The agent's own exit status per result subtype (caliban-event-formats.md, exit codes).
@@ -71,13 +73,19 @@ def octal(text: str) -> int:
     return int(text, 8)
 
 
+def unsized(prog: str) -> argparse.HelpFormatter:
+    """The formatter argparse makes for every option added, to check its metavar: given a
+    width, it does not import shutil to ask the terminal's (~2 ms a start, for nothing)."""
+    return argparse.HelpFormatter(prog, width=80)
+
+
 def build_parser() -> Parser:
     p = Parser(
         prog="translator",
         description="Translate a coding agent's raw event stream (JSONL) into stream-json whose "
         "result frame carries the Claude Code keys (ADR 0049).",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=unsized,
     )
     p.add_argument("files", nargs="*", metavar="FILE", help="inputs in order; '-' or none: stdin")
     p.add_argument(
@@ -213,6 +221,7 @@ def build_parser() -> Parser:
         help="print a completion script for SHELL (bash, zsh or tcsh) and exit, e.g. "
         "translator --print-completion bash > ~/.local/share/bash-completion/completions/translator",
     )
+    p.formatter_class = argparse.RawDescriptionHelpFormatter  # help and usage: the terminal's width
     return p
 
 
@@ -294,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         return modes.out_dir(args.files, args.out_dir, args.jobs, template, args.results_table, args.cluster)
     output: OutputFile | None = None
     if args.output not in (None, "-"):
+        from translator.shell.output import OutputFile  # only -o FILE needs it
+
         try:
             output = OutputFile(args.output, atomic=args.follow is None)
         except OSError as exc:
