@@ -106,4 +106,4 @@ def reply(content: list[Any]) -> tuple[str, str | None]:
     """A message's text blocks joined (what the agent calls its reply), and its last non-empty
     text block (what Claude Code calls its result)."""
     texts = [b["text"] for b in content if type(b) is dict and b.get("type") == "text" and type(b.get("text")) is str]
-    return "".join(texts), next((t for t in reversed(texts) if t), None)
+    return "".join(texts), next(filter(None, reversed(texts)), None)

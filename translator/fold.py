@@ -10,6 +10,8 @@ arrived (`now`, monotonic seconds) and collects what came out with `take_output(
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import groupby
+from operator import attrgetter
 from typing import Any
 
 from translator import events as E
@@ -20,7 +22,7 @@ from translator.encoders import SILENT, Encoder
 from translator.events import BadLine
 from translator.headless_reader import HeadlessReader
 from translator.lines import EXCERPT_BYTES, LineBuffer
-from translator.model import DELTAS, DeltaRun
+from translator.model import DELTAS, Delta, DeltaRun
 from translator.model import ESTIMATED as ESTIMATED  # re-exported: the clocks are read from here too
 from translator.model import RECORDED as RECORDED
 from translator.model import WALL as WALL
@@ -32,6 +34,8 @@ from translator.states import Move
 from translator.stops import LOST_RUN_END as LOST_RUN_END  # re-exported: callers read them here
 from translator.stops import THINKING_BUDGET as THINKING_BUDGET
 from translator.stops import TRUNCATED as TRUNCATED
+
+IS_DELTA = attrgetter("is_delta")
 
 
 class Translator(RunFold):
@@ -180,28 +184,31 @@ class Translator(RunFold):
     def events(self, evs: list[M.TurnEvent], first_no: int, now: float, line_of: Callable[[int], bytes]) -> None:
         """A batch of events, one per line from line `first_no` on, every one checked: each
         run of deltas in it moves the fold as one. `line_of(k)`: the k-th line's bytes, for
-        the reject file if its event makes the fold fail."""
+        the reject file if its event makes the fold fail. The runs are found in C (`groupby`):
+        a run costs one step here, not one a delta."""
         handlers = self._handlers
-        i, n = 0, len(evs)
-        while i < n and not self.stopped:
-            ev = evs[i]
-            if type(ev) in DELTAS:
-                j = i + 1
-                while j < n and type(evs[j]) in DELTAS:
-                    j += 1
-                self.line_no = first_no + j - 1
+        k = 0  # the next event's place in the batch
+        for deltas, group in groupby(evs, IS_DELTA):
+            if deltas:
+                run: list[Delta] = list(group)  # type: ignore[arg-type]
+                k += len(run)
+                self.line_no = first_no + k - 1
                 try:
-                    self._deltas(DeltaRun(evs[i:j]), now)  # type: ignore[arg-type]
+                    self._deltas(DeltaRun(run), now)
                 except Exception as exc:
-                    self._fault(exc, line_of(j - 1), now)
-                i = j
-            else:
-                self.line_no = first_no + i
+                    self._fault(exc, line_of(k - 1), now)
+                if self.stopped:
+                    return
+                continue
+            for ev in group:
+                self.line_no = first_no + k
                 try:
                     handlers[type(ev)](ev, now)
                 except Exception as exc:
-                    self._fault(exc, line_of(i), now)
-                i += 1
+                    self._fault(exc, line_of(k), now)
+                if self.stopped:
+                    return
+                k += 1
 
     def event(self, ev: M.TurnEvent, now: float) -> None:
         """One event of the line just read."""

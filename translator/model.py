@@ -13,9 +13,8 @@ stream-json) hand the fold these classes. Imports nothing of the package.
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from operator import attrgetter
-from typing import Annotated, Any, Union
+from typing import Annotated, Any, ClassVar, Union
 
 import msgspec
 import orjson
@@ -82,6 +81,8 @@ class Event(Struct, kw_only=True, tag_field="type", **_CONFIG):
 
     ts: Stamp | None = None
     timestamp: str | None = None
+    # A text or thinking delta (no field: a class's own): a batch's runs of them are found by it in C.
+    is_delta: ClassVar[bool] = False
 
 
 class TurnStart(Event, tag=True, **_CONFIG):
@@ -94,12 +95,14 @@ class AssistantTextDelta(Event, tag=True, **_CONFIG):
     turn_index: U32
     content_block_index: U32
     text: str
+    is_delta: ClassVar[bool] = True
 
 
 class AssistantThinkingDelta(Event, tag=True, **_CONFIG):
     turn_index: U32
     content_block_index: U32
     text: str
+    is_delta: ClassVar[bool] = True
 
 
 class ToolCallStart(Event, tag=True, **_CONFIG):
@@ -366,9 +369,9 @@ def __getattr__(name: str) -> msgspec.json.Decoder[Any]:
     return decoder
 
 
-@dataclass(frozen=True, slots=True)
-class DeltaRun:
-    """A run of consecutive text/thinking deltas, handed to the fold as one."""
+class DeltaRun(Struct, **_CONFIG):
+    """A run of consecutive text/thinking deltas, handed to the fold as one (a Struct: one is
+    built for every run, and a Struct is built in C)."""
 
     deltas: list[Delta]
 

@@ -27,7 +27,7 @@ from translator.model import (
 )
 from translator.rates import RateCard, turn_cost
 from translator.run import Frame, summary
-from translator.states import STAYS, Move, Recovery, RunState, State
+from translator.states import QUIET, STAYS, Move, Recovery, RunState, State
 from translator.stops import classify
 
 
@@ -108,7 +108,7 @@ class RunFold:
         return frame
 
     def _close_turn_span(self, fr: Frame, now: float, end: TurnEnd | None) -> None:
-        self._clock.turn_span(fr, now, end, self.in_turn)
+        self._clock.turn_span(fr, now, end, self._runs.state is State.IN_TURN)
 
     @property
     def clock(self) -> str:
@@ -145,10 +145,13 @@ class RunFold:
 
     def _move(self, move: str, now: float) -> None:
         """Make a move through the table (states.py); a recovery closes the open run first."""
-        if (self._runs.state, move) in STAYS:
+        runs = self._runs
+        to = QUIET.get((runs.state, move))
+        if to is not None:  # (the table's own entry: nothing said or closed)
+            runs.state = to
             return
         self._move_now = now
-        self._runs.move(move, self._recover)
+        runs.move(move, self._recover)
 
     def _recover(self, recovery: Recovery) -> None:
         """A recovery move is said at the line it happened (not while a failed run's rest is
@@ -177,21 +180,25 @@ class RunFold:
         fr.last_now = now
         return fr
 
-    def _model_event(self, fr: Frame, now: float, src: Source) -> None:
+    def _model_frame(self, now: float, src: Source) -> Frame:
+        """`_frame_for` an event of the model streaming (a delta, a turn or a tool call
+        starting, a tool's input): the run's first and the turn's last model output are timed."""
+        fr = self._frame or self._open(now, src)
+        fr.last_now = now
         if fr.first_model_now is None:
             fr.first_model_now = now
         if (self._runs.state, Move.MODEL) not in STAYS:
             self._move(Move.MODEL, now)
         fr.last_model_now = now
         fr.last_model_src = src
+        return fr
 
     def _deltas(self, run: DeltaRun, now: float, one_by_one: bool = False) -> None:
         """Account a run of text/thinking deltas as one. It is kept for the fallback reply while
         no turn has given one, and handed whole to an encoder that takes it so. `one_by_one`:
         to the encoder delta by delta whatever it asked for (a headless turn's deltas: no
         message follows them that would say what they were)."""
-        fr = self._frame_for(now, run.last)
-        self._model_event(fr, now, run.last)
+        fr = self._model_frame(now, run.last)
         fr.turn_deltas += run.count
         if fr.fallback is not None:
             fr.fallback.append(run)
@@ -219,11 +226,10 @@ class RunFold:
         restart = fr is not None and not retry and index == 0 and fr.turns and numbered
         self._move(Move.RETRY if retry else Move.RESTART if restart else Move.TURN_START, now)
         self.model = ev.model if self.model is None else self.model
-        fr = self._frame_for(now, ev)
+        fr = self._model_frame(now, ev)
         fr.saw_turn = True
         fr.turn_model = ev.model
         fr.message_ids.append(ev.message_id)
-        self._model_event(fr, now, ev)
         if retry:
             # The same turn sent again (the agent's max_tokens or drain retry): nothing of
             # the abandoned attempt is the reply. Its deltas still count as API time.
@@ -240,21 +246,20 @@ class RunFold:
         self.encoder.turn_start(ev, self._clock.stamp(now, ev, fr) if self._timed else 0.0)
 
     def _tool_start(self, ev: ToolCallStart, now: float) -> None:
-        fr = self._frame_for(now, ev)
-        self._model_event(fr, now, ev)
+        fr = self._model_frame(now, ev)
         fr.tools[ev.tool_use_id] = (ev.name, [])
         self.encoder.tool_start(ev, self._clock.stamp(now, ev, fr) if self._timed else 0.0)
 
     def _tool_input(self, ev: ToolCallInputDelta, now: float) -> None:
-        fr = self._frame_for(now, ev)
-        self._model_event(fr, now, ev)
+        fr = self._model_frame(now, ev)
         fr.turn_deltas += 1
         fr.tools.setdefault(ev.tool_use_id, (None, []))[1].append(ev.partial_json)
         self.encoder.tool_input(ev, self._clock.stamp(now, ev, fr) if self._timed else 0.0)
 
     def _tool_end(self, ev: ToolCallEnd, now: float) -> None:
         fr = self._frame_for(now, ev)
-        self._move(Move.TOOL_END, now)
+        if (self._runs.state, Move.TOOL_END) not in STAYS:
+            self._move(Move.TOOL_END, now)
         name, parts = fr.tools.pop(ev.tool_use_id, (None, []))
         fr.tool_calls += 1
         t = self._clock.stamp(now, ev, fr) if self._timed else 0.0

@@ -122,11 +122,11 @@ TRANSITIONS: dict[str, dict[str, To]] = {
 }
 
 
-# The moves that change nothing where they are made (the same state, nothing said or closed),
-# read off the table: the fold's hot path skips the table for them.
-STAYS = frozenset(
-    (state, move) for state, row in TRANSITIONS.items() for move, to in row.items() if to.state == state and to.recovery is None
-)
+# The moves that say and close nothing, read off the table, to the state each leads to: the
+# fold's hot path makes them without a call; those of them that change nothing where they are
+# made (the same state), it skips.
+QUIET = {(state, move): to.state for state, row in TRANSITIONS.items() for move, to in row.items() if to.recovery is None}
+STAYS = frozenset(key for key, state in QUIET.items() if key[0] == state)
 
 
 class IllegalMove(Exception):
@@ -134,7 +134,7 @@ class IllegalMove(Exception):
 
 
 class RunState:
-    """The current state; it changes only through the table."""
+    """The current state; it changes only through the table (`move`, or a `QUIET` entry)."""
 
     __slots__ = ("state",)
 
