@@ -11,7 +11,18 @@ from typing import Any
 import orjson
 from orjson import dumps
 
-from translator.encoders.claude_code.frames import _NL, ASSISTANT, THINKING_EXTRA, UNKNOWN_USAGE_JSON, iso_json
+from translator.encoders.claude_code.frames import (
+    ASSISTANT,
+    INPUT_DELTA,
+    STREAM_EVENT,
+    TEXT_DELTA,
+    THINKING_DELTA,
+    THINKING_DISPLAY,
+    THINKING_EXTRA,
+    THINKING_TOKENS,
+    UNKNOWN_USAGE_JSON,
+    iso_json,
+)
 from translator.encoders.content import claude_block, is_empty_text
 from translator.model import (
     AssistantTextDelta,
@@ -44,7 +55,7 @@ class TurnBlocks:
     """One turn's content blocks and the frames that carry them (the encoder starts each turn
     afresh with `start`)."""
 
-    __slots__ = ("blocks", "emitted", "frames", "holding", "message_id", "new_id", "out", "partial",
+    __slots__ = ("blocks", "emitted", "frames", "holding", "message_id", "message_json", "new_id", "out", "partial",
                  "pending", "session_id", "session_json", "thinking_tokens", "tools", "turn_model")  # fmt: skip
 
     def __init__(
@@ -61,6 +72,7 @@ class TurnBlocks:
     def start(self, message_id: str, model: str) -> None:
         """A new turn: nothing of the previous one is kept."""
         self.message_id = message_id
+        self.message_json = dumps(message_id)
         self.turn_model = model
         self.blocks: list[Block] = []  # this turn's blocks, in order
         self.tools: dict[str, Block] = {}  # its tool_use blocks by id (the first, if one repeats)
@@ -69,22 +81,12 @@ class TurnBlocks:
         self.pending: list[DeltaRun] = []  # runs of deltas, undecoded
         self.thinking_tokens = 0
 
-    def _emit(self, frame: dict[str, Any]) -> None:
-        self.out.append(orjson.dumps(frame, option=_NL))
-
-    def stream(self, event: dict[str, Any], **extra: Any) -> None:
-        """A `stream_event` (callers check `partial`: only partial messages have them)."""
-        self._emit(
-            {
-                "type": "stream_event",
-                "event": event,
-                "session_id": self.session_id,
-                "parent_tool_use_id": None,
-                "uuid": self.new_id(),
-                **extra,
-                "api_message_id": self.message_id,
-            }
-        )
+    def stream(self, event: dict[str, Any] | bytes, extra: bytes = b"") -> None:
+        """A `stream_event` (callers check `partial`: only partial messages have them): its
+        event, serialised or not; `extra`, the keys after its uuid, serialised."""
+        if not isinstance(event, bytes):
+            event = dumps(event)
+        self.out.append(STREAM_EVENT % (event, self.session_json, dumps(self.new_id()), extra, self.message_json))
 
     # ---------------------------------------------------------------- blocks
 
@@ -98,8 +100,8 @@ class TurnBlocks:
                 start = {"type": "thinking", "thinking": "", "signature": ""}
             else:
                 start = {"type": "tool_use", "id": tool_id, "name": name, "input": {}}
-            extra = {"thinking_display": "updates"} if kind == "thinking" else {}
-            self.stream({"type": "content_block_start", "index": index, "content_block": start}, **extra)
+            extra = THINKING_DISPLAY if kind == "thinking" else b""
+            self.stream({"type": "content_block_start", "index": index, "content_block": start}, extra)
         return block
 
     def _current(self, kind: str, index: int, t: float) -> Block:
@@ -164,7 +166,7 @@ class TurnBlocks:
         if block.kind == "thinking":
             extra = THINKING_EXTRA % max(0, round((t - block.t_start) * 1000))
         return ASSISTANT % (
-            dumps(self.message_id), dumps(self.turn_model), dumps(content), usage or UNKNOWN_USAGE_JSON,
+            self.message_json, dumps(self.turn_model), dumps(content), usage or UNKNOWN_USAGE_JSON,
             self.session_json, dumps(self.new_id()), iso_json(t), extra,
         )  # fmt: skip
 
@@ -191,21 +193,20 @@ class TurnBlocks:
                     self._thinking(ev, t)
 
     def text_delta(self, ev: AssistantTextDelta, t: float) -> None:
-        self.resolve(t)
+        if self.pending:
+            self.resolve(t)
         self._text(ev, t)
 
     def thinking_delta(self, ev: AssistantThinkingDelta, t: float) -> None:
-        self.resolve(t)
+        if self.pending:
+            self.resolve(t)
         self._thinking(ev, t)
 
     def _text(self, ev: AssistantTextDelta, t: float) -> None:
         block = self._current("text", ev.content_block_index, t)
         block.parts.append(ev.text)
         if self.partial:
-            self.stream(
-                {"type": "content_block_delta", "index": block.index,
-                 "delta": {"type": "text_delta", "text": ev.text}}
-            )
+            self.stream(TEXT_DELTA % (block.index, dumps(ev.text)))
 
     def _thinking(self, ev: AssistantThinkingDelta, t: float) -> None:
         block = self._current("thinking", ev.content_block_index, t)
@@ -213,16 +214,9 @@ class TurnBlocks:
         delta = int(len(ev.text) / CHARS_PER_TOKEN + 0.5)
         self.thinking_tokens += delta
         if self.frames:
-            self._emit(
-                {"type": "system", "subtype": "thinking_tokens", "estimated_tokens": self.thinking_tokens,
-                 "estimated_tokens_delta": delta, "session_id": self.session_id, "uuid": self.new_id()}
-            )
+            self.out.append(THINKING_TOKENS % (self.thinking_tokens, delta, self.session_json, dumps(self.new_id())))
         if self.partial:
-            self.stream(
-                {"type": "content_block_delta", "index": block.index,
-                 "delta": {"type": "thinking_delta", "thinking": ev.text}},
-                thinking_display="updates",
-            )
+            self.stream(THINKING_DELTA % (block.index, dumps(ev.text)), THINKING_DISPLAY)
 
     def tool_start(self, ev: ToolCallStart, t: float) -> None:
         self.resolve(t)
@@ -244,10 +238,7 @@ class TurnBlocks:
             return
         chunk = ev.partial_json
         if self.partial:
-            self.stream(
-                {"type": "content_block_delta", "index": block.index,
-                 "delta": {"type": "input_json_delta", "partial_json": chunk}}
-            )
+            self.stream(INPUT_DELTA % (block.index, dumps(chunk)))
         block.parts.append(chunk)
         # A prefix of a JSON object never parses: once the input does, it is all there.
         if chunk.rstrip().endswith("}"):

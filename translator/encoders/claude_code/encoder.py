@@ -21,6 +21,7 @@ from translator.encoders.claude_code.blocks import TurnBlocks
 from translator.encoders.claude_code.frames import (
     _NL,
     RETRY_ERRORS,
+    THINKING_DISPLAY,
     UNKNOWN_USAGE,
     USER,
     api_error_message,
@@ -125,11 +126,8 @@ class ClaudeCodeEncoder:
                 "model": ev.model, "content": [], "stop_reason": None,
                 "stop_sequence": None, "usage": UNKNOWN_USAGE,
             }
-            self.turn.stream(
-                {"type": "message_start", "message": message},
-                ttft_ms=max(0, round((t - self.last_turn_end) * 1000)),
-                thinking_display="updates",
-            )
+            ttft_ms = b',"ttft_ms":%d' % max(0, round((t - self.last_turn_end) * 1000))
+            self.turn.stream({"type": "message_start", "message": message}, ttft_ms + THINKING_DISPLAY)
 
     def turn_retry(self, ev: TurnStart, attempt: int, t: float) -> None:
         """The open turn sent again: its unfinished blocks are never written; Claude Code's

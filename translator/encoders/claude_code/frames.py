@@ -103,6 +103,19 @@ USER = (
     b'"tool_result_meta":[]}\n'
 )
 UNKNOWN_USAGE_JSON = orjson.dumps(UNKNOWN_USAGE)
+# With partial messages, a frame for every delta: its event (the delta's, or serialised) and the
+# keys after its uuid (THINKING_DISPLAY, say).
+STREAM_EVENT = (
+    b'{"type":"stream_event","event":%b,"session_id":%b,"parent_tool_use_id":null,"uuid":%b%b,"api_message_id":%b}\n'
+)
+TEXT_DELTA = b'{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%b}}'
+THINKING_DELTA = b'{"type":"content_block_delta","index":%d,"delta":{"type":"thinking_delta","thinking":%b}}'
+INPUT_DELTA = b'{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%b}}'
+THINKING_DISPLAY = b',"thinking_display":"updates"'
+THINKING_TOKENS = (
+    b'{"type":"system","subtype":"thinking_tokens","estimated_tokens":%d,"estimated_tokens_delta":%d,'
+    b'"session_id":%b,"uuid":%b}\n'
+)
 
 
 def init_parts(session_id: str) -> tuple[bytes, bytes, bytes]:
