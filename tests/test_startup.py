@@ -1,12 +1,14 @@
-"""What a start-up does not pay for: work that only some options need is done when they ask
-(each check runs the command's main in a fresh interpreter and looks at what it loaded)."""
+"""What a start-up (and an exit) does not pay for: work that only some options need is done
+when they ask (each check runs the command's main in a fresh interpreter and looks at what it
+loaded), and the exit skips the interpreter's teardown without losing anything."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
-from support_processes import fixture
+from support_processes import TRANSLATOR, fixture
 
 STRICT_BUILT = """\
 import sys
@@ -26,3 +28,26 @@ def built(*args: str) -> str:
 def test_the_strict_decoders_are_built_only_for_strict() -> None:
     assert built(fixture("thinking")) == "[]"
     assert built("--strict", fixture("thinking")) == "['STRICT']"
+
+
+def quiet_env() -> dict[str, str]:
+    """Without PYTHONUNBUFFERED: stdout to a pipe is block-buffered, as it is for most users."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+
+
+def test_the_exit_without_teardown_loses_nothing_buffered() -> None:
+    """The command ends without the interpreter's teardown: what sits in sys.stdout's and
+    sys.stderr's buffers is still written, and the status is the one asked for."""
+    code = "import sys, translator.cli as c; sys.stdout.write('x' * 5000 + 'end'); sys.stderr.write('no newline'); c.leave(3)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, env=quiet_env(), timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (3, b"x" * 5000 + b"end", b"no newline")
+    proc = subprocess.run([TRANSLATOR, "--exit-status", "--on-invalid", "fail"], input=b"not json\n",
+                          capture_output=True, env=quiet_env(), timeout=60)
+    assert proc.returncode == 65 and proc.stderr.startswith(b"translator: <stdin>:1: invalid JSON")
+
+
+def test_an_exit_hook_still_runs() -> None:
+    """Something registered to run at exit (a coverage tool, a library) gets the usual exit."""
+    code = "import atexit, sys, translator.cli as c; atexit.register(print, 'hook ran'); sys.argv[1:] = ['/dev/null']; c.run()"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, env=quiet_env(), timeout=60)
+    assert (proc.returncode, proc.stdout) == (0, b"hook ran\n")
