@@ -76,3 +76,31 @@ def test_a_text_block_is_written_from_its_own_message_block() -> None:
             + run_end(turns=1))
     assert blocks(claude_code(data)) == [{"type": "thinking", "thinking": "hmm", "signature": "s"},
                                          {"type": "text", "text": "Hi"}]
+
+
+def thinking(block: int, piece: str) -> bytes:
+    return line(type="AssistantThinkingDelta", turn_index=0, content_block_index=block, text=piece)
+
+
+TOOL = (line(type="ToolCallStart", turn_index=0, tool_use_id="t1", name="Read")
+        + line(type="ToolCallInputDelta", turn_index=0, tool_use_id="t1", partial_json='{"path": "a"}'))
+
+
+@pytest.mark.parametrize("partial", [False, True])
+def test_a_run_of_deltas_over_several_blocks_is_taken_block_by_block(partial: bool) -> None:
+    # Text deltas wait for their block's end; a run spanning two text blocks, or holding
+    # thinking, is taken delta by delta: every block its own frame, in order, thinking counted.
+    def kinds(frames: list[dict[str, Any]]) -> list[str]:
+        said = [f["subtype"] if f["type"] == "system" else f["type"] for f in frames if f["type"] != "stream_event"]
+        return [k for k in said if k != "status"]  # (partial messages' "requesting")
+
+    two_blocks = START + text(0, "a") + text(0, "b") + text(1, "c") + TOOL
+    frames = claude_code(two_blocks + run_end(), partial)
+    assert blocks(frames)[:3] == [{"type": "text", "text": "ab"}, {"type": "text", "text": "c"},
+                                  {"type": "tool_use", "id": "t1", "name": "Read", "input": {"path": "a"}}]
+    with_thinking = START + text(0, "a") + text(1, "b") + thinking(2, "hmm") + TOOL
+    frames = claude_code(with_thinking + run_end(), partial)
+    assert blocks(frames)[:4] == [{"type": "text", "text": "a"}, {"type": "text", "text": "b"},
+                                  {"type": "thinking", "thinking": "hmm", "signature": ""},
+                                  {"type": "tool_use", "id": "t1", "name": "Read", "input": {"path": "a"}}]
+    assert kinds(frames)[:6] == ["init", "assistant", "assistant", "thinking_tokens", "assistant", "assistant"]

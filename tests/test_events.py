@@ -20,17 +20,11 @@ def run_of(*lines: bytes) -> M.DeltaRun:
     return M.DeltaRun(deltas)
 
 
-def test_text_block_takes_one_blocks_deltas_whole() -> None:
-    run = run_of(*(delta(t) for t in ["a", 'b "quoted" }\\n', "\u00e9\U0001f600"]))
-    assert run.text_block() == (0, ["a", 'b "quoted" }\\n', "\u00e9\U0001f600"])
-    assert run_of(delta("solo", 3)).text_block() == (3, ["solo"])
-    assert not run.thinking
-
-
-def test_text_block_is_none_for_two_blocks_or_thinking() -> None:
-    assert run_of(delta("a"), delta("b", 1)).text_block() is None
+def test_a_run_says_whether_it_holds_thinking() -> None:
+    assert not run_of(*(delta(t) for t in ["a", 'b "quoted" }\\n', "\u00e9\U0001f600"])).thinking
+    assert not run_of(delta("a"), delta("b", 1)).thinking
     mixed = run_of(delta("a"), b'{"type":"AssistantThinkingDelta","turn_index":0,"content_block_index":0,"text":"t"}')
-    assert mixed.text_block() is None and mixed.thinking
+    assert mixed.thinking
 
 
 RUN_END = (b'{"type":"RunEnd","final_messages":[{"role":"user","content":[]}],"total_usage":'

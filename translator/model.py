@@ -13,7 +13,6 @@ stream-json) hand the fold these classes. Imports nothing of the package.
 from __future__ import annotations
 
 import sys
-from operator import attrgetter
 from typing import Annotated, Any, ClassVar, Union
 
 import msgspec
@@ -386,16 +385,4 @@ class DeltaRun(Struct, **_CONFIG):
     @property
     def thinking(self) -> bool:
         """Whether a thinking delta is among them."""
-        return AssistantThinkingDelta in map(type, self.deltas)  # (loops in C, as below)
-
-    def text_block(self) -> tuple[int, list[str]] | None:
-        """When they are all text deltas of one block (the usual case): its index and texts."""
-        deltas = self.deltas
-        if set(map(type, deltas)) == {AssistantTextDelta}:
-            indexes = set(map(_INDEX, deltas))
-            if len(indexes) == 1:
-                return indexes.pop(), list(map(_TEXT, deltas))
-        return None
-
-
-_INDEX, _TEXT = attrgetter("content_block_index"), attrgetter("text")
+        return AssistantThinkingDelta in map(type, self.deltas)  # (loops in C)

@@ -6,6 +6,7 @@ follows it, waits for its signature."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -27,11 +28,13 @@ from translator.encoders.content import claude_block, is_empty_text
 from translator.model import (
     AssistantTextDelta,
     AssistantThinkingDelta,
+    Delta,
     DeltaRun,
     ToolCallInputDelta,
     ToolCallStart,
 )
 
+_INDEX, _TEXT = attrgetter("content_block_index"), attrgetter("text")
 CHARS_PER_TOKEN = 4  # Claude Code's rough token estimate for thinking text
 
 
@@ -173,24 +176,32 @@ class TurnBlocks:
     # ---------------------------------------------------------------- blocks from the events
 
     def raw_deltas(self, run: DeltaRun, t: float) -> None:
-        self.pending.append(run)
-        if run.thinking:
-            self.resolve(t)
+        """Text deltas wait (their content may not be needed before TurnEnd); a run with
+        thinking is decoded now, after those before it (thinking_tokens frames go out at once)."""
+        if not run.thinking:
+            self.pending.append(run)
+            return
+        self.resolve(t)
+        self._one_by_one(run.deltas, t)
 
     def resolve(self, t: float) -> None:
-        """Decode the raw deltas kept so far, now that their content is needed."""
+        """Decode the runs of text deltas kept so far, now that their content is needed."""
         pending, self.pending = self.pending, []
         for run in pending:
-            texts = run.text_block()
-            if texts is not None:  # the usual case, one text block's run of deltas: taken whole
-                block = self._current("text", texts[0], t)
-                block.parts.extend(texts[1])
-                continue
-            for ev in run.deltas:
-                if isinstance(ev, AssistantTextDelta):
-                    self._text(ev, t)
-                else:
-                    self._thinking(ev, t)
+            deltas = run.deltas
+            indexes = set(map(_INDEX, deltas))
+            if len(indexes) == 1:  # the usual case, one block's run of deltas: taken whole
+                block = self._current("text", indexes.pop(), t)
+                block.parts.extend(map(_TEXT, deltas))
+            else:
+                self._one_by_one(deltas, t)
+
+    def _one_by_one(self, deltas: list[Delta], t: float) -> None:
+        for ev in deltas:
+            if isinstance(ev, AssistantTextDelta):
+                self._text(ev, t)
+            else:
+                self._thinking(ev, t)
 
     def text_delta(self, ev: AssistantTextDelta, t: float) -> None:
         if self.pending:
