@@ -91,6 +91,10 @@ class TurnBlocks:
             event = dumps(event)
         self.out.append(STREAM_EVENT % (event, self.session_json, dumps(self.new_id()), extra, self.message_json))
 
+    def _delta(self, template: bytes, index: int, text: str, extra: bytes = b"") -> None:
+        """A delta's `stream_event`, written whole from its template (frames.TEXT_DELTA, ...)."""
+        self.out.append(template % (index, dumps(text), self.session_json, dumps(self.new_id()), extra, self.message_json))
+
     # ---------------------------------------------------------------- blocks
 
     def open(self, kind: str, index: int, t: float, tool_id: str = "", name: str = "") -> Block:
@@ -217,7 +221,7 @@ class TurnBlocks:
         block = self._current("text", ev.content_block_index, t)
         block.parts.append(ev.text)
         if self.partial:
-            self.stream(TEXT_DELTA % (block.index, dumps(ev.text)))
+            self._delta(TEXT_DELTA, block.index, ev.text)
 
     def _thinking(self, ev: AssistantThinkingDelta, t: float) -> None:
         block = self._current("thinking", ev.content_block_index, t)
@@ -227,7 +231,7 @@ class TurnBlocks:
         if self.frames:
             self.out.append(THINKING_TOKENS % (self.thinking_tokens, delta, self.session_json, dumps(self.new_id())))
         if self.partial:
-            self.stream(THINKING_DELTA % (block.index, dumps(ev.text)), THINKING_DISPLAY)
+            self._delta(THINKING_DELTA, block.index, ev.text, THINKING_DISPLAY)
 
     def tool_start(self, ev: ToolCallStart, t: float) -> None:
         self.resolve(t)
@@ -249,7 +253,7 @@ class TurnBlocks:
             return
         chunk = ev.partial_json
         if self.partial:
-            self.stream(INPUT_DELTA % (block.index, dumps(chunk)))
+            self._delta(INPUT_DELTA, block.index, chunk)
         block.parts.append(chunk)
         # A prefix of a JSON object never parses: once the input does, it is all there.
         if chunk.rstrip().endswith("}"):

@@ -103,14 +103,20 @@ USER = (
     b'"tool_result_meta":[]}\n'
 )
 UNKNOWN_USAGE_JSON = orjson.dumps(UNKNOWN_USAGE)
-# With partial messages, a frame for every delta: its event (the delta's, or serialised) and the
-# keys after its uuid (THINKING_DISPLAY, say).
-STREAM_EVENT = (
-    b'{"type":"stream_event","event":%b,"session_id":%b,"parent_tool_use_id":null,"uuid":%b%b,"api_message_id":%b}\n'
+# With partial messages, a frame for every delta: a stream event, then its session, its uuid,
+# the keys after the uuid (THINKING_DISPLAY, say) and its message id. A delta's whole frame is
+# one template: its block's index and its text, then the same.
+_STREAM = b'{"type":"stream_event","event":'
+_STREAM_TAIL = b',"session_id":%b,"parent_tool_use_id":null,"uuid":%b%b,"api_message_id":%b}\n'
+STREAM_EVENT = _STREAM + b"%b" + _STREAM_TAIL
+TEXT_DELTA = _STREAM + b'{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%b}}' + _STREAM_TAIL
+THINKING_DELTA = (
+    _STREAM + b'{"type":"content_block_delta","index":%d,"delta":{"type":"thinking_delta","thinking":%b}}' + _STREAM_TAIL
 )
-TEXT_DELTA = b'{"type":"content_block_delta","index":%d,"delta":{"type":"text_delta","text":%b}}'
-THINKING_DELTA = b'{"type":"content_block_delta","index":%d,"delta":{"type":"thinking_delta","thinking":%b}}'
-INPUT_DELTA = b'{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%b}}'
+INPUT_DELTA = (
+    _STREAM + b'{"type":"content_block_delta","index":%d,"delta":{"type":"input_json_delta","partial_json":%b}}'
+    + _STREAM_TAIL
+)
 THINKING_DISPLAY = b',"thinking_display":"updates"'
 THINKING_TOKENS = (
     b'{"type":"system","subtype":"thinking_tokens","estimated_tokens":%d,"estimated_tokens_delta":%d,'
