@@ -15,8 +15,9 @@ the batch replay (shell/replay.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import replace
 from typing import Literal, NamedTuple
+
+from msgspec.structs import replace
 
 from translator.compressed import CorruptInput, Decoder
 from translator.encoders import Encoder

@@ -12,7 +12,8 @@ run is closed with. A move missing from the table is illegal: `RunState.move` ra
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import msgspec
 
 from translator.stops import LOST_RUN_END, TRUNCATED
 
@@ -40,8 +41,8 @@ class Move:
     INPUT_END = "the input ends"
 
 
-@dataclass(frozen=True, slots=True)
-class Recovery:
+# A Struct rather than a dataclass: built in C at import (a dataclass costs ~0.5 ms a start).
+class Recovery(msgspec.Struct, frozen=True):
     """What a recovery move does: `says` is reported at the line where it happened (`kind` names
     it in JSON logs, `level` is warning or info); with `closes`, the open run is first closed as an
     error with that text."""
@@ -75,8 +76,8 @@ RETRIED = Recovery(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class To:
+# A Struct rather than a dataclass: built in C at import (a dataclass costs ~0.5 ms a start).
+class To(msgspec.Struct, frozen=True):
     """Where a move leads; `recovery`: what is said (and closed) on the way."""
 
     state: str

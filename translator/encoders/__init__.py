@@ -7,8 +7,9 @@ is told `t`, the event's wall-clock time in Unix seconds (for the timestamps a f
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+import msgspec
 
 from translator.model import (
     AssistantTextDelta,
@@ -28,8 +29,8 @@ RAW = "raw"  # a run of them at once, as one `DeltaRun` (raw_deltas)
 DECODED = "decoded"  # decoded, one call per delta (and tool-input deltas as they come)
 
 
-@dataclass(slots=True)
-class RunSummary:
+# A Struct rather than a dataclass: built in C at import (a dataclass costs ~0.5 ms a start).
+class RunSummary(msgspec.Struct):
     """What one input frame (one run) came to; the result frame is written from this."""
 
     subtype: str  # success | error | max_turns | cancelled | max_tokens

@@ -11,8 +11,8 @@ synthetic assistant message, and its `API Error: …` text.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+import msgspec
 import orjson
 
 # (message prefix, HTTP status the kind implies, or None where none is known). Order matters
@@ -47,8 +47,8 @@ SERVER_ERROR_HINT = "This is a server-side issue, usually temporary \u2014 try a
 _STATUS = re.compile(r"\(HTTP (\d{3})\)")
 
 
-@dataclass(frozen=True, slots=True)
-class ApiError:
+# A Struct rather than a dataclass: built in C at import (a dataclass costs ~0.5 ms a start).
+class ApiError(msgspec.Struct, frozen=True):
     """What Claude Code reports for a failed API call."""
 
     status: int | None  # api_error_status
