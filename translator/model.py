@@ -42,6 +42,17 @@ class Usage(Struct, **_CONFIG):
     cache_creation_input_tokens: U32 | None = None
     cache_read_input_tokens: U32 | None = None
 
+    def add_to(self, total: dict[str, int]) -> None:
+        """Add these counts to a running `total` (which has the two that are always there);
+        a cache counter is added the first time one is reported. (`counts()`, summed, without
+        building it: once a turn.)"""
+        total["input_tokens"] += self.input_tokens
+        total["output_tokens"] += self.output_tokens
+        if self.cache_creation_input_tokens is not None:
+            total["cache_creation_input_tokens"] = total.get("cache_creation_input_tokens", 0) + self.cache_creation_input_tokens
+        if self.cache_read_input_tokens is not None:
+            total["cache_read_input_tokens"] = total.get("cache_read_input_tokens", 0) + self.cache_read_input_tokens
+
     def counts(self) -> dict[str, int]:
         """The counts present, by name (a cache counter the provider did not report is absent)."""
         counts = {"input_tokens": self.input_tokens, "output_tokens": self.output_tokens}

@@ -253,11 +253,15 @@ class RunFold:
     def _tool_input(self, ev: ToolCallInputDelta, now: float) -> None:
         fr = self._model_frame(now, ev)
         fr.turn_deltas += 1
-        fr.tools.setdefault(ev.tool_use_id, (None, []))[1].append(ev.partial_json)
+        tool = fr.tools.get(ev.tool_use_id)
+        if tool is None:  # (its ToolCallStart was not seen)
+            fr.tools[ev.tool_use_id] = tool = (None, [])
+        tool[1].append(ev.partial_json)
         self.encoder.tool_input(ev, self._clock.stamp(now, ev, fr) if self._timed else 0.0)
 
     def _tool_end(self, ev: ToolCallEnd, now: float) -> None:
-        fr = self._frame_for(now, ev)
+        fr = self._frame or self._open(now, ev)  # (_frame_for, inline: a hot path)
+        fr.last_now = now
         if (self._runs.state, Move.TOOL_END) not in STAYS:
             self._move(Move.TOOL_END, now)
         name, parts = fr.tools.pop(ev.tool_use_id, (None, []))
@@ -266,21 +270,19 @@ class RunFold:
         self.encoder.tool_call(ev.tool_use_id, name, tool_input("".join(parts)), ev, t)
 
     def _turn_end(self, ev: TurnEnd, now: float) -> None:
-        fr = self._frame_for(now, ev)
-        self._close_turn_span(fr, now, ev)
+        fr = self._frame or self._open(now, ev)  # (_frame_for and _close_turn_span, inline)
+        fr.last_now = now
+        self._clock.turn_span(fr, now, ev, self._runs.state is State.IN_TURN)
         fr.turns += 1
         if fr.first_ttft is None:
             fr.first_ttft = ev.ttft.seconds if ev.ttft is not None else 0.0
-        usage = ev.usage.counts()
-        total = fr.usage
-        for key, value in usage.items():
-            total[key] = total.get(key, 0) + value
+        ev.usage.add_to(fr.usage)
         model = fr.turn_model or self.model
         cost = 0.0
         if model is not None:
             rate = self.rates.rate(model)
             if rate is not None:
-                cost = turn_cost(rate, usage)
+                cost = turn_cost(rate, ev.usage.counts())
             elif model not in self._warned:
                 self._warned.add(model)
                 self._diags.append(
