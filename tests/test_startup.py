@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+from conftest import FIXTURES
 from support_processes import TRANSLATOR, fixture
 
 STRICT_BUILT = """\
@@ -15,7 +16,7 @@ import sys
 import translator.cli as cli
 import translator.model as model
 cli.main([*sys.argv[1:]])
-print(sorted({'STRICT', 'HEADLESS_STRICT'} & set(vars(model))), file=sys.stderr)
+print(sorted({'STRICT', 'HEADLESS_STRICT', 'HEADLESS_DECODER'} & set(vars(model))), file=sys.stderr)
 """
 
 
@@ -25,9 +26,12 @@ def built(*args: str) -> str:
     return proc.stderr.decode().splitlines()[-1]
 
 
-def test_the_strict_decoders_are_built_only_for_strict() -> None:
+def test_the_decoders_some_input_needs_are_built_only_for_it() -> None:
+    headless = str(FIXTURES / "headless" / "tool_use_two_turns.jsonl")
     assert built(fixture("thinking")) == "[]"
     assert built("--strict", fixture("thinking")) == "['STRICT']"
+    assert built(headless) == "['HEADLESS_DECODER']"
+    assert built("--strict", headless) == "['HEADLESS_DECODER', 'HEADLESS_STRICT', 'STRICT']"
 
 
 def quiet_env() -> dict[str, str]:
