@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 import orjson
 import pytest
 
+from translator import events as E
 from translator import model as M
 from translator.raw_reader import reason
 
@@ -81,3 +84,18 @@ def test_an_integer_beyond_64_bits_in_a_message_or_stop_is_a_malformed_event() -
     assert M.DECODER.decode(turn_end).assistant_message.content == [{"type": "text", "text": "a"}]
     assert why(turn_end.replace(b'"type":"text"', b'"type":%d' % big)) == "TurnEnd has a malformed 'assistant_message'"
     assert why(RUN_END % b'{"ProviderError":%d}' % big).startswith("RunEnd has a malformed 'stopped_for'")
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ([], ("", None)),
+        ([{"type": "text", "text": "a"}], ("a", "a")),
+        ([{"type": "text", "text": ""}], ("", None)),  # one empty block: no last text
+        ([{"type": "text", "text": "a"}, {"type": "tool_use", "id": "t"}], ("a", "a")),
+        ([{"type": "text", "text": "a"}, {"type": "text", "text": "b"}, {"type": "text", "text": ""}], ("ab", "b")),
+        ([{"type": "thinking", "thinking": "x"}, {"type": "text", "text": 5}, "text"], ("", None)),
+    ],
+)
+def test_a_reply_is_its_text_blocks_joined_and_its_last_non_empty_one(content: list[Any], said: tuple[str, str | None]) -> None:
+    assert E.reply(content) == said

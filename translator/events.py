@@ -106,4 +106,6 @@ def reply(content: list[Any]) -> tuple[str, str | None]:
     """A message's text blocks joined (what the agent calls its reply), and its last non-empty
     text block (what Claude Code calls its result)."""
     texts = [b["text"] for b in content if type(b) is dict and b.get("type") == "text" and type(b.get("text")) is str]
+    if len(texts) == 1:  # the usual turn (once a turn: the same answer, without joining)
+        return texts[0], texts[0] or None
     return "".join(texts), next(filter(None, reversed(texts)), None)
