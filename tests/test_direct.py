@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -80,6 +81,7 @@ def test_a_signal_while_a_socket_input_is_quiet_closes_the_run_as_cancelled(sign
     assert proc.stdout is not None and proc.stderr is not None
     seen = b""
     while seen.count(b"\n") < 3:  # the tool result is out: the translator now waits for more
+        assert select.select([proc.stdout], [], [], 30)[0], f"timed out, have {seen!r}"
         chunk = os.read(proc.stdout.fileno(), 65536)
         assert chunk
         seen += chunk
@@ -92,10 +94,18 @@ def test_a_signal_while_a_socket_input_is_quiet_closes_the_run_as_cancelled(sign
     assert proc.stderr.read() == b""
 
 
+def catches(pid: int, signum: int) -> bool:
+    """Whether the process has a handler for the signal (Linux: /proc/PID/status, SigCgt)."""
+    with open(f"/proc/{pid}/status") as f:
+        caught = next(line for line in f if line.startswith("SigCgt:")).split()[1]
+    return bool(int(caught, 16) >> (signum - 1) & 1)
+
+
 def test_a_signal_stops_an_endless_regular_input() -> None:
     """/dev/zero is read directly, never waited on: the signal is seen between chunks."""
     proc = subprocess.Popen([TRANSLATOR, "/dev/zero"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(0.5)
+    wait_for(lambda: catches(proc.pid, signal.SIGTERM))  # reading by now
+    time.sleep(0.2)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 143
     assert proc.stdout is not None and proc.stdout.read() == b""
