@@ -8,7 +8,9 @@ from translator.states import (
     CUT,
     LOST,
     LOST_RESULT,
+    QUIET,
     RETRIED,
+    STAYS,
     TRANSITIONS,
     IllegalMove,
     Move,
@@ -40,8 +42,16 @@ def test_every_legal_move(state: str, move: str, to: To) -> None:
     assert recovered == ([] if to.recovery is None else [to.recovery])
 
 
+@pytest.mark.parametrize(("state", "move", "to"), LEGAL)
+def test_the_quiet_moves_and_where_they_stay_are_read_off_the_table(state: str, move: str, to: To) -> None:
+    # QUIET: where a move says and closes nothing, where it leads; STAYS: where it leads nowhere
+    assert QUIET[move].get(state) == (to.state if to.recovery is None else None)
+    assert (state in STAYS[move]) == (to.recovery is None and to.state == state)
+
+
 @pytest.mark.parametrize(("state", "move"), ILLEGAL)
 def test_an_illegal_move_is_reported_and_changes_nothing(state: str, move: str) -> None:
+    assert state not in QUIET[move]
     machine = at(state)
     with pytest.raises(IllegalMove, match=state):
         machine.move(move, lambda recovery: pytest.fail(recovery.says))

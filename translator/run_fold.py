@@ -30,6 +30,8 @@ from translator.run import Frame, summary
 from translator.states import QUIET, STAYS, Move, Recovery, RunState, State
 from translator.stops import classify
 
+MODEL_STAYS, TOOL_END_STAYS = STAYS[Move.MODEL], STAYS[Move.TOOL_END]  # (the hot handlers' moves)
+
 
 # A Struct rather than a dataclass: built in C at import (a dataclass costs ~0.5 ms a start).
 class Options(msgspec.Struct):
@@ -146,7 +148,7 @@ class RunFold:
     def _move(self, move: str, now: float) -> None:
         """Make a move through the table (states.py); a recovery closes the open run first."""
         runs = self._runs
-        to = QUIET.get((runs.state, move))
+        to = QUIET[move].get(runs.state)
         if to is not None:  # (the table's own entry: nothing said or closed)
             runs.state = to
             return
@@ -187,7 +189,7 @@ class RunFold:
         fr.last_now = now
         if fr.first_model_now is None:
             fr.first_model_now = now
-        if (self._runs.state, Move.MODEL) not in STAYS:
+        if self._runs.state not in MODEL_STAYS:
             self._move(Move.MODEL, now)
         fr.last_model_now = now
         fr.last_model_src = src
@@ -262,7 +264,7 @@ class RunFold:
     def _tool_end(self, ev: ToolCallEnd, now: float) -> None:
         fr = self._frame or self._open(now, ev)  # (_frame_for, inline: a hot path)
         fr.last_now = now
-        if (self._runs.state, Move.TOOL_END) not in STAYS:
+        if self._runs.state not in TOOL_END_STAYS:
             self._move(Move.TOOL_END, now)
         name, parts = fr.tools.pop(ev.tool_use_id, (None, []))
         fr.tool_calls += 1

@@ -123,11 +123,15 @@ TRANSITIONS: dict[str, dict[str, To]] = {
 }
 
 
-# The moves that say and close nothing, read off the table, to the state each leads to: the
-# fold's hot path makes them without a call; those of them that change nothing where they are
-# made (the same state), it skips.
-QUIET = {(state, move): to.state for state, row in TRANSITIONS.items() for move, to in row.items() if to.recovery is None}
-STAYS = frozenset(key for key, state in QUIET.items() if key[0] == state)
+# The moves that say and close nothing, read off the table: `QUIET[move]` maps each state where
+# it is such a move to the state it leads to; the fold's hot path makes it without a call.
+# `STAYS[move]`: the states where it changes nothing (it leads where it is made); the hot path
+# skips it there.
+QUIET = {
+    move: {state: to.state for state, row in TRANSITIONS.items() if (to := row.get(move)) is not None and to.recovery is None}
+    for move in {move for row in TRANSITIONS.values() for move in row}
+}
+STAYS = {move: frozenset(state for state, to in leads.items() if to == state) for move, leads in QUIET.items()}
 
 
 class IllegalMove(Exception):
