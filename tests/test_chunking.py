@@ -128,3 +128,16 @@ def test_the_modes_corpus_has_thinking_and_retries() -> None:
 @given(cuts=st.lists(st.integers(min_value=1, max_value=len(MODES_CORPUS) - 1), max_size=40))
 def test_any_chunking_and_timing_gives_identical_output_in_every_mode(mode: tuple[str, bool], cuts: list[int]) -> None:
     assert translate_mode(cuts, *mode) == WHOLE_MODES[mode]
+
+
+def test_two_events_on_one_line_are_a_bad_line_even_beside_a_blank_line() -> None:
+    """A line holding two events is a bad line however the input is cut. The batch once took a
+    chunk whose count of decoded events matched its count of newlines, so a blank line in the
+    same chunk hid such a line: both its events were translated and nothing was said."""
+    first, second, *rest = events("tool_use_two_turns").splitlines(keepends=True)
+    glued = first.rstrip(b"\n") + b" " + second + b"\n" + b"".join(rest)  # then a blank line
+    for chunks in ([(glued, 0.0)], [(glued[:10], 0.0), (glued[10:], 0.0)]):
+        run = drive(chunks)
+        assert reported(run.diagnostics) == [(1, "invalid_json")]
+        assert "unexpected content after document" in run.diagnostics[0]
+        assert run.rejects == first.rstrip(b"\n") + b" " + second

@@ -1,7 +1,8 @@
 """Lines of input → the fold's typed events: every line decoded and checked in C.
 
-The hot path decodes a chunk's complete lines as one batch, in one call, into the model's
-classes (model.py), and hands the fold the list: a run of deltas, the bulk of a stream, is
+The hot path decodes a chunk's complete lines as one batch, each line on its own but all in
+C (`map` of the decoder over the lines, so a batch takes exactly what the lines one by one
+would), into the model's classes (model.py), and hands the fold the list: a run of deltas, the bulk of a stream, is
 then passed on whole (a `DeltaRun`), never one by one. When the batch does not decode — a bad
 line, a headless frame, an envelope, an event of a type this build does not know — the same
 lines are taken one at a time, where each is decoded alone, reported with its own line number
@@ -85,7 +86,8 @@ class RawReader:
         self._all_raw = True
 
     def block(self, data: bytes, pos: int, end: int, now: float) -> None:
-        """The hot path: complete lines `data[pos:end]` (each ends with a newline)."""
+        """The hot path: complete lines `data[pos:end]` (each ends with a newline), `end` just
+        past the chunk's last newline."""
         fold = self.fold
         if (
             self._batch
@@ -93,20 +95,22 @@ class RawReader:
             and not (self._may_read_stamps() and data.find(STAMPED, pos, end) >= 0)
             and (data.isascii() or utf8(memoryview(data)[pos:end]))  # (the whole chunk: a C scan)
         ):
-            region = memoryview(data)[pos:end]
+            # Each line decoded on its own (in C, one call per line): a batch takes exactly
+            # what the lines one by one would. (`decode_lines` would take two events on one
+            # line, and a blank line elsewhere in the chunk would hide them from a count.)
+            lines = data.split(b"\n")[data.count(b"\n", 0, pos) : -1]  # (no copy of the chunk first)
             try:
                 if self._strict:
-                    M.STRICT.decode_lines(region)
-                evs = M.DECODER.decode_lines(region)
-            except (*M.Errors, RecursionError):  # a bad line among them: said line by line
+                    list(map(M.STRICT.decode, lines))
+                evs = list(map(M.DECODER.decode, lines))
+            except (*M.Errors, RecursionError):  # a bad or blank line among them: said line by line
                 evs = None
-            lines = data.count(b"\n", pos, end)
-            if evs is not None and len(evs) == lines:  # one event per line: none was blank or two
+            if evs is not None:
                 if not self._seen_first:
                     self._first_event(evs[0])
                 first_no = fold.line_no + 1
-                fold.line_no += lines
-                fold.events(evs, first_no, now, lambda k: bytes(region).split(b"\n")[k])
+                fold.line_no += len(lines)
+                fold.events(evs, first_no, now, lines.__getitem__)
                 return
         self._all_raw = True
         start = pos
