@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import resource
 import select
 import signal
 import socket
@@ -137,3 +138,45 @@ def test_a_signal_while_the_output_is_stuck_gives_up_after_the_grace(tmp_path: P
         assert pending(read_end) == before
     finally:
         os.close(read_end)
+
+
+def test_stdin_closed_is_said_not_waited_on() -> None:
+    """With stdin closed (`<&-`) the signal wake-up pipe must not take its place (the
+    translator would wait on its own pipe forever): the input cannot be read (66)."""
+    proc = subprocess.run(["sh", "-c", 'exec "$0" <&-', TRANSLATOR], capture_output=True, timeout=60)
+    assert (proc.returncode, proc.stderr) == (66, b"translator: <stdin>: Bad file descriptor\n")
+
+
+def test_stdin_and_stdout_closed_the_output_is_not_written_into_the_wake_up_pipe() -> None:
+    """With stdin and stdout closed, the wake-up pipe would take both: the frames would go into
+    it, unsaid. The output's trouble is said instead (74)."""
+    proc = subprocess.run(["sh", "-c", 'exec "$0" "$1" <&- >&-', TRANSLATOR, fixture("tool_use_two_turns")],
+                          capture_output=True, timeout=60)
+    assert (proc.returncode, proc.stderr) == (74, b"translator: write error: Bad file descriptor\n")
+
+
+# Every fd from 3 to 1100 taken (as by a parent that leaves its fds open): the wake-up pipe
+# and stdout are then beyond select's FD_SETSIZE (1024).
+MANY_FDS = 'ulimit -n 2048 && for i in $(seq 3 1100); do eval "exec $i</dev/null"; done && exec "$0" "$@"'
+
+
+@pytest.mark.skipif(0 <= resource.getrlimit(resource.RLIMIT_NOFILE)[1] < 2048, reason="needs an fd limit of 2048")
+def test_fds_beyond_select_s_limit_still_wait_for_a_quiet_input_and_a_signal() -> None:
+    """A pipe input, a quiet one, then SIGTERM, with every fd up to 1100 taken."""
+    proc = subprocess.Popen(["bash", "-c", MANY_FDS, TRANSLATOR], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.write(b"\n".join(lines_of("tool_use_two_turns")[:8]) + b"\n")
+    proc.stdin.flush()
+    seen = b""
+    while seen.count(b"\n") < 3:  # the tool result is out: the translator now waits for more
+        chunk = os.read(proc.stdout.fileno(), 65536)
+        assert chunk, proc.stderr.read()
+        seen += chunk
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 143
+    rest = seen + proc.stdout.read()
+    proc.stdin.close()
+    assert [f["type"] for f in frames_of(rest)] == ["system", "tool_use", "tool_result", "result"]
+    assert frames_of(rest)[-1]["subtype"] == "cancelled"
+    assert proc.stderr.read() == b""

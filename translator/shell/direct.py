@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import select
 import signal
@@ -29,6 +30,32 @@ from translator.shell.sink import WRITE_GRACE_S, Config, Outcome, OutputStuck, S
 SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
+def above_std(fd: int) -> int:
+    """`fd` moved above the standard streams: with stdin or stdout closed, a new pipe would
+    otherwise take their place (and be read as the input, or written as the output)."""
+    if fd > 2:
+        return fd
+    try:
+        return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+    finally:
+        os.close(fd)
+
+
+def ready(reads: list[int], writes: list[int], timeout: float | None) -> list[int]:
+    """Those of the fds that can be read or written, once one can (or the timeout is out).
+    `select` where every fd fits in its sets (it also waits on terminals, which macOS's
+    `poll` does not); `poll` beyond, where `select` fails."""
+    if max(reads + writes) < 1024:  # FD_SETSIZE
+        readable, writable, _ = select.select(reads, writes, [], timeout)
+        return readable + writable
+    poller = select.poll()
+    for fd in reads:
+        poller.register(fd, select.POLLIN)
+    for fd in writes:
+        poller.register(fd, select.POLLOUT)
+    return [fd for fd, _ in poller.poll(None if timeout is None else max(0, int(timeout * 1000) + 1))]
+
+
 class Signals:
     """SIGTERM, SIGINT and SIGHUP recorded (the first one counts), and a pipe that becomes
     readable when one comes, to wait on beside an input or the output. `close()` puts back
@@ -37,7 +64,8 @@ class Signals:
     def __init__(self) -> None:
         self.received: int | None = None
         self.deadline = 0.0  # once a signal has come: when a stuck write gives up
-        self.fd, self._w = os.pipe()
+        r, w = os.pipe()
+        self.fd, self._w = above_std(r), above_std(w)
         os.set_blocking(self.fd, False)
         os.set_blocking(self._w, False)
         self._old_fd = signal.set_wakeup_fd(self._w, warn_on_full_buffer=False)
@@ -59,12 +87,12 @@ class Signals:
                 timeout = self.deadline - time.monotonic()
                 if timeout <= 0:
                     raise OutputStuck
-            readable, writable, _ = select.select([self.fd, fd] if not write else [self.fd], [fd] if write else [], [], timeout)
-            if self.fd in readable:
+            fds = ready([self.fd] if write else [self.fd, fd], [fd] if write else [], timeout)
+            if self.fd in fds:
                 with contextlib.suppress(BlockingIOError):
                     while os.read(self.fd, 64):
                         pass
-            if fd in readable or fd in writable:
+            if fd in fds:
                 return True
 
     def close(self) -> None:

@@ -96,7 +96,10 @@ class Stdout:
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        mode = os.fstat(fd).st_mode
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:  # closed (>&-): said by the first write, as the output's trouble
+            mode = 0
         self._was_blocking: bool | None = None
         if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
             self._was_blocking = os.get_blocking(fd)
