@@ -170,6 +170,7 @@ def test_fds_beyond_select_s_limit_still_wait_for_a_quiet_input_and_a_signal() -
     proc.stdin.flush()
     seen = b""
     while seen.count(b"\n") < 3:  # the tool result is out: the translator now waits for more
+        assert select.select([proc.stdout], [], [], 30)[0], f"timed out, have {seen!r}"
         chunk = os.read(proc.stdout.fileno(), 65536)
         assert chunk, proc.stderr.read()
         seen += chunk
