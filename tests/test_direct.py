@@ -181,3 +181,25 @@ def test_fds_beyond_select_s_limit_still_wait_for_a_quiet_input_and_a_signal() -
     assert [f["type"] for f in frames_of(rest)] == ["system", "tool_use", "tool_result", "result"]
     assert frames_of(rest)[-1]["subtype"] == "cancelled"
     assert proc.stderr.read() == b""
+
+
+def test_of_two_signals_that_come_together_the_first_counts() -> None:
+    """SIGTERM, then SIGINT at once (sent from a thread, so both are caught before the main
+    thread runs its handlers, which Python runs in the signals' numeric order): the status is
+    the first's, as under the event loop (which reads them off the wake-up pipe in order)."""
+    two = ("import os, threading, time\n"
+           "def stop():\n"
+           "    while signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # until the handlers are set\n"
+           "        time.sleep(0.02)\n"
+           "    time.sleep(0.2)\n"
+           "    os.kill(os.getpid(), signal.SIGTERM)\n"
+           "    os.kill(os.getpid(), signal.SIGINT)\n"
+           "threading.Thread(target=stop, daemon=True).start()\n")
+    code = LOADED.replace("status = ", two + "status = ")
+    read_end, write_end = os.pipe()  # a quiet input, kept open
+    try:
+        proc = subprocess.run([sys.executable, "-c", code], stdin=read_end, capture_output=True, timeout=60)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert proc.stderr.decode().splitlines()[-1] == "143 [] True"

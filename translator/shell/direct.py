@@ -73,6 +73,12 @@ class Signals:
 
     def _record(self, signum: int, frame: FrameType | None) -> None:
         if self.received is None:
+            # Python runs the handlers of signals caught together in their numbers' order; the
+            # wake-up pipe has them in the order they came (a byte put back: it still wakes).
+            with contextlib.suppress(OSError):
+                came = os.read(self.fd, 64)
+                os.write(self._w, b"\0")
+                signum = next((s for s in came if s in SIGNALS), signum)
             self.received = signum
             self.deadline = time.monotonic() + WRITE_GRACE_S
 
