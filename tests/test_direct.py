@@ -203,3 +203,24 @@ def test_of_two_signals_that_come_together_the_first_counts() -> None:
         os.close(read_end)
         os.close(write_end)
     assert proc.stderr.decode().splitlines()[-1] == "143 [] True"
+
+
+def test_from_another_thread_it_fails_without_leaking_its_pipe() -> None:
+    """Signals can only be waited on in the main thread: called from another, the command
+    fails (as under the event loop) and leaves no fd open behind it."""
+    code = ("import os, sys, threading\n"
+            "import translator.cli as cli\n"
+            "def fds(): return len(os.listdir('/proc/self/fd'))\n"
+            "errors = []\n"
+            "def go():\n"
+            "    try:\n"
+            "        cli.main([sys.argv[1]])\n"
+            "    except Exception as exc:\n"
+            "        errors.append(type(exc).__name__)\n"
+            "before = fds()\n"
+            "t = threading.Thread(target=go); t.start(); t.join()\n"
+            "print(errors, fds() - before)\n")
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("needs /proc")
+    proc = subprocess.run([sys.executable, "-c", code, fixture("max_turns")], capture_output=True, timeout=60)
+    assert proc.stdout == b"['ValueError'] 0\n", proc.stderr

@@ -68,7 +68,12 @@ class Signals:
         self.fd, self._w = above_std(r), above_std(w)
         os.set_blocking(self.fd, False)
         os.set_blocking(self._w, False)
-        self._old_fd = signal.set_wakeup_fd(self._w, warn_on_full_buffer=False)
+        try:
+            self._old_fd = signal.set_wakeup_fd(self._w, warn_on_full_buffer=False)
+        except ValueError:  # not the main thread (where signals can be waited on): the pipe closed
+            os.close(self.fd)
+            os.close(self._w)
+            raise
         self._old = {signum: signal.signal(signum, self._record) for signum in SIGNALS}
 
     def _record(self, signum: int, frame: FrameType | None) -> None:
