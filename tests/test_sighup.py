@@ -45,3 +45,48 @@ def test_sighup_in_the_middle_of_a_write_never_cuts_the_last_line(tmp_path: Path
     assert out.endswith(b"\n")
     frames = [orjson.loads(line) for line in out.splitlines()]  # every line whole
     assert frames[-1]["type"] == "result"
+
+
+def _started_with_sighup_ignored() -> None:
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as `nohup` starts a command
+
+
+def test_a_command_started_under_nohup_keeps_ignoring_sighup() -> None:
+    """`nohup translator …` must outlive the terminal: a SIGHUP ignored at start stays ignored,
+    and the run goes on to its own result."""
+    lines = lines_of("tool_use_two_turns")
+    proc = subprocess.Popen(
+        [TRANSLATOR, "--exit-status"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=_started_with_sighup_ignored,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(b"\n".join(lines[:8]) + b"\n")
+    proc.stdin.flush()
+    first = proc.stdout.readline()  # the command is reading: its handlers are in place
+    assert orjson.loads(first)["type"] == "system"
+    proc.send_signal(signal.SIGHUP)
+    time.sleep(0.2)
+    assert proc.poll() is None  # still running
+    out, err = proc.communicate(b"\n".join(lines[8:]) + b"\n", timeout=30)
+    assert proc.returncode == 0
+    assert frames_of(out)[-1]["subtype"] == "success"
+    assert err == b""
+
+
+def test_a_follower_started_under_nohup_keeps_ignoring_sighup(tmp_path: Path) -> None:
+    """The same for the shells that run under anyio (`--follow`): SIGHUP ignored, SIGTERM not."""
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"\n".join(lines_of("tool_use_two_turns")[:8]) + b"\n")
+    proc = subprocess.Popen(
+        [TRANSLATOR, "--follow", str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=_started_with_sighup_ignored,
+    )
+    assert proc.stdout is not None
+    assert orjson.loads(proc.stdout.readline())["type"] == "system"
+    proc.send_signal(signal.SIGHUP)
+    time.sleep(0.2)
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 143
+    assert frames_of(out)[-1]["subtype"] == "cancelled"

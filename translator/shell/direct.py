@@ -25,9 +25,7 @@ from types import FrameType
 
 from translator.diagnostics import stderr as _stderr
 from translator.feed import CHUNK, Feed, steps, take
-from translator.shell.sink import WRITE_GRACE_S, Config, Outcome, OutputStuck, Sink, Stdout
-
-SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+from translator.shell.sink import WRITE_GRACE_S, Config, Outcome, OutputStuck, Sink, Stdout, stop_signals
 
 
 def above_std(fd: int) -> int:
@@ -57,9 +55,9 @@ def ready(reads: list[int], writes: list[int], timeout: float | None) -> list[in
 
 
 class Signals:
-    """SIGTERM, SIGINT and SIGHUP recorded (the first one counts), and a pipe that becomes
-    readable when one comes, to wait on beside an input or the output. `close()` puts back
-    the handlers that were there."""
+    """SIGTERM, SIGINT and SIGHUP (those not ignored: sink.stop_signals) recorded (the first one
+    counts), and a pipe that becomes readable when one comes, to wait on beside an input or the
+    output. `close()` puts back the handlers that were there."""
 
     def __init__(self) -> None:
         self.received: int | None = None
@@ -74,7 +72,7 @@ class Signals:
             os.close(self.fd)
             os.close(self._w)
             raise
-        self._old = {signum: signal.signal(signum, self._record) for signum in SIGNALS}
+        self._old = {signum: signal.signal(signum, self._record) for signum in stop_signals()}
 
     def _record(self, signum: int, frame: FrameType | None) -> None:
         if self.received is None:
@@ -83,7 +81,7 @@ class Signals:
             with contextlib.suppress(OSError):
                 came = os.read(self.fd, 64)
                 os.write(self._w, b"\0")
-                signum = next((s for s in came if s in SIGNALS), signum)
+                signum = next((s for s in came if s in self._old), signum)
             self.received = signum
             self.deadline = time.monotonic() + WRITE_GRACE_S
 

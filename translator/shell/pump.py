@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import time
 from collections.abc import Awaitable, Callable
 
@@ -21,7 +20,7 @@ import anyio
 from translator.diagnostics import stderr as _stderr
 from translator.feed import Feed, Taken, take
 from translator.fold import Translator
-from translator.shell.sink import WRITE_GRACE_S, Config, OutputStuck, Sink, Stdout
+from translator.shell.sink import WRITE_GRACE_S, Config, OutputStuck, Sink, Stdout, stop_signals
 
 
 class Output(Stdout):
@@ -134,7 +133,7 @@ class Shell(Sink):
         output's trouble is said here, for every mode alike."""
         if self.cfg.metrics is not None and not self.observe():
             return
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        with anyio.open_signal_receiver(*stop_signals()) as signals:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch, signals)
                 if self.metrics is not None:

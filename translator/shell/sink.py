@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import stat
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +22,15 @@ from translator.encoders import Encoder
 from translator.feed import Taken, new_core
 from translator.fold import Options, Translator
 from translator.rates import RateCard
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def stop_signals() -> tuple[int, ...]:
+    """The stop signals a shell acts on: those the command did not start with ignored. One
+    started by `nohup` (SIGHUP ignored) or as a shell's background job (SIGINT ignored) keeps
+    ignoring them, as a Unix command does."""
+    return tuple(signum for signum in STOP_SIGNALS if signal.getsignal(signum) is not signal.SIG_IGN)
 
 if TYPE_CHECKING:
     from translator.shell.metrics import Metrics
