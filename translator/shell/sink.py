@@ -26,7 +26,7 @@ from translator.rates import RateCard
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def stop_signals() -> tuple[int, ...]:
+def stop_signals() -> tuple[signal.Signals, ...]:
     """The stop signals a shell acts on: those the command did not start with ignored. One
     started by `nohup` (SIGHUP ignored) or as a shell's background job (SIGINT ignored) keeps
     ignoring them, as a Unix command does."""
