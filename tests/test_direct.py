@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import termios
+import threading
 import time
 from pathlib import Path
 
@@ -224,3 +225,30 @@ def test_from_another_thread_it_fails_without_leaking_its_pipe() -> None:
         pytest.skip("needs /proc")
     proc = subprocess.run([sys.executable, "-c", code, fixture("max_turns")], capture_output=True, timeout=60)
     assert proc.stdout == b"['ValueError'] 0\n", proc.stderr
+
+
+def test_diagnostics_sharing_a_slow_output_pipe_are_all_written() -> None:
+    """Under `2>&1` stderr is the same pipe as stdout, which the shell makes non-blocking: a
+    consumer that is slow to start reading once lost most diagnostics (EAGAIN, swallowed)."""
+    bad = b"".join(b"not json %d\n" % i for i in range(5000))
+    data = (events("tool_use_two_turns") + bad) * 4
+    r, w = os.pipe()
+    proc = subprocess.Popen([TRANSLATOR, "--include-partial-messages"], stdin=subprocess.PIPE, stdout=w, stderr=w)
+    os.close(w)
+
+    def feed() -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(data)
+        proc.stdin.close()
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    time.sleep(1.0)  # the pipe fills while nobody reads
+    out = b""
+    while chunk := os.read(r, 65536):
+        out += chunk
+    os.close(r)
+    feeder.join()
+    assert proc.wait(timeout=30) == 0
+    assert out.count(b": invalid JSON") == 20000
+    assert out.count(b'"type":"result"') == 4

@@ -5,11 +5,15 @@ about (a recovery quotes none)."""
 
 from __future__ import annotations
 
+import os
+import select
 import sys
 import time
 from typing import Any
 
 import orjson
+
+STUCK_S = 5.0  # how long a full stderr may keep a diagnostic waiting before it is dropped
 
 # The fixed set of reasons a line is rejected for (the `reason` label of the bad-lines metric).
 KINDS = ("invalid_utf8", "invalid_json", "not_an_event", "malformed_event", "too_long", "untranslatable")
@@ -106,11 +110,33 @@ def stderr(lines: list[str], level: str = "error") -> None:
     stream = sys.stderr
     if stream is None:
         return
+    text = formatted(lines, level)
     try:
-        stream.write(formatted(lines, level))
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):  # not a file (a test's capture): its own write
+        fd = -1
+    try:
         stream.flush()
+        if fd < 0:
+            stream.write(text)
+            stream.flush()
+        else:
+            _write_all(fd, text.encode(stream.encoding or "utf-8", "backslashreplace"))
     except (OSError, ValueError):
         pass
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """All of `data` to `fd`, waiting while it is full: stderr shares stdout's pipe under
+    `2>&1`, which the shells make non-blocking, and a slow consumer must not cost diagnostics.
+    A consumer that takes nothing for STUCK_S loses the rest of them (never the run)."""
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            if not select.select([], [fd], [], STUCK_S)[1]:
+                return
 
 
 def formatted(lines: list[str], level: str) -> str:
