@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from support_processes import run
+from support_processes import TRANSLATOR, run
 
 
 def complete(script: Path, *words: str) -> list[str]:
@@ -49,3 +49,11 @@ def test_other_shells_get_a_script_naming_every_option(shell: str) -> None:
 def test_an_unknown_shell_is_a_usage_error() -> None:
     proc = run("--print-completion", "fish")
     assert proc.returncode == 64 and proc.stderr.startswith(b"translator: argument --print-completion: invalid choice")
+
+
+def test_a_completion_script_that_cannot_be_written_is_a_write_error() -> None:
+    """A full disk is said in one line with its sysexits status (74), not an internal error."""
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run([TRANSLATOR, "--print-completion", "bash"], stdout=full, stderr=subprocess.PIPE, timeout=30)
+    assert proc.returncode == 74
+    assert proc.stderr == b"translator: write error: No space left on device\n"

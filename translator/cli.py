@@ -256,7 +256,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.print_completion:
         from translator.completion import script
 
-        sys.stdout.write(script(parser, args.print_completion))
+        try:
+            sys.stdout.write(script(parser, args.print_completion))
+            sys.stdout.flush()
+        except BrokenPipeError:  # the reader has what it wanted
+            return EX_OK
+        except OSError as exc:
+            _stderr([f"translator: write error: {exc.strerror}"])
+            return EX_IOERR
         return EX_OK
     try:
         check(args)
