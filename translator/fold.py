@@ -22,10 +22,10 @@ from translator.encoders import SILENT, Encoder
 from translator.events import BadLine
 from translator.headless_reader import HeadlessReader
 from translator.lines import EXCERPT_BYTES, LineBuffer
-from translator.model import DELTAS, Delta, DeltaRun
 from translator.model import ESTIMATED as ESTIMATED  # re-exported: the clocks are read from here too
 from translator.model import RECORDED as RECORDED
 from translator.model import WALL as WALL
+from translator.model import Delta, DeltaRun
 from translator.rates import RateCard
 from translator.raw_reader import RawReader
 from translator.run_fold import Options as Options  # re-exported: every shell builds one here
@@ -212,7 +212,7 @@ class Translator(RunFold):
 
     def event(self, ev: M.TurnEvent, now: float) -> None:
         """One event of the line just read."""
-        if type(ev) in DELTAS:
+        if ev.is_delta:
             self._deltas(DeltaRun([ev]), now)  # type: ignore[list-item]
         else:
             self._handlers[type(ev)](ev, now)

@@ -196,7 +196,6 @@ def _array(value: Raw, name: str) -> None:
 
 Delta = AssistantTextDelta | AssistantThinkingDelta
 TurnEvent = TurnStart | AssistantTextDelta | AssistantThinkingDelta | ToolCallStart | ToolCallInputDelta | ToolCallEnd | TurnEnd | RunEnd
-DELTAS = (AssistantTextDelta, AssistantThinkingDelta)
 TYPES = frozenset(cls.__struct_config__.tag for cls in TurnEvent.__args__)
 
 
