@@ -95,8 +95,7 @@ class RunFold:
 
     def _stamp(self, now: float, src: Source) -> float:
         """An event's time for the encoder: 0.0 for one whose frames carry none, unless the
-        recorded clock reads the event's stamp (it keeps the last one). The hot handlers say
-        the same inline."""
+        recorded clock reads the event's stamp (it keeps the last one)."""
         return self._clock.stamp(now, src, self._frame) if self._timed else 0.0
 
     def _use_recorded_clock(self) -> None:
@@ -205,9 +204,9 @@ class RunFold:
         if fr.fallback is not None:
             fr.fallback.append(run)
         if self._delta_mode == RAW and not one_by_one:
-            self.encoder.raw_deltas(run, self._clock.stamp(now, None, fr) if self._timed else 0.0)
+            self.encoder.raw_deltas(run, self._stamp(now, None))
         elif self._delta_mode == DECODED or one_by_one:
-            t = self._clock.stamp(now, None, fr) if self._timed else 0.0
+            t = self._stamp(now, None)
             text, thinking = self.encoder.text_delta, self.encoder.thinking_delta
             for ev in run.deltas:
                 if isinstance(ev, AssistantTextDelta):
@@ -239,18 +238,18 @@ class RunFold:
             if fr.fallback is not None:
                 del fr.fallback[fr.fallback_mark :]
             fr.tools.clear()
-            self.encoder.turn_retry(ev, fr.attempts, self._clock.stamp(now, ev, fr) if self._timed else 0.0)
+            self.encoder.turn_retry(ev, fr.attempts, self._stamp(now, ev))
             return
         fr.open_index = index
         fr.attempts = 0
         fr.fallback_mark = len(fr.fallback) if fr.fallback is not None else 0
         fr.turn_deltas = 0
-        self.encoder.turn_start(ev, self._clock.stamp(now, ev, fr) if self._timed else 0.0)
+        self.encoder.turn_start(ev, self._stamp(now, ev))
 
     def _tool_start(self, ev: ToolCallStart, now: float) -> None:
         fr = self._model_frame(now, ev)
         fr.tools[ev.tool_use_id] = (ev.name, [])
-        self.encoder.tool_start(ev, self._clock.stamp(now, ev, fr) if self._timed else 0.0)
+        self.encoder.tool_start(ev, self._stamp(now, ev))
 
     def _tool_input(self, ev: ToolCallInputDelta, now: float) -> None:
         fr = self._model_frame(now, ev)
@@ -259,7 +258,7 @@ class RunFold:
         if tool is None:  # (its ToolCallStart was not seen)
             fr.tools[ev.tool_use_id] = tool = (None, [])
         tool[1].append(ev.partial_json)
-        self.encoder.tool_input(ev, self._clock.stamp(now, ev, fr) if self._timed else 0.0)
+        self.encoder.tool_input(ev, self._stamp(now, ev))
 
     def _tool_end(self, ev: ToolCallEnd, now: float) -> None:
         fr = self._frame or self._open(now, ev)  # (_frame_for, inline: a hot path)
@@ -268,7 +267,7 @@ class RunFold:
             self._move(Move.TOOL_END, now)
         name, parts = fr.tools.pop(ev.tool_use_id, (None, []))
         fr.tool_calls += 1
-        t = self._clock.stamp(now, ev, fr) if self._timed else 0.0
+        t = self._stamp(now, ev)
         self.encoder.tool_call(ev.tool_use_id, name, tool_input("".join(parts)), ev, t)
 
     def _turn_end(self, ev: TurnEnd, now: float) -> None:
@@ -301,7 +300,7 @@ class RunFold:
         fr.open_index = None
         fr.turn_deltas = 0
         fr.tools.clear()
-        self.encoder.turn_end(ev, model, cost, self._clock.stamp(now, ev, fr) if self._timed else 0.0)
+        self.encoder.turn_end(ev, model, cost, self._stamp(now, ev))
 
     def _run_end(self, ev: RunEnd, now: float) -> None:
         fr = self._frame_for(now, ev)
