@@ -8,8 +8,9 @@ the batch replay (shell/replay.py).
   arrival time, then what came back taken in one order (`Taken`) for the caller's sink;
 - `steps()`: that loop over a whole input, for the callers that need not await (files and
   stdin among them: they are read without an event loop). The async pump of `--follow`,
-  `--listen` and `--metrics` is the same loop with its reads and writes awaited (as httpcore's `_receive_event`
-  feeds h11), so both give the same bytes and the same diagnostics for the same input.
+  `--listen` and `--metrics` is the same loop with its reads and writes awaited (as
+  httpcore's `_receive_event` feeds h11), so both give the same bytes and the same
+  diagnostics for the same input.
 """
 
 from __future__ import annotations

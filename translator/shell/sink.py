@@ -23,6 +23,11 @@ from translator.feed import Taken, new_core
 from translator.fold import Options, Translator
 from translator.rates import RateCard
 
+if TYPE_CHECKING:
+    from translator.shell.metrics import Metrics
+
+BATCH = 1 << 20  # output is written in pieces of about this size
+WRITE_GRACE_S = 5.0  # after a signal, how long a blocked downstream may hold up the last frames
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
@@ -31,12 +36,6 @@ def stop_signals() -> tuple[signal.Signals, ...]:
     started by `nohup` (SIGHUP ignored) or as a shell's background job (SIGINT ignored) keeps
     ignoring them, as a Unix command does."""
     return tuple(signum for signum in STOP_SIGNALS if signal.getsignal(signum) is not signal.SIG_IGN)
-
-if TYPE_CHECKING:
-    from translator.shell.metrics import Metrics
-
-BATCH = 1 << 20  # output is written in pieces of about this size
-WRITE_GRACE_S = 5.0  # after a signal, how long a blocked downstream may hold up the last frames
 
 
 # Config and Outcome are msgspec Structs rather than dataclasses: the same classes (keyword
