@@ -176,6 +176,14 @@ def test_unknown_model_costs_nothing_and_warns_once() -> None:
     assert run.diagnostics == ["translator: warning: no rate for model 'mystery-1'; its cost counts as 0"]
 
 
+def test_a_turn_of_no_tokens_costs_nothing_at_any_rate_so_its_model_is_not_warned_of() -> None:
+    nothing = {"input_tokens": 0, "output_tokens": 0}
+    run = drive(turn(0, "a", model="mystery-1", usage=nothing) + run_end(turns=1))
+    assert run.results[0]["total_cost_usd"] == 0.0 and run.diagnostics == []
+    run = drive(turn(0, "a", model="mystery-1", usage=nothing) + turn(1, "b", model="mystery-1") + run_end(turns=2))
+    assert run.diagnostics == ["translator: warning: no rate for model 'mystery-1'; its cost counts as 0"]
+
+
 def test_rate_card_replaces_bundled_prices(tmp_path) -> None:
     card = tmp_path / "rates.toml"
     card.write_text('[[rates]]\nmodel = "mystery-*"\ninput = 1.0\noutput = 2.0\n')

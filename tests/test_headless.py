@@ -210,6 +210,28 @@ def test_every_frame_the_agent_prints_is_read_strictly(path: Any) -> None:
     assert [ln for ln in default.output.splitlines() if not ln.startswith(b'{"type":"result"')] == frames
 
 
+@pytest.mark.parametrize("fmt", ["enriched", "claude-code"])
+@pytest.mark.parametrize("path", AGENT_FRAMES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_headless_input_never_warns_of_a_missing_rate(path: Any, fmt: str) -> None:
+    """The dialect reports tokens and cost once, in the agent's result: no rate card prices a
+    headless turn, so a model the card lacks (the samples' `mock`) costs nothing that counts."""
+    run = translate_bytes(path.read_bytes(), fmt)
+    assert [d for d in run.diagnostics if "no rate for model" in d] == []
+
+
+@pytest.mark.parametrize("path", [p for p in AGENT_FRAMES if b'"type":"result"' in p.read_bytes()],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_claude_code_counts_the_agents_cost_of_a_headless_run_once(path: Any) -> None:
+    """Claude Code's `total_cost_usd` is the session's so far: for headless input, the sum of the
+    agent's own figures, nothing added for its turns (the card prices none of them)."""
+    data = path.read_bytes()
+    upstream = [r["total_cost_usd"] for r in results(data)]
+    theirs = results(translate_bytes(data, "claude-code").output)
+    closed = [r for r in theirs if r.get("model_usage_since_last_result") is not None]
+    assert closed[-1]["total_cost_usd"] == pytest.approx(sum(upstream), abs=0)
+    assert sum(u["costUSD"] for u in closed[-1]["modelUsage"].values()) == pytest.approx(sum(upstream))
+
+
 def test_a_field_the_agent_does_not_write_is_ignored_by_default_and_rejected_under_strict() -> None:
     data = headless("tool_use_two_turns").replace(b'{"type":"tool_use",', b'{"type":"tool_use","extra":[1],', 1)
     default = drive(data)
