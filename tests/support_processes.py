@@ -166,6 +166,13 @@ def poll(condition: Callable[[], Any], timeout: float = 20.0) -> Any:
     return result
 
 
+def catches(pid: int, signum: int) -> bool:
+    """Whether the process has a handler for the signal (Linux: /proc/PID/status, SigCgt)."""
+    with open(f"/proc/{pid}/status") as f:
+        caught = next(line for line in f if line.startswith("SigCgt:")).split()[1]
+    return bool(int(caught, 16) >> (signum - 1) & 1)
+
+
 def children(pid: int) -> set[int]:
     found = set()
     for entry in Path("/proc").iterdir():

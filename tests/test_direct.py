@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from conftest import events, frames_of, lines_of
-from support_processes import TRANSLATOR, fixture
+from support_processes import TRANSLATOR, catches, fixture
 
 from translator.shell.sink import WRITE_GRACE_S
 
@@ -94,13 +94,6 @@ def test_a_signal_while_a_socket_input_is_quiet_closes_the_run_as_cancelled(sign
     assert [f["type"] for f in frames_of(rest)] == ["system", "tool_use", "tool_result", "result"]
     assert frames_of(rest)[-1]["subtype"] == "cancelled"
     assert proc.stderr.read() == b""
-
-
-def catches(pid: int, signum: int) -> bool:
-    """Whether the process has a handler for the signal (Linux: /proc/PID/status, SigCgt)."""
-    with open(f"/proc/{pid}/status") as f:
-        caught = next(line for line in f if line.startswith("SigCgt:")).split()[1]
-    return bool(int(caught, 16) >> (signum - 1) & 1)
 
 
 def test_a_signal_stops_an_endless_regular_input() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import stat
 
 EX_USAGE, EX_NOINPUT, EX_IOERR, EX_CONFIG = 64, 66, 74, 78  # sysexits.h
 # Options that only mean something in one mode (a mode is on when one of its options is
@@ -25,6 +26,8 @@ MODE_OPTIONS: dict[tuple[str, ...], tuple[str, dict[str, object]]] = {
 NOT_IN_BATCH = ("session_id", "reject_file", "exit_status", "output", "metrics")
 # Options of a single stream that a service or follower never exits with.
 NOT_IN_SERVICE = ("exit_status",)
+# A FIFO has no offset to resume from nor a size to see it cut back: it is read as an input.
+FOLLOW_FIFO = "is a FIFO, not a file to follow (read it as an input: translator FIFO)"
 
 
 class UserError(Exception):
@@ -91,8 +94,15 @@ def check(args: argparse.Namespace) -> None:
         address = getattr(args, dest, None)
         if address is not None:
             check_address(flag(dest), address, unix=dest == "listen")
-    if args.follow is not None and os.path.isdir(args.follow):
-        raise UserError(f"--follow {args.follow}", "is a directory, not a file", EX_NOINPUT)
+    if args.follow is not None:
+        try:
+            kind = os.stat(args.follow).st_mode
+        except OSError:  # not there yet: it is waited for
+            kind = 0
+        if stat.S_ISDIR(kind):
+            raise UserError(f"--follow {args.follow}", "is a directory, not a file", EX_NOINPUT)
+        if stat.S_ISFIFO(kind):
+            raise UserError(f"--follow {args.follow}", FOLLOW_FIFO, EX_NOINPUT)
 
 
 def check_address(name: str, address: str, unix: bool) -> None:

@@ -19,6 +19,7 @@ import os
 import select
 import signal
 import stat
+import sys
 import time
 from collections.abc import Iterator
 from types import FrameType
@@ -26,6 +27,9 @@ from types import FrameType
 from translator.diagnostics import stderr as _stderr
 from translator.feed import CHUNK, Feed, steps, take
 from translator.shell.sink import WRITE_GRACE_S, Config, Outcome, OutputStuck, Sink, Stdout, stop_signals
+
+# Elsewhere (macOS) a FIFO opened without waiting reads as ended before its writer comes.
+OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK if sys.platform == "linux" else os.O_RDONLY
 
 
 def above_std(fd: int) -> int:
@@ -131,13 +135,18 @@ class Output(Stdout):
 def open_input(name: str, outcome: Outcome) -> tuple[int, str, bool] | None:
     """An input opened: its fd, its label in diagnostics, and whether it is live (a pipe,
     socket or terminal: waited on, timed as it arrives). None, said on stderr (exit 66), when
-    it cannot be read."""
+    it cannot be read.
+
+    A FIFO is opened without waiting for its writer (O_NONBLOCK), where a blocking open would
+    wait in the kernel, deaf to the stop signals; the wait is the shell's, for its first bytes,
+    beside the signals (on Linux a FIFO that has had no writer yet is not readable). The fd is
+    then made blocking again, as every input is read."""
     if name == "-":
         fd, label = 0, "<stdin>"
     else:
         label = name
         try:
-            fd = os.open(name, os.O_RDONLY)
+            fd = os.open(name, OPEN_FLAGS)
         except OSError as exc:
             _stderr([f"translator: {name}: {exc.strerror}"])
             outcome.missing_input = True
@@ -152,6 +161,8 @@ def open_input(name: str, outcome: Outcome) -> tuple[int, str, bool] | None:
         if fd != 0:
             os.close(fd)
         return None
+    if OPEN_FLAGS != os.O_RDONLY and name != "-" and not stat.S_ISREG(mode):
+        os.set_blocking(fd, True)
     return fd, label, stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 

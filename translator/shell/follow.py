@@ -25,6 +25,7 @@ from translator.diagnostics import stderr as _stderr
 from translator.feed import CHUNK
 from translator.shell.pump import Pump
 from translator.shell.sink import OutputStuck
+from translator.usage import FOLLOW_FIFO
 
 if TYPE_CHECKING:
     from translator.fold import Translator
@@ -124,9 +125,13 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
             while True:
                 if fd < 0:
                     try:
-                        fd = os.open(path, os.O_RDONLY)
-                        if stat.S_ISDIR(os.fstat(fd).st_mode):  # replaced by a directory
+                        # O_NONBLOCK: a FIFO's open would wait for its writer, deaf to signals.
+                        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+                        mode = os.fstat(fd).st_mode
+                        if stat.S_ISDIR(mode):  # replaced by a directory
                             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+                        if stat.S_ISFIFO(mode):
+                            raise OSError(errno.ESPIPE, FOLLOW_FIFO)
                     except FileNotFoundError:
                         await wakeup.wait()
                         continue

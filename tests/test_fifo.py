@@ -1,0 +1,68 @@
+"""A named pipe (FIFO) as an input: like `cat FIFO`, the translator waits for its writer, and
+the stop signals end that wait (an open(2) that blocks until a writer comes would not hear them).
+`--follow` refuses a FIFO: it has no offset to resume from. Real FIFOs, processes and signals."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import events, frames_of
+from support_processes import TRANSLATOR, catches, fixture, poll
+
+
+@pytest.mark.parametrize("shell", [[], ["--metrics", "tcp:127.0.0.1:0"]], ids=["direct", "anyio"])
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)])
+def test_a_stop_signal_ends_the_wait_for_a_fifo_s_writer(tmp_path: Path, shell: list[str], signum: int,
+                                                        status: int) -> None:
+    fifo = tmp_path / "events.fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([TRANSLATOR, *shell, fixture("thinking"), str(fifo)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        poll(lambda: catches(proc.pid, signum))  # its handlers are set: the FIFO is next
+        out = b""
+        assert proc.stdout is not None
+        while b'"result"' not in out:  # the first input is translated: it waits on the FIFO now
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            assert chunk
+            out += chunk
+        proc.send_signal(signum)
+        assert proc.wait(timeout=30) == status
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.stderr is not None
+    assert [line for line in proc.stderr.read().splitlines() if b"metrics on" not in line] == []
+    assert [f["type"] for f in frames_of(out + proc.stdout.read())][-1] == "result"
+
+
+def test_a_fifo_s_writer_is_waited_for_then_read(tmp_path: Path) -> None:
+    """The wait is kept: what the writer sends, when it comes, is the input."""
+    fifo = tmp_path / "events.fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([TRANSLATOR, "--results-only", str(fifo)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    poll(lambda: catches(proc.pid, signal.SIGTERM))
+    assert proc.poll() is None  # no writer yet: still waiting (an empty input would have ended it)
+    with open(fifo, "wb") as writer:
+        writer.write(events("tool_use_two_turns"))
+    out, err = proc.communicate(timeout=30)
+    assert (proc.returncode, err) == (0, b"")
+    assert [f["result"] for f in frames_of(out)] == ["There are 3 files."]
+
+
+def test_follow_refuses_a_fifo_at_once_and_when_the_file_becomes_one(tmp_path: Path) -> None:
+    fifo = tmp_path / "stdout.ndjson"
+    os.mkfifo(fifo)
+    proc = subprocess.run([TRANSLATOR, "--follow", str(fifo)], capture_output=True, timeout=30)
+    said = f"translator: --follow {fifo}: is a FIFO, not a file to follow (read it as an input: translator FIFO)\n"
+    assert (proc.returncode, proc.stdout, proc.stderr.decode()) == (66, b"", said)
+    fifo.unlink()
+    later = subprocess.Popen([TRANSLATOR, "--follow", str(fifo)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    poll(lambda: catches(later.pid, signal.SIGTERM))  # following: waiting for the file to appear
+    os.mkfifo(fifo)
+    out, err = later.communicate(timeout=30)
+    assert (later.returncode, out, err.decode()) == (74, b"", said)
