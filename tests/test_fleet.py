@@ -123,7 +123,7 @@ def test_s3_in_and_out_on_the_cluster_is_the_local_batch(s3: Any, cluster: Any, 
     assert forced.returncode == 65 and f"{len(SCENARIOS)} translated".encode() in forced.stderr  # the local pool on S3
     assert objects(s3, f"{BUCKET}/translated") == got  # byte-identical reruns, markers included
     usage = subprocess.run([TRANSLATOR, "report"], capture_output=True, timeout=60)
-    assert usage.returncode == 64 and usage.stderr.endswith(b"translator report: the following arguments are required: RESULTS\n")
+    assert (usage.returncode, usage.stderr) == (64, b"translator report: the following arguments are required: RESULTS\n")
 
 
 def test_a_worker_killed_mid_job_loses_nothing_and_doubles_nothing(cluster: Any, tmp_path: Path) -> None:
@@ -240,6 +240,15 @@ def test_a_missing_extra_is_named_in_one_line(tmp_path: Path) -> None:
                           capture_output=True, timeout=60)
     assert (proc.returncode, proc.stderr.decode()) == (
         69, "translator: --results-table: pyarrow is not installed: pip install 'caliban-stream-translator[fleet]'\n")
+
+
+def test_report_names_its_own_extra_and_a_missing_dataset_in_one_line(tmp_path: Path) -> None:
+    blocked = "import sys; sys.modules['pyarrow'] = None; from translator.cli import run; sys.argv[0] = 'translator'; run()"
+    proc = subprocess.run([sys.executable, "-c", blocked, "report", str(tmp_path)], capture_output=True, timeout=60)
+    assert (proc.returncode, proc.stderr.decode()) == (
+        69, "translator: report: pyarrow is not installed: pip install 'caliban-stream-translator[report]'\n")
+    missing = subprocess.run([TRANSLATOR, "report", str(tmp_path / "nothing")], capture_output=True, timeout=60)
+    assert (missing.returncode, missing.stderr.decode()) == (66, f"translator: {tmp_path / 'nothing'}: No such file or directory\n")
 
 
 def test_the_readme_documents_the_schema() -> None:

@@ -26,10 +26,11 @@ class MissingExtra(Exception):
     status = EX_UNAVAILABLE
 
 
-def need(module: str) -> ModuleType:
-    """`import module`, or MissingExtra saying which extra provides it."""
+def need(module: str, extra: str | None = None) -> ModuleType:
+    """`import module`, or MissingExtra saying which extra provides it: `extra` when the
+    feature has its own (pyarrow for `translator report` comes with `[report]`)."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        extra = EXTRA.get(module.split(".")[0], "fleet")
+        extra = extra or EXTRA.get(module.split(".")[0], "fleet")
         raise MissingExtra(f"{module} is not installed: pip install '{DISTRIBUTION}[{extra}]'") from exc

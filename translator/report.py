@@ -10,8 +10,10 @@ outcomes, and the duration distribution. For anything else, query the dataset di
 from __future__ import annotations
 
 import argparse
+import errno
 import html
 import io
+import os
 import sys
 from collections import Counter, defaultdict
 from typing import Any, NoReturn
@@ -23,7 +25,7 @@ EX_USAGE, EX_NOINPUT, EX_IOERR = 64, 66, 74
 
 def load(path: str) -> list[dict[str, Any]]:
     """Every row of the dataset at `path` (local or a URL)."""
-    need("pyarrow")
+    need("pyarrow", "report")
     import pyarrow.dataset as ds
 
     filesystem = None
@@ -128,9 +130,16 @@ def page(path: str, rows: list[dict[str, Any]]) -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # a usage error is 64, as everywhere in translator
-        self.print_usage(sys.stderr)
+    def error(self, message: str) -> NoReturn:  # a usage error is one line and 64, as everywhere in translator
         self.exit(EX_USAGE, f"translator report: {message}\n")
+
+
+def _why(exc: OSError | ValueError) -> str:
+    """Why the dataset cannot be read, in one line: pyarrow's FileNotFoundError holds only the path."""
+    if isinstance(exc, FileNotFoundError):
+        return os.strerror(errno.ENOENT)
+    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def main(argv: list[str]) -> int:
@@ -144,7 +153,7 @@ def main(argv: list[str]) -> int:
         print(f"translator: report: {exc}", file=sys.stderr)
         return exc.status
     except (OSError, ValueError) as exc:  # pyarrow's missing path is a FileNotFoundError or ArrowInvalid
-        print(f"translator: {args.results}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}", file=sys.stderr)
+        print(f"translator: {args.results}: {_why(exc)}", file=sys.stderr)
         return EX_NOINPUT
     if not rows:
         print(f"translator: {args.results}: no runs", file=sys.stderr)
