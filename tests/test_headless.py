@@ -15,6 +15,7 @@ from conftest import (
     kind,
     reported,
     results,
+    run_end,
     translate_bytes,
     translate_cc,
 )
@@ -315,3 +316,65 @@ def test_a_result_the_repair_cannot_read_whole_is_a_bad_line(fmt: str, extra: by
     assert not [d for d in run.diagnostics if "internal error" in d]
     assert run.rejects == data.splitlines(keepends=True)[2]
     assert len(run.results) == 1
+
+
+# A headless `error` result says its cause only in its message: the stops whose message the agent
+# writes as a fixed text read back into that stop, the rest have no cause the dialect states.
+SAMPLE_ERRORS = ["before_run_hook_denied", "refusal", "thinking_budget_exhausted"]
+
+
+@pytest.mark.parametrize("name", SAMPLE_ERRORS)
+def test_an_error_whose_message_names_its_stop_ends_as_the_raw_events_end(name: str) -> None:
+    fields = ("subtype", "is_error", "terminal_reason", "errors", "num_turns")
+    from_headless = cc_frames((SAMPLES / "headless-derived-from-code" / f"{name}.ndjson").read_bytes())[-1]
+    from_raw = cc_frames((SAMPLES / "raw-derived-from-code" / f"{name}.ndjson").read_bytes())[-1]
+    assert [from_headless.get(k) for k in fields] == [from_raw.get(k) for k in fields]
+    assert from_headless["terminal_reason"] in ("hook_stopped", "model_error")
+
+
+def agent_error(message: str | None) -> bytes:
+    frame = orjson.loads((SAMPLES / "headless-serde-from-tests" / "preflight_error.ndjson").read_bytes())
+    if message is None:
+        del frame["error"]
+    else:
+        frame["error"] = message
+    return orjson.dumps(frame) + b"\n"
+
+
+@pytest.mark.parametrize(("message", "stopped_for"), [
+    ("Model declined to respond.", {"Refusal": "Model declined to respond."}),
+    ("Response blocked by content filter.", {"ContentFilter": "Response blocked by content filter."}),
+    ("before_turn: hook failed: x", {"HookDenied": "before_turn: hook failed: x"}),
+    ("after_turn: Stop", {"HookDenied": "after_turn: Stop"}),
+    ("before_tool hook failed: x", {"HookDenied": "before_tool hook failed: x"}),
+    ("thinking budget exhausted — the model kept reasoning without answering", "ThinkingBudgetExhausted"),
+])
+def test_each_stop_the_agent_names_in_its_message_is_the_raw_stop(message: str, stopped_for: Any) -> None:
+    from_headless = cc_frames(agent_error(message))[-1]
+    from_raw = cc_frames(run_end(stopped_for))[-1]
+    fields = ("subtype", "terminal_reason", "errors")
+    assert [from_headless.get(k) for k in fields] == [from_raw.get(k) for k in fields]
+    assert from_headless["errors"] == [message]
+
+
+@pytest.mark.parametrize(("path", "errors"), [
+    (SAMPLES / "headless-serde-from-tests" / "result_non_success_error.ndjson",
+     ["the agent's result states no cause for the error"]),
+    (SAMPLES / "headless-serde-from-tests" / "preflight_error.ndjson", ["ANTHROPIC_API_KEY is not set"]),
+], ids=["no-message", "preflight"])
+def test_an_error_of_unstated_cause_claims_no_terminal_reason(path: Any, errors: list[str]) -> None:
+    """Claude Code leaves `terminal_reason` out when its loop gave none; a cause the agent's
+    result does not state is not called a model error (nor anything else)."""
+    data = path.read_bytes()
+    result = cc_frames(data)[-1]
+    assert (result["subtype"], result["is_error"], result["errors"]) == ("error_during_execution", True, errors)
+    assert "terminal_reason" not in result
+    # the default format passes the agent's frame as it is, adding only the translator's timing
+    (enriched,) = results(drive(data).output)
+    assert {k: v for k, v in enriched.items() if k not in ("duration_api_ms", "duration_source")} == results(data)[0]
+
+
+def test_a_stop_this_build_does_not_know_claims_no_terminal_reason_either() -> None:
+    result = cc_frames(run_end({"SomethingNew": {"why": 1}}))[-1]
+    assert (result["subtype"], result["errors"]) == ("error_during_execution", ['stopped for SomethingNew: {"why":1}'])
+    assert "terminal_reason" not in result

@@ -262,7 +262,7 @@ class ClaudeResult(TypedDict):
     usage: dict[str, Any]
     modelUsage: dict[str, dict[str, Any]]
     permission_denials: list[Any]
-    terminal_reason: str
+    terminal_reason: NotRequired[str]  # absent where the run's stop gives no reason Claude Code has
     uuid: str
     errors: NotRequired[list[str]]
     api_error_status: NotRequired[int | None]

@@ -12,12 +12,19 @@ from msgspec import Raw
 
 from translator.encoders.provider_errors import recognise
 from translator.model import ResultFrame, RunEnd, Usage
+from translator.stops import THINKING_BUDGET, UNSTATED
 
 RESULT = "result"  # the type of a run's last frame (snake_case; the raw events' are PascalCase)
+# What the agent writes in a headless result's `error` for the stops that say their cause
+# (caliban f33a2d0, agent-core stream/recovery.rs and stream/mod.rs): read back into that stop, as
+# the raw events would have named it. Any other text ("Error") is a cause the dialect does not say.
+STOP_TEXTS = {"Model declined to respond.": "Refusal", "Response blocked by content filter.": "ContentFilter"}
+HOOK_DENIED = ("before_run: ", "before_turn: ", "after_turn: ", "before_tool hook failed: ")
 
 
 def stopped_for(result: ResultFrame) -> Any:
-    """The raw events' `stopped_for` that gives this result's subtype (and error text)."""
+    """The raw events' `stopped_for` that gives this result's subtype (and error text): for
+    `error`, the stop its message names, else `Error` (its cause unknown here)."""
     subtype, error = result.subtype, result.error
     if subtype == "success":
         return "EndOfTurn"
@@ -29,7 +36,14 @@ def stopped_for(result: ResultFrame) -> Any:
         return "MaxTokensExhausted"
     if subtype == "budget_exceeded":
         return {"BudgetExceeded": error or "budget exceeded"}
-    return {"ProviderError" if recognise(error) else "Error": error or subtype}
+    if error is None:  # (a subtype the agent does not write says what it is)
+        return {"Error": UNSTATED if subtype == "error" else subtype}
+    if recognise(error):
+        return {"ProviderError": error}
+    if error == THINKING_BUDGET:
+        return "ThinkingBudgetExhausted"
+    stop = STOP_TEXTS.get(error) or ("HookDenied" if error.startswith(HOOK_DENIED) else "Error")
+    return {stop: error}
 
 
 def run_end(result: ResultFrame) -> RunEnd:

@@ -10,6 +10,9 @@ import orjson
 TRUNCATED = "the input ended before the run finished (no RunEnd)"
 LOST_RUN_END = "a new run started before this one finished (its RunEnd is missing)"
 THINKING_BUDGET = "thinking budget exhausted — the model kept reasoning without answering"
+# A headless `error` result with no `error` text: the agent always writes one, but a frame
+# without it reads (its tests build one).
+UNSTATED = "the agent's result states no cause for the error"
 # Stops that are errors with a message. ("Error" stands for a headless result's error whose
 # origin the headless dialect does not say.)
 FAILED_ERRORS = ("ProviderError", "HookDenied", "CompactionFailed", "Refusal", "ContentFilter", "Error")

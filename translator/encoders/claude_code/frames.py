@@ -72,7 +72,9 @@ SUBAGENT_STATS = {
     "by_type": {},
 }
 # The agent's stop reasons that end a run without an answer, and Claude Code's terminal reason
-# for each (its `error_during_execution` results).
+# for each (its `error_during_execution` results). A stop not here (a headless error whose cause
+# its message does not name, a variant this build does not know) has none: the key is left out,
+# as Claude Code leaves it out of a result whose loop gave no reason.
 TERMINAL_REASONS = {
     "Cancelled": "aborted_streaming",
     "HookDenied": "hook_stopped",
@@ -82,7 +84,6 @@ TERMINAL_REASONS = {
     "ContentFilter": "model_error",
     "StreamIdle": "model_error",
     "ThinkingBudgetExhausted": "model_error",
-    "Error": "model_error",  # a headless result's error of unstated origin
 }
 # A headless retry's error category as Claude Code names the error.
 RETRY_ERRORS = {"server_error": "server_error", "overloaded": "server_error", "rate_limit": "rate_limit"}

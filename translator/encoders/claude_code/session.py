@@ -86,10 +86,13 @@ class Session:
             frame.update(stop_reason="stop_sequence", terminal_reason="api_error", subtype="success")
             frame.update(api_error_status=error.status, api_error_type=error.type, result=error.text)
         else:
-            if kind is None and run.subtype == "cancelled":  # our own cancellation (a signal)
-                frame["terminal_reason"] = "aborted_tools" if run.tools_running else "aborted_streaming"
-            else:
-                frame["terminal_reason"] = TERMINAL_REASONS.get(kind or "", "aborted_streaming")
+            if kind is None:  # no RunEnd: our own cancellation (a signal), or a cut
+                running = run.subtype == "cancelled" and run.tools_running
+                frame["terminal_reason"] = "aborted_tools" if running else "aborted_streaming"
+            elif kind in TERMINAL_REASONS:
+                frame["terminal_reason"] = TERMINAL_REASONS[kind]
+            else:  # a cause not known here
+                del frame["terminal_reason"]
             frame["subtype"] = "error_during_execution"
             frame["errors"] = [run.error or f"the run was {run.subtype}"]
         frame.update(type="result", duration_ms=run.duration_ms, uuid=self.new_id())
