@@ -378,3 +378,14 @@ def test_a_stop_this_build_does_not_know_claims_no_terminal_reason_either() -> N
     result = cc_frames(run_end({"SomethingNew": {"why": 1}}))[-1]
     assert (result["subtype"], result["errors"]) == ("error_during_execution", ['stopped for SomethingNew: {"why":1}'])
     assert "terminal_reason" not in result
+
+
+def test_a_headless_run_no_call_answered_has_claude_codes_empty_model_usage() -> None:
+    # An API error: the agent's result reports no tokens and no cost, and Claude Code's capture
+    # has `modelUsage: {}`; a zero entry under the model "" is what no Claude Code prints.
+    captured = orjson.loads((FIXTURES / "claude-code" / "api_error.stream.jsonl").read_bytes().splitlines()[-1])
+    (result,) = [f for f in cc_frames(headless("api_error")) if f["type"] == "result"]
+    assert result["modelUsage"] == result["model_usage_since_last_result"] == captured["modelUsage"] == {}
+    # A run that used tokens keeps its entry.
+    (used,) = [f for f in cc_frames(headless("tool_use_two_turns")) if f["type"] == "result"]
+    assert list(used["modelUsage"]) == ["claude-sonnet-4-5"]

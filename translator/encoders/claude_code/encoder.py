@@ -259,7 +259,9 @@ class ClaudeCodeEncoder:
         self.turn.release(t)  # a run cut off inside a turn: what was proven complete is written
         if run.upstream is not None:  # headless input reports tokens and cost once, at its end
             cost = run.upstream.get("total_cost_usd")
-            self.session.add(self.model, wire_usage(run.usage), float(cost) if isinstance(cost, (int, float)) else 0.0)
+            cost = float(cost) if isinstance(cost, (int, float)) else 0.0
+            if cost or any(run.usage.values()):  # no call answered (an API error): `{}`, as Claude Code
+                self.session.add(self.model, wire_usage(run.usage), cost)
         self.out.extend(self.results)
         self.results = []
         error = api_error(str(run.stop_value)) if run.stop_kind == "ProviderError" else None
