@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import STAGE_A, events, frames_of, lines_of
+from conftest import FIXTURES, STAGE_A, events, frames_of, lines_of, recoveries, run_end, turn
 from prometheus_client.parser import text_string_to_metric_families
 from support_processes import Follower, Live, Server, append, exchange, health, poll, port_of, read_all, run
 
@@ -198,6 +198,37 @@ def test_service_mode_connections_accepted_timed_out_and_active(tmp_path: Path) 
     held.shutdown(socket.SHUT_WR)
     read_all(held)
     assert server.proc.wait(timeout=20) == 143
+
+
+def test_recoveries_are_counted_by_kind_and_headless_cost_is_the_agents(tmp_path: Path) -> None:
+    """Each recovery move the fold says on stderr is counted under its kind: a lost `RunEnd` in
+    either dialect, a retried turn, a stream cut off inside a run (a client gone mid-run). A
+    headless run's cost is the agent's own figure, as its result frame says."""
+    server = Server(f"unix:{tmp_path / 'sock'}", *METRICS)
+    port = port_of(server.proc)
+    samples = scrape(port)
+    assert {kind: value(samples, "translator_recoveries_total", kind=kind)
+            for kind in ("lost_run_end", "retried_turn", "truncated")} == dict.fromkeys(
+                ("lost_run_end", "retried_turn", "truncated"), 0)
+    lost = turn(0, "first") + turn(0, "second") + run_end(turns=1)  # turn 0 again: a RunEnd lost
+    retried_then_cut, said = recoveries()
+    assert [kind for _, kind in said] == ["retried_turn", "truncated"]
+    headless = (FIXTURES / "headless" / "tool_use_two_turns.jsonl").read_bytes().splitlines(keepends=True)
+    result_lost = b"".join(ln for ln in headless if b'"type":"result"' not in ln)  # then a new init
+    result_lost += (FIXTURES / "headless" / "thinking.jsonl").read_bytes()
+    out = b"".join(exchange(server.connect(), data) for data in (lost, retried_then_cut, result_lost))
+    samples = settled(port, "translator_recoveries_total", 1, kind="truncated")
+    assert value(samples, "translator_recoveries_total", kind="lost_run_end") == 2
+    assert value(samples, "translator_recoveries_total", kind="retried_turn") == 1
+    assert value(samples, "translator_bad_lines_total", reason="invalid_json") == 0  # said, not bad lines
+    frames = frames_of(out)
+    results = [f for f in frames if f["type"] == "result"]
+    assert [f["subtype"] for f in results] == ["error", "success", "success", "error", "error", "success"]
+    agents = results[-1]["total_cost_usd"]  # the agent's figure, passed as it came
+    assert agents > 0
+    cost = sum(v for (name, _), v in samples.items() if name == "translator_cost_usd_total")
+    assert cost == pytest.approx(sum(f["total_cost_usd"] for f in results), abs=1e-9)
+    server.stop()
 
 
 def test_an_address_that_cannot_be_served_is_one_line_and_74() -> None:

@@ -221,6 +221,8 @@ class HeadlessReader:
         run.usage = end.total_usage.counts()  # the dialect reports tokens once, at its end
         if upstream is not None:  # repaired key by key, keeping its order and every key it has
             run.upstream = orjson.loads(line)
+            if upstream.total_cost_usd is not None:  # the agent's figure is the run's cost
+                run.cost_usd = upstream.total_cost_usd
         run.tool_calls = len(st.tool_ids)
         fold._finish(run, t)
 

@@ -2,7 +2,8 @@
 sidecar or service that nobody watches by hand.
 
 The shells feed it once per chunk read and once per stream, never per line, from what the core
-counts anyway (lines, frames, the diagnostics and closed runs it hands out), into plain counts.
+counts anyway (lines, frames, the diagnostics — bad lines and recovery notices — and closed runs
+it hands out), into plain counts.
 A scrape turns them into prometheus_client metric families (a custom collector) and the library
 writes the exposition. The HTTP server is prometheus_client's WSGI app behind a small wrapper
 that adds /healthz, in a thread of its own: a scrape never waits for the anyio loop and the loop
@@ -28,8 +29,9 @@ from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.process_collector import ProcessCollector
 
 from translator import __version__
-from translator.diagnostics import KINDS, Diagnostic
+from translator.diagnostics import KINDS, Diagnostic, Notice
 from translator.diagnostics import stderr as _stderr
+from translator.states import TRANSITIONS
 
 if TYPE_CHECKING:
     from translator.encoders import RunSummary
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
 SUBTYPES = ("success", "error", "max_tokens", "max_turns", "cancelled", "budget_exceeded")
 # The usage counted, as the agent reports it (its input_tokens includes both cache counters).
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_creation")
+# The fold's recovery moves, by kind (lost_run_end, retried_turn, truncated), read off its table.
+RECOVERIES = tuple(sorted({to.recovery.kind for row in TRANSITIONS.values() for to in row.values() if to.recovery}))
 HEARTBEAT_S = 1.0
 STALE_S = 10.0  # the loop counts as stuck when its heartbeat is older than this
 
@@ -83,6 +87,7 @@ class Metrics:
         self.mode = mode
         self.lines = self.bytes = self.frames = self.open_runs = 0
         self.bad = dict.fromkeys(KINDS, 0)
+        self.recoveries = dict.fromkeys(RECOVERIES, 0)
         self.runs = dict.fromkeys((*SUBTYPES, "other"), 0)
         self.tokens = dict.fromkeys(TOKEN_KINDS, 0)
         self.cost: dict[str, float] = {}
@@ -118,6 +123,8 @@ class Metrics:
         for diag in diags:
             if isinstance(diag, Diagnostic):
                 self.bad[diag.kind] += 1
+            elif isinstance(diag, Notice):  # what the core said of a recovery move
+                self.recoveries[diag.kind] += 1
         if core.closed:
             self._count_runs(core.closed)
             core.closed.clear()
@@ -165,6 +172,8 @@ class Metrics:
         yield CounterMetricFamily("translator_input_bytes", "Input bytes read", value=self.bytes)
         yield _labelled("translator_bad_lines", "Input lines rejected, by reason", "reason", self.bad)
         yield _labelled("translator_runs_closed", "Runs closed (result frames written), by subtype", "subtype", self.runs)
+        yield _labelled("translator_recoveries", "Recovery moves of the fold (a lost RunEnd, an input cut off inside "
+                        "a run, a retried turn), by kind", "kind", self.recoveries)
         yield GaugeMetricFamily("translator_open_runs", "Runs begun and not closed yet", value=self.open_runs)
         yield _labelled("translator_tokens", "Tokens of closed runs, by kind", "kind", self.tokens)
         yield _labelled("translator_cost_usd", "Cost of closed runs in USD, by model", "model", self.cost)
