@@ -56,3 +56,33 @@ def test_cost_is_counted_once_where_the_agent_counts_cache_twice() -> None:
     (ours,) = results(drive((SAMPLES / "raw-derived-from-code" / name).read_bytes(), rates=RateCard.bundled()).frames)
     (theirs,) = results([orjson.loads(ln) for ln in (SAMPLES / "headless-derived-from-code" / name).read_bytes().splitlines()])
     assert (ours["total_cost_usd"], theirs["total_cost_usd"]) == (0.0213, 0.0333)
+
+
+def frames(path: Any) -> list[dict[str, Any]]:
+    return [orjson.loads(ln) for ln in path.read_bytes().splitlines()]
+
+
+@pytest.mark.parametrize("name", PAIRS)
+def test_the_init_differs_from_the_drivers_only_as_the_readme_says(name: str) -> None:
+    """The raw events carry no provider, no requested model and none of the driver's setup."""
+    (ours,) = [f for f in drive((SAMPLES / "raw-derived-from-code" / name).read_bytes()).frames if f["type"] == "system"]
+    theirs = frames(SAMPLES / "headless-derived-from-code" / name)
+    (init,) = [f for f in theirs if f["type"] == "system"]
+    assert [k for k in ours if k != "model"] == ["type", "subtype", "session_id"]
+    assert set(init) - set(ours) >= {"tools", "plugins", "settingSources", "mcp_servers", "bare_mode", "cwd", "permission_mode"}
+    mismatch = [f["details"] for f in theirs if f["type"] == "warning" and f["subtype"] == "model_mismatch"]
+    if mismatch:  # the driver names the model asked for and warns; the events name the one served
+        assert (init["model"].split("/", 1)[1], ours["model"]) == (mismatch[0]["requested"], mismatch[0]["actual"])
+    elif "model" in ours:  # the driver's `provider/model`, without its provider
+        assert init["model"].split("/", 1)[1] == ours["model"]
+    else:  # no TurnStart: the events name no model
+        assert name == "before_run_hook_denied.ndjson"
+
+
+def test_the_driver_prints_one_result_per_process_the_translator_one_per_run_end() -> None:
+    raw = (SAMPLES / "raw-derived-from-code" / "run_frames_two_passes.ndjson").read_bytes()
+    assert raw.count(b'"type":"RunEnd"') == 2
+    ours = results(drive(raw).frames)
+    (theirs,) = results(frames(SAMPLES / "headless-derived-from-code" / "run_frames_two_users.ndjson"))
+    assert [(r["result"], r["num_turns"]) for r in ours] == [("alpha", 1), ("beta", 1)]
+    assert (theirs["result"], theirs["num_turns"]) == ("beta", 2)
