@@ -94,3 +94,24 @@ def test_a_bad_caliban_rates_yaml_is_a_one_line_configuration_error(tmp_path: Pa
     assert proc.returncode == 78
     assert proc.stderr.decode().startswith(f"translator: CALIBAN_RATES_YAML={bad}: invalid YAML")
     assert proc.stderr.count(b"\n") == 1
+
+
+def test_the_library_reads_no_environment_and_takes_the_commands_card_when_given_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`rates=None` is the bundled card, whatever the environment says (the API reads only what
+    it is given); `RateCard.default(os.environ)` is the card the command picks, and with it the
+    library prices the run as the command does."""
+    import orjson
+
+    from translator import translate
+
+    own = tmp_path / "rates.yaml"
+    own.write_text("version: 1\nproviders:\n  openai:\n    - {model_glob: \"gpt-5*\", effective_from: 2026-01-01, "
+                   "input_per_mtok: 7, output_per_mtok: 7}\n")
+    monkeypatch.setenv("CALIBAN_RATES_YAML", str(own))
+    data = turn(0, "hi", model="gpt-5", usage={"input_tokens": 1_000_000, "output_tokens": 0})
+    command = orjson.loads(env_run({"CALIBAN_RATES_YAML": str(own)}).stdout)["total_cost_usd"]
+    library = list(translate(data, results_only=True))[-1]["total_cost_usd"]
+    as_the_command = list(translate(data, results_only=True, rates=RateCard.default(os.environ)))[-1]
+    assert (library, as_the_command["total_cost_usd"], command) == (5.0, 7.0, 7.0)  # bundled gpt-5: 5 per million

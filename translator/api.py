@@ -34,7 +34,10 @@ class Readable(Protocol):
 
 
 Input = bytes | str | Readable | Iterable[bytes | str | Frame]
-Rates = RateCard | str | PathLike[str] | None  # a card, a card's path, or None: the bundled one
+# A card, a card's path, or None: the bundled one. The environment is never read here: the
+# command picks its card with `RateCard.default(os.environ)` (CALIBAN_RATES_YAML, as the agent
+# reads it at its start, not in its card loader), and a library user can pass the same.
+Rates = RateCard | str | PathLike[str] | None
 
 
 class StreamOptions(TypedDict, total=False):
@@ -90,7 +93,11 @@ class Stream:
     Each returned frame is one JSON line (bytes ending in a newline), ready to write out;
     `orjson.loads`/`json.loads` gives the dict. Bad input lines never raise: they are
     reported through `take_diagnostics()` (and kept verbatim for `take_rejects()`), and the
-    stream goes on, unless `on_invalid="fail"`, which closes the open run and stops."""
+    stream goes on, unless `on_invalid="fail"`, which closes the open run and stops.
+
+    `rates`: a `RateCard`, a card's path, or None: the bundled card. `CALIBAN_RATES_YAML` is
+    not read (the API reads only what it is given); `rates=RateCard.default(os.environ)`
+    prices as the command line does without `--rates`."""
 
     def __init__(
         self,
@@ -246,7 +253,9 @@ def translate(
     on_invalid, strict, max_line_bytes, source). The clock defaults to the events' own stamps
     when they have them, else the ttft/tbt estimate, so a replay's durations do not depend on
     how fast it is read. A bad line is passed to `on_diagnostic` (default: a warning on the
-    "translator" logger) and skipped."""
+    "translator" logger) and skipped. `rates=None` is the bundled card: the environment is not
+    read (for the command's choice, `CALIBAN_RATES_YAML` when set, pass
+    `rates=RateCard.default(os.environ)`)."""
     for line in translate_bytes(data, format, on_diagnostic=on_diagnostic, clock=clock, **options):
         yield orjson.loads(line)
 
