@@ -17,13 +17,13 @@ from translator.diagnostics import use_json
 from translator.fold import Options
 from translator.rates import ENV_CARD, RateCard
 from translator.shell import modes
-from translator.shell.sink import Config, Outcome
+from translator.shell.sink import SCARCE, Config, Outcome
 from translator.usage import EX_CONFIG, EX_IOERR, EX_NOINPUT, EX_USAGE, UserError, check
 
 if TYPE_CHECKING:
     from translator.shell.output import OutputFile
 
-EX_OK, EX_DATAERR, EX_SOFTWARE, EX_CANTCREAT = 0, 65, 70, 73
+EX_OK, EX_DATAERR, EX_SOFTWARE, EX_OSERR, EX_CANTCREAT = 0, 65, 70, 71, 73
 # The agent's own exit status per result subtype (caliban-event-formats.md, exit codes).
 AGENT_STATUS = {
     "success": 0,
@@ -56,7 +56,7 @@ examples:
 exit status: 0 ok; 64 usage; 65 bad input under --on-invalid fail, or broken compressed
 input (--out-dir: a file's content failed); 66 an input file could not be opened (or, with
 --exit-status, no run in the input); 69 an optional extra is missing; 70 internal error; 73
---out-dir cannot be created; 74 I/O error; 78 bad --rates file; 129/130/143 SIGHUP/SIGINT/SIGTERM (open runs are closed as
+--out-dir cannot be created; 71 out of file descriptors or memory; 74 I/O error; 78 bad --rates file; 129/130/143 SIGHUP/SIGINT/SIGTERM (open runs are closed as
 cancelled first). With --exit-status, the agent's code for the last run: 0 success, 1 error
 or max_tokens, 75 max_turns, 124 cancelled, 137 budget_exceeded.
 """
@@ -228,6 +228,8 @@ def build_parser() -> Parser:
 def exit_status(outcome: Outcome, use_agent_status: bool) -> int:
     if outcome.signal is not None:
         return 128 + outcome.signal
+    if outcome.out_of_resources:
+        return EX_OSERR
     if outcome.io_error:
         return EX_IOERR
     if outcome.internal_error:
@@ -316,16 +318,21 @@ def main(argv: list[str] | None = None) -> int:
             output = OutputFile(args.output, atomic=args.follow is None)
         except OSError as exc:
             _stderr([f"translator: --output {args.output}: {exc.strerror}"])
-            return EX_CANTCREAT
+            return os_status(exc, EX_CANTCREAT)
     try:
         outcome = modes.run(cfg, 1 if output is None else output.fd)
-    except OSError as exc:  # the reject file could not be opened
-        _stderr([f"translator: --reject-file {args.reject_file}: {exc.strerror}"])
+    except OSError as exc:  # what the shell opens to start: the reject file, a pipe, an event loop
+        if args.reject_file is not None and exc.filename == args.reject_file:
+            _stderr([f"translator: --reject-file {args.reject_file}: {exc.strerror}"])
+            status = os_status(exc, EX_IOERR)
+        else:  # a pipe for the signals or the event loop's own fds: the system's resources
+            _stderr([f"translator: cannot start: {exc.strerror}"])
+            status = EX_OSERR
         if output is not None:
             output.abort()
-        return EX_IOERR
+        return status
     if output is not None:
-        if outcome.io_error:
+        if outcome.io_error or outcome.out_of_resources:
             output.abort()  # FILE stays as it was
         else:
             try:
@@ -334,6 +341,12 @@ def main(argv: list[str] | None = None) -> int:
                 _stderr([f"translator: --output {args.output}: {exc.strerror}"])
                 return EX_IOERR
     return exit_status(outcome, args.exit_status)
+
+
+def os_status(exc: OSError, status: int) -> int:
+    """`status` for a file that could not be opened, or EX_OSERR when the system ran out of
+    what it takes (file descriptors, memory) and the file is not at fault."""
+    return EX_OSERR if exc.errno in SCARCE else status
 
 
 def load_rates(path: str | None) -> RateCard:

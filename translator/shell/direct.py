@@ -26,7 +26,7 @@ from types import FrameType
 
 from translator.diagnostics import stderr as _stderr
 from translator.feed import CHUNK, Feed, steps, take
-from translator.shell.sink import WRITE_GRACE_S, Config, Outcome, OutputStuck, Sink, Stdout, stop_signals
+from translator.shell.sink import SCARCE, WRITE_GRACE_S, Config, Outcome, OutputStuck, Sink, Stdout, stop_signals
 
 # Elsewhere (macOS) a FIFO opened without waiting reads as ended before its writer comes.
 OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK if sys.platform == "linux" else os.O_RDONLY
@@ -135,30 +135,26 @@ class Output(Stdout):
 def open_input(name: str, outcome: Outcome) -> tuple[int, str, bool] | None:
     """An input opened: its fd, its label in diagnostics, and whether it is live (a pipe,
     socket or terminal: waited on, timed as it arrives). None, said on stderr (exit 66), when
-    it cannot be read.
+    it cannot be read (71 when the system is out of fds).
 
     A FIFO is opened without waiting for its writer (O_NONBLOCK), where a blocking open would
     wait in the kernel, deaf to the stop signals; the wait is the shell's, for its first bytes,
     beside the signals (on Linux a FIFO that has had no writer yet is not readable). The fd is
     then made blocking again, as every input is read."""
-    if name == "-":
-        fd, label = 0, "<stdin>"
-    else:
-        label = name
-        try:
-            fd = os.open(name, OPEN_FLAGS)
-        except OSError as exc:
-            _stderr([f"translator: {name}: {exc.strerror}"])
-            outcome.missing_input = True
-            return None
+    fd, label = (0, "<stdin>") if name == "-" else (-1, name)
     try:
+        if fd < 0:
+            fd = os.open(name, OPEN_FLAGS)
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):  # opens fine, fails on the first read
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
     except OSError as exc:
         _stderr([f"translator: {label}: {exc.strerror}"])
-        outcome.missing_input = True
-        if fd != 0:
+        if exc.errno in SCARCE:  # no fault of the file's (exit 71)
+            outcome.out_of_resources = True
+        else:
+            outcome.missing_input = True
+        if fd > 0:
             os.close(fd)
         return None
     if OPEN_FLAGS != os.O_RDONLY and name != "-" and not stat.S_ISREG(mode):

@@ -24,7 +24,7 @@ import anyio
 from translator.diagnostics import stderr as _stderr
 from translator.feed import CHUNK
 from translator.shell.pump import Pump
-from translator.shell.sink import OutputStuck
+from translator.shell.sink import SCARCE, OutputStuck
 from translator.usage import FOLLOW_FIFO
 
 if TYPE_CHECKING:
@@ -137,7 +137,10 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
                         continue
                     except OSError as exc:
                         _stderr([f"translator: --follow {path}: {exc.strerror}"])
-                        shell.outcome.io_error = True
+                        if exc.errno in SCARCE:
+                            shell.outcome.out_of_resources = True
+                        else:
+                            shell.outcome.io_error = True
                         return
                     opened = os.fstat(fd)
                     identity = _identity(opened)

@@ -7,6 +7,7 @@ more to import than a small input costs to translate."""
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 from translator.diagnostics import stderr
@@ -25,7 +26,14 @@ def run(cfg: Config, out_fd: int = 1) -> Outcome:
         return direct.translate(cfg, out_fd)
     import anyio
 
-    return anyio.run(translate, cfg, out_fd)
+    try:
+        return anyio.run(translate, cfg, out_fd)
+    except OSError as exc:  # e.g. out of fds: raised again without the traceback, which holds
+        # the half-made event loop that complains when freed (a traceback, "Exception ignored")
+        hook, sys.unraisablehook = sys.unraisablehook, lambda _: None
+        error = OSError(exc.errno, exc.strerror, exc.filename)
+    sys.unraisablehook = hook
+    raise error
 
 
 async def translate(cfg: Config, out_fd: int = 1) -> Outcome:

@@ -32,13 +32,15 @@ from anyio.abc import ByteStream, Listener, TaskGroup
 from translator.diagnostics import stderr as _stderr
 from translator.feed import CHUNK
 from translator.shell.pump import Pump
+from translator.shell.sink import SCARCE
 
 if TYPE_CHECKING:
     from translator.fold import Translator
     from translator.shell.pump import Shell
 
 FINAL_SEND_S = 5.0  # how long a closing connection may take to accept its last frames
-FULL_NOTE_S = 60.0  # how often the service may say that all its connections are taken
+FULL_NOTE_S = 60.0  # how often the service may say that all its connections are taken (or its fds)
+SCARCE_RETRY_S = 0.5  # out of fds, how often an accept is tried again
 
 
 class Stalled(Exception):
@@ -97,6 +99,7 @@ class Service:
         self.pending = 0  # bytes of unfinished lines held for all connections
         self.open: set[anyio.CancelScope] = set()
         self.quiet_until = 0.0  # no note that all slots are taken before then
+        self.scarce_until = 0.0  # nor that the fds have run out
         self.socket_file: tuple[str, int, int] | None = None  # a unix socket we created: path, dev, ino
 
     async def listen(self, address: str) -> Listener[ByteStream]:
@@ -149,6 +152,18 @@ class Service:
             await self.slots.acquire()
             try:
                 stream = await sock.accept()  # type: ignore[attr-defined]
+            except (OSError, anyio.BrokenResourceError) as exc:  # anyio's unix listener wraps the OSError
+                self.slots.release()
+                error = exc if isinstance(exc, OSError) else exc.__cause__
+                if not isinstance(error, OSError) or error.errno not in SCARCE:
+                    raise
+                # out of fds: the client waits in the backlog until a connection ends and frees one
+                if anyio.current_time() >= self.scarce_until:
+                    self.scarce_until = anyio.current_time() + FULL_NOTE_S
+                    _stderr([f"translator: {label}: cannot accept a connection: {error.strerror}; "
+                             f"trying again every {SCARCE_RETRY_S:g} s"])
+                await anyio.sleep(SCARCE_RETRY_S)
+                continue
             except BaseException:
                 self.slots.release()
                 raise

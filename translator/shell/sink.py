@@ -8,6 +8,7 @@ own way; everything else about them is here, once.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import signal
 import stat
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 BATCH = 1 << 20  # output is written in pieces of about this size
 WRITE_GRACE_S = 5.0  # after a signal, how long a blocked downstream may hold up the last frames
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# What the system runs out of (file descriptors, memory): no fault of a file's (exit 71).
+SCARCE = (errno.EMFILE, errno.ENFILE, errno.ENOMEM)
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:
@@ -69,6 +72,7 @@ class Outcome(msgspec.Struct):
     bad_lines: int = 0
     rejected: bool = False  # --on-invalid fail tripped
     missing_input: bool = False
+    out_of_resources: bool = False  # an input could not be opened for want of fds (SCARCE)
     io_error: bool = False
     bad_data: bool = False  # compressed input that is damaged or cut short
     broken_pipe: bool = False
