@@ -60,7 +60,7 @@ class Translator(RunFold):
         self.stopped = False  # after --on-invalid fail, or end()/cancel()
         self._rejects: list[bytes] = []
         self._lines = LineBuffer(opts.max_line_bytes, self._reject, self._skipped)
-        self._reader = RawReader(self, HeadlessReader(self).handlers)
+        self._reader = RawReader(self, HeadlessReader(self))
         # Every event but the deltas (which move as runs) goes to its handler by class.
         self._handlers: dict[type, Callable[[Any, float], None]] = {
             M.TurnStart: self._turn_start,

@@ -59,7 +59,8 @@ class HeadlessReader:
         self.fold = fold
         self._run: Frame | None = None
         self._dialect = Dialect()
-        # Every frame type the dialect has goes to its handler by class.
+        # Every frame type the dialect has goes to its handler by class (a result, read whole
+        # as well, to `result`).
         self.handlers: dict[type, Callable[[Any, float, bytes], None]] = {
             M.SystemFrame: self._system,
             M.UserFrame: self._user,
@@ -68,7 +69,6 @@ class HeadlessReader:
             M.ToolUseFrame: self._tool_use,
             M.ToolResultFrame: self._tool_result,
             M.MessageFrame: self._message,
-            M.ResultFrame: self._result,
             M.WarningFrame: self._other,
             M.HookEventFrame: self._other,
         }
@@ -187,9 +187,11 @@ class HeadlessReader:
         st.streamed = False
         self.fold._turn_end(turn_end, now)
 
-    def _result(self, ev: M.ResultFrame, now: float, line: bytes) -> None:
+    def result(self, ev: M.ResultFrame, now: float, line: bytes, whole: dict[str, Any]) -> None:
+        """The run's upstream result: `ev` typed and checked, `whole` the frame as the reader
+        decoded it whole (every key, in order), which the repair starts from."""
         self._frame(ev, now, line)
-        self._finish(self._open(now, ev), now, self.fold._stamp(now, ev), ev, line)
+        self._finish(self._open(now, ev), now, self.fold._stamp(now, ev), ev, whole)
 
     def _open(self, now: float, ev: M.HeadlessFrame) -> Frame:
         """The open frame, or a new one. A headless run's reply is found its own way (see
@@ -205,7 +207,9 @@ class HeadlessReader:
         fr.last_now = now
         return fr
 
-    def _finish(self, fr: Frame, now: float, t: float, upstream: M.ResultFrame | None = None, line: bytes = b"") -> None:
+    def _finish(
+        self, fr: Frame, now: float, t: float, upstream: M.ResultFrame | None = None, whole: dict[str, Any] | None = None
+    ) -> None:
         """Close a headless input frame: at the upstream result, or (for Claude Code) at the
         next echoed prompt, when the agent has evidently answered this one."""
         fold = self.fold
@@ -220,7 +224,7 @@ class HeadlessReader:
         run = fold._summary(fr, now, subtype, error, end)
         run.usage = end.total_usage.counts()  # the dialect reports tokens once, at its end
         if upstream is not None:  # repaired key by key, keeping its order and every key it has
-            run.upstream = orjson.loads(line)
+            run.upstream = whole
             if upstream.total_cost_usd is not None:  # the agent's figure is the run's cost
                 run.cost_usd = upstream.total_cost_usd
         run.tool_calls = len(st.tool_ids)

@@ -11,8 +11,7 @@ and reason, or handed to the headless reader, unwrapped, or passed through.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 import orjson
@@ -21,6 +20,7 @@ from translator import events as E
 from translator import model as M
 from translator.events import BadLine
 from translator.headless_reader import HINTS as FRAME_HINTS
+from translator.headless_reader import HeadlessReader
 from translator.model import RECORDED, Event
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ def utf8(data: bytes | memoryview) -> bool:
 class RawReader:
     """A stream's lines, decoded and checked, into the fold (see the module)."""
 
-    def __init__(self, fold: Translator, headless: dict[type, Callable[[Any, float, bytes], None]]) -> None:
+    def __init__(self, fold: Translator, headless: HeadlessReader) -> None:
         self.fold = fold
         self.headless = headless
         self._strict = fold.options.strict
@@ -180,12 +180,14 @@ class RawReader:
             self._all_raw = False
             if type(frame) is M.ResultFrame:  # the repair reads it whole (a Raw field, an unknown one)
                 try:
-                    E.loads(line)
+                    whole = E.loads(line)
                 except BadLine as exc:
                     fold._bad(line, exc.reason)
                     return
-            if self._usable(frame, line):
-                self.headless[type(frame)](frame, now, line)
+                if self._usable(frame, line):
+                    self.headless.result(frame, now, line, whole)
+            elif self._usable(frame, line):
+                self.headless.handlers[type(frame)](frame, now, line)
             return
         try:
             value = E.loads(line)
