@@ -13,12 +13,12 @@ from translator import __version__
 from translator.api import FORMATS, make_encoder
 from translator.completion import SHELLS
 from translator.diagnostics import stderr as _stderr
-from translator.diagnostics import use_json
+from translator.diagnostics import stdout_text, use_json
 from translator.fold import Options
 from translator.rates import ENV_CARD, RateCard
 from translator.shell import modes
 from translator.shell.sink import SCARCE, Config, Outcome
-from translator.usage import EX_CONFIG, EX_IOERR, EX_NOINPUT, EX_USAGE, UserError, check
+from translator.usage import EX_CONFIG, EX_IOERR, EX_NOINPUT, Parser, UserError, Version, check
 
 if TYPE_CHECKING:
     from translator.shell.output import OutputFile
@@ -60,12 +60,6 @@ input (--out-dir: a file's content failed); 66 an input file could not be opened
 cancelled first). With --exit-status, the agent's code for the last run: 0 success, 1 error
 or max_tokens, 75 max_turns, 124 cancelled, 137 budget_exceeded.
 """
-
-
-class Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        """One line, `translator: <what>: <why>` (argparse's own messages have that shape)."""
-        self.exit(EX_USAGE, f"translator: {message}\n")
 
 
 def octal(text: str) -> int:
@@ -213,7 +207,7 @@ def build_parser() -> Parser:
         help="batch replay on Dask: tcp://HOST:PORT of a running scheduler, or local[:N] for a "
         "LocalCluster of N worker processes (default: the local process pool)",
     )
-    p.add_argument("--version", action="version", version=f"translator {__version__}")
+    p.add_argument("--version", action=Version, version=f"translator {__version__}")
     p.add_argument(
         "--print-completion",
         choices=SHELLS,
@@ -258,15 +252,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.print_completion:
         from translator.completion import script
 
-        try:
-            sys.stdout.write(script(parser, args.print_completion))
-            sys.stdout.flush()
-        except BrokenPipeError:  # the reader has what it wanted
-            return EX_OK
-        except OSError as exc:
-            _stderr([f"translator: write error: {exc.strerror}"])
-            return EX_IOERR
-        return EX_OK
+        return stdout_text(script(parser, args.print_completion))
     try:
         check(args)
         rates = load_rates(args.rates)

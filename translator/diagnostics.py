@@ -126,6 +126,21 @@ def stderr(lines: list[str], level: str = "error") -> None:
         pass
 
 
+def stdout_text(text: str, prog: str = "translator") -> int:
+    """A command's text on stdout (help, version, a completion script), and the exit status:
+    written to fd 1 at once, so that a failed write is seen (argparse swallows it, exit 0). A
+    closed pipe ends quietly (0); any other failure (a full disk, stdout closed) is one line and
+    74, as on the data path."""
+    try:
+        _write_all(1, text.encode())
+    except BrokenPipeError:
+        return 0
+    except OSError as exc:
+        stderr([f"{prog}: write error: {exc.strerror}"])
+        return 74
+    return 0
+
+
 def _write_all(fd: int, data: bytes) -> None:
     """All of `data` to `fd`, waiting while it is full: stderr shares stdout's pipe under
     `2>&1`, which the shells make non-blocking, and a slow consumer must not cost diagnostics.

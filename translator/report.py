@@ -9,18 +9,18 @@ outcomes, and the duration distribution. For anything else, query the dataset di
 
 from __future__ import annotations
 
-import argparse
 import errno
 import html
 import io
 import os
 import sys
 from collections import Counter, defaultdict
-from typing import Any, NoReturn
+from typing import Any
 
 from translator.extras import MissingExtra, need
+from translator.usage import Parser
 
-EX_USAGE, EX_NOINPUT, EX_IOERR = 64, 66, 74
+EX_NOINPUT, EX_IOERR = 66, 74
 
 
 def load(path: str) -> list[dict[str, Any]]:
@@ -129,11 +129,6 @@ def page(path: str, rows: list[dict[str, Any]]) -> str:
     return "\n".join(parts) + "\n"
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:  # a usage error is one line and 64, as everywhere in translator
-        self.exit(EX_USAGE, f"translator report: {message}\n")
-
-
 def _why(exc: OSError | ValueError) -> str:
     """Why the dataset cannot be read, in one line: pyarrow's FileNotFoundError holds only the path."""
     if isinstance(exc, FileNotFoundError):
@@ -143,7 +138,7 @@ def _why(exc: OSError | ValueError) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = _Parser(prog="translator report", description="Summarize a --results-table dataset.")
+    parser = Parser(prog="translator report", description="Summarize a --results-table dataset.")
     parser.add_argument("results", metavar="RESULTS", help="the dataset's directory or URL")
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page with plots")
     args = parser.parse_args(argv)

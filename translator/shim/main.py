@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 import orjson
 
 from translator import __version__
+from translator.diagnostics import stdout_text
 from translator.feed import CHUNK
 from translator.shim import control
 from translator.shim.conversation import Conversation
@@ -235,11 +236,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     asked = {given.split(" ")[0] for given in args.unknown}  # flags, not values that look like them
     if asked & {"-v", "--version"}:
-        print(f"{control.CLI_VERSION} (Claude Code; {PROG} {__version__})")
-        return 0
+        return stdout_text(f"{control.CLI_VERSION} (Claude Code; {PROG} {__version__})\n", PROG)
     if asked & {"-h", "--help"}:
-        print(USAGE, end="")
-        return 0
+        return stdout_text(USAGE, PROG)
     for flag in ("--output-format", "--input-format"):
         if args.get(flag) != "stream-json":
             print(f"{PROG}: {flag} stream-json is required (this is the Agent SDK's protocol)", file=sys.stderr)

@@ -1,0 +1,60 @@
+"""Help, version and completion text follow the data path's rules for stdout: a full disk (or
+a closed stdout) is one line and 74, never a silent 0; a reader that has gone ends it quietly
+(0). Both commands, real processes and fds."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support_processes import TRANSLATOR
+
+from translator import __version__
+
+SHIM = str(Path(sys.executable).with_name("caliban-claude"))
+COMMANDS = [
+    [TRANSLATOR, "--help"], [TRANSLATOR, "-h"], [TRANSLATOR, "--version"], [TRANSLATOR, "--print-completion", "zsh"],
+    [TRANSLATOR, "report", "--help"], [SHIM, "--help"], [SHIM, "--version"],
+]
+IDS = [" ".join(Path(c[0]).name if i == 0 else c[i] for i in range(len(c))) for c in COMMANDS]
+
+
+def prog(command: list[str]) -> str:
+    return "caliban-claude" if command[0] == SHIM else "translator report" if "report" in command else "translator"
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=IDS)
+def test_into_a_full_disk_is_a_write_error(command: list[str]) -> None:
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(command, stdout=full, stderr=subprocess.PIPE, timeout=30)
+    assert (proc.returncode, proc.stderr.decode()) == (74, f"{prog(command)}: write error: No space left on device\n")
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=IDS)
+def test_into_a_closed_stdout_is_a_write_error(command: list[str]) -> None:
+    proc = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", *command], capture_output=True, timeout=30)
+    assert (proc.returncode, proc.stderr.decode()) == (74, f"{prog(command)}: write error: Bad file descriptor\n")
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=IDS)
+def test_into_a_pipe_whose_reader_has_gone_ends_quietly(command: list[str]) -> None:
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # every write is EPIPE
+    try:
+        proc = subprocess.run(command, stdout=write_end, stderr=subprocess.PIPE, timeout=30)
+    finally:
+        os.close(write_end)
+    assert (proc.returncode, proc.stderr) == (0, b"")
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=IDS)
+def test_into_a_pipe_it_is_written_whole(command: list[str]) -> None:
+    proc = subprocess.run(command, capture_output=True, timeout=30)
+    assert (proc.returncode, proc.stderr) == (0, b"")
+    if "--version" in command:
+        assert proc.stdout.decode().endswith(f"{__version__})\n" if command[0] == SHIM else f"translator {__version__}\n")
+    else:
+        assert proc.stdout.endswith(b"\n") and len(proc.stdout) > 200
