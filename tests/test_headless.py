@@ -348,6 +348,7 @@ def agent_error(message: str | None) -> bytes:
     ("after_turn: Stop", {"HookDenied": "after_turn: Stop"}),
     ("before_tool hook failed: x", {"HookDenied": "before_tool hook failed: x"}),
     ("thinking budget exhausted — the model kept reasoning without answering", "ThinkingBudgetExhausted"),
+    ("stream idle for 90s", {"StreamIdle": {"secs": 90, "nanos": 0}}),  # not the provider's error
 ])
 def test_each_stop_the_agent_names_in_its_message_is_the_raw_stop(message: str, stopped_for: Any) -> None:
     from_headless = cc_frames(agent_error(message))[-1]

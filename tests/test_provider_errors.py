@@ -60,7 +60,10 @@ def headless(message: str) -> bytes:
 FIELDS = ("subtype", "is_error", "terminal_reason", "api_error_status", "api_error_type", "result", "num_turns")
 
 
-@pytest.mark.parametrize("message", [m for m, *_ in MESSAGES])
+# A headless `stream idle for Ns` is the agent's StreamIdle stop, which its driver writes alike
+# (the provider's idle error never ends a run as a ProviderError): test_headless.py holds it to
+# the raw StreamIdle.
+@pytest.mark.parametrize("message", [m for m, *_ in MESSAGES if not m.startswith("stream idle")])
 def test_the_same_result_from_either_dialect(message: str) -> None:
     from_raw, from_headless = claude_code(raw(message)), claude_code(headless(message))
     (a, b) = (from_raw[-1], from_headless[-1])

@@ -6,6 +6,7 @@ rest of what is specific to the dialect: how its result's subtype maps back to a
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from msgspec import Raw
@@ -20,6 +21,10 @@ RESULT = "result"  # the type of a run's last frame (snake_case; the raw events'
 # the raw events would have named it. Any other text ("Error") is a cause the dialect does not say.
 STOP_TEXTS = {"Model declined to respond.": "Refusal", "Response blocked by content filter.": "ContentFilter"}
 HOOK_DENIED = ("before_run: ", "before_turn: ", "after_turn: ", "before_tool hook failed: ")
+# The driver's text for `StreamIdle` (whole seconds). Its provider's idle error is written alike
+# ("stream idle for {:?}") but never ends a run as a `ProviderError`: the agent turns it into
+# this stop (agent-core stream/mod.rs).
+IDLE = re.compile(r"stream idle for (\d+)s")
 
 
 def stopped_for(result: ResultFrame) -> Any:
@@ -38,6 +43,9 @@ def stopped_for(result: ResultFrame) -> Any:
         return {"BudgetExceeded": error or "budget exceeded"}
     if error is None:  # (a subtype the agent does not write says what it is)
         return {"Error": UNSTATED if subtype == "error" else subtype}
+    idle = IDLE.fullmatch(error)
+    if idle:  # before the provider's messages: one of them starts alike
+        return {"StreamIdle": {"secs": int(idle[1]), "nanos": 0}}
     if recognise(error):
         return {"ProviderError": error}
     if error == THINKING_BUDGET:
