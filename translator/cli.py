@@ -9,7 +9,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, NoReturn
 
-from translator import __version__
+from translator import __version__, stdio
 from translator.api import FORMATS, make_encoder
 from translator.completion import SHELLS
 from translator.diagnostics import stderr as _stderr
@@ -55,8 +55,8 @@ examples:
 
 exit status: 0 ok; 64 usage; 65 bad input under --on-invalid fail, or broken compressed
 input (--out-dir: a file's content failed); 66 an input file could not be opened (or, with
---exit-status, no run in the input); 69 an optional extra is missing; 70 internal error; 73
---out-dir cannot be created; 71 out of file descriptors or memory; 74 I/O error; 78 bad --rates file; 129/130/143 SIGHUP/SIGINT/SIGTERM (open runs are closed as
+--exit-status, no run in the input); 69 an optional extra is missing; 70 internal error; 71
+out of file descriptors or memory; 73 --out-dir cannot be created; 74 I/O error; 78 bad --rates file; 129/130/143 SIGHUP/SIGINT/SIGTERM (open runs are closed as
 cancelled first). With --exit-status, the agent's code for the last run: 0 success, 1 error
 or max_tokens, 75 max_turns, 124 cancelled, 137 budget_exceeded.
 """
@@ -359,6 +359,7 @@ def load_rates(path: str | None) -> RateCard:
 def run() -> NoReturn:
     """Console-script entry point. Whatever escapes is still one line, not a traceback
     (TRANSLATOR_TRACEBACK=1 shows it)."""
+    stdio.hold()
     try:
         status = main()
     except KeyboardInterrupt:

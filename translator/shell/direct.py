@@ -145,6 +145,8 @@ def open_input(name: str, outcome: Outcome) -> tuple[int, str, bool] | None:
     try:
         if fd < 0:
             fd = os.open(name, OPEN_FLAGS)
+        elif fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:  # closed: stdio.py's stand-in
+            raise OSError(errno.EBADF, os.strerror(errno.EBADF))
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):  # opens fine, fails on the first read
             raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))

@@ -1,0 +1,23 @@
+"""The standard streams' numbers, held from the start. A stream the command was started
+without (`<&-`, `>&-`, `2>&-`) would otherwise give its number to the next file opened: an
+`-o FILE` as fd 0 would be read as stdin, a reject file as fd 2 would get the diagnostics. Its
+place is taken by /dev/null opened the wrong way round (stdin write-only, stdout and stderr
+read-only), so the stream still behaves as closed: its reads or writes fail with EBADF, as they
+did, and what the command says about a closed stream is unchanged."""
+
+from __future__ import annotations
+
+import os
+
+# fd -> how its stand-in is opened: the direction the stream is never used in
+STAND_INS = ((0, os.O_WRONLY), (1, os.O_RDONLY), (2, os.O_RDONLY))
+
+
+def hold() -> None:
+    """Put a stand-in on each standard fd that is closed (close-on-exec: a child process is
+    started without it, as this one was)."""
+    for fd, flags in STAND_INS:
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, flags | os.O_CLOEXEC)  # the lowest free number: fd (those below are held)
