@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import select
 import signal
 import socket
+import subprocess
 import threading
 import time
 from pathlib import Path
 
 import pytest
 from conftest import events, expected, frames_of, lines_of, recoveries, without_timing
-from support_processes import Server, exchange, read_all
+from support_processes import TRANSLATOR, Server, exchange, read_all
 
 from translator.states import CUT, RETRIED
 
@@ -112,6 +114,24 @@ def test_sigterm_stops_accepting_and_cancels_what_outlives_the_grace(tmp_path: P
     assert srv.proc.wait(timeout=10) == 143
     with pytest.raises(OSError):
         srv.connect()
+
+
+def test_port_0_says_the_port_the_system_chose() -> None:
+    proc = subprocess.Popen([TRANSLATOR, "--listen", "tcp:0", "--session-id", "SESSION"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert proc.stderr is not None
+        ready, _, _ = select.select([proc.stderr], [], [], 20)  # said at once, or the test fails (not hangs)
+        assert ready, "the service did not say its port"
+        said = proc.stderr.readline().decode()
+        assert said.startswith("translator: --listen tcp:0: listening on port ") and said.endswith("\n")
+        port = int(said.rsplit(" ", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
+            assert without_timing(exchange(sock, events("thinking"))) == expected("thinking")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 143
+    assert proc.stderr.read() == b""  # said once, and only that
 
 
 def test_tcp_on_loopback() -> None:

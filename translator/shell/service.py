@@ -108,6 +108,9 @@ class Service:
         if kind == "unix":
             st = os.stat(where)
             self.socket_file = (where, st.st_dev, st.st_ino)
+        elif where.rpartition(":")[2] == "0":  # the port the system chose: no client could find it unsaid
+            port = listener.extra(anyio.abc.SocketAttribute.local_port)
+            _stderr([f"translator: --listen {address}: listening on port {port}"], "info")
         return listener
 
     def remove_socket_file(self) -> None:
