@@ -34,6 +34,19 @@ def test_help_shows_examples() -> None:
         assert use in proc.stdout
 
 
+def test_the_help_names_what_the_readme_gives_a_new_user() -> None:
+    """The headless input, the claude-code output, `translator report`, `--rates genai-prices`,
+    and 73 for an --output file that cannot be created (README: Exit statuses)."""
+    proc = run("--help")
+    text = " ".join(proc.stdout.decode().split())
+    assert proc.returncode == 0
+    assert "or its headless stream-json" in text and "(--format claude-code)" in text
+    assert "translator --results-table results/ logs/ && translator report results/" in text
+    assert "genai-prices: that package's prices" in text
+    assert "73 the --output file or --out-dir cannot be created" in text
+    assert run("-o", "/nonexistent/x.jsonl", fixture("thinking")).returncode == 73
+
+
 def test_usage_error_is_64() -> None:
     proc = run("--clock", "sundial")
     assert proc.returncode == 64 and b"translator:" in proc.stderr and proc.stdout == b""
@@ -214,3 +227,4 @@ def test_strict_rejects_a_field_serde_does_not_write_and_trust_input_is_still_ac
     strict = run("--clock", "estimated", "--session-id", "S", "--strict", str(source))
     assert b":1: TurnStart has an unknown field 'note'" in strict.stderr
     assert strict.stdout != plain.stdout and strict.returncode == 0
+

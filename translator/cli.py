@@ -52,11 +52,13 @@ examples:
     caliban-worker ... | translator --format claude-code | my-claude-code-consumer
   keep bad input for later, stop at the first bad line:
     translator --reject-file rejects.ndjson --on-invalid fail < events.ndjson
+  every run's result as a Parquet row, then a summary of cost and failures:
+    translator --results-table results/ logs/ && translator report results/
 
 exit status: 0 ok; 64 usage; 65 bad input under --on-invalid fail, or broken compressed
 input (--out-dir: a file's content failed); 66 an input file could not be opened (or, with
 --exit-status, no run in the input); 69 an optional extra is missing; 70 internal error; 71
-out of file descriptors or memory; 73 --out-dir cannot be created; 74 I/O error; 78 bad --rates file; 129/130/143 SIGHUP/SIGINT/SIGTERM (open runs are closed as
+out of file descriptors or memory; 73 the --output file or --out-dir cannot be created; 74 I/O error; 78 bad --rates file; 129/130/143 SIGHUP/SIGINT/SIGTERM (open runs are closed as
 cancelled first). With --exit-status, the agent's code for the last run: 0 success, 1 error
 or max_tokens, 75 max_turns, 124 cancelled, 137 budget_exceeded.
 """
@@ -76,8 +78,9 @@ def unsized(prog: str) -> argparse.HelpFormatter:
 def build_parser() -> Parser:
     p = Parser(
         prog="translator",
-        description="Translate a coding agent's raw event stream (JSONL) into stream-json whose "
-        "result frame carries the Claude Code keys (ADR 0049).",
+        description="Translate a coding agent's raw event stream (JSONL), or its headless stream-json, into "
+        "stream-json whose result frame carries the Claude Code keys (ADR 0049), or into what the Claude "
+        "Code CLI prints (--format claude-code).",
         epilog=EXAMPLES,
         formatter_class=unsized,
     )
@@ -108,7 +111,7 @@ def build_parser() -> Parser:
         "for pipes/sockets/terminals and estimated for files (default)",
     )
     p.add_argument("--rates", metavar="FILE", help="rate card (the agent's rates.yaml, JSON or TOML) replacing the bundled one "
-                   "(default: $CALIBAN_RATES_YAML if set)")
+                   "(default: $CALIBAN_RATES_YAML if set); genai-prices: that package's prices")
     p.add_argument(
         "--on-invalid",
         choices=("report", "fail"),
