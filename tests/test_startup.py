@@ -55,3 +55,12 @@ def test_an_exit_hook_still_runs() -> None:
     code = "import atexit, sys, translator.cli as c; atexit.register(print, 'hook ran'); sys.argv[1:] = ['/dev/null']; c.run()"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, env=quiet_env(), timeout=60)
     assert (proc.returncode, proc.stdout) == (0, b"hook ran\n")
+
+
+def test_a_python_without_the_private_hook_count_gets_the_usual_exit() -> None:
+    """`atexit._ncallbacks` is CPython's, and private: where it is missing, the exit is the
+    usual one, with everything written and the status asked for (not an AttributeError)."""
+    code = ("import atexit, sys, translator.cli as c; del atexit._ncallbacks; "
+            "sys.stdout.write('x' * 5000 + 'end'); c.leave(3)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, env=quiet_env(), timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (3, b"x" * 5000 + b"end", b"")
