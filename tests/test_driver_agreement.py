@@ -86,3 +86,29 @@ def test_the_driver_prints_one_result_per_process_the_translator_one_per_run_end
     (theirs,) = results(frames(SAMPLES / "headless-derived-from-code" / "run_frames_two_users.ndjson"))
     assert [(r["result"], r["num_turns"]) for r in ours] == [("alpha", 1), ("beta", 1)]
     assert (theirs["result"], theirs["num_turns"]) == ("beta", 2)
+
+
+def as_the_driver_rebuilds(value: Any) -> Any:
+    """A content block as the driver's json! writes it: keys sorted, no thinking signature,
+    an image as {"type": "image"}."""
+    if isinstance(value, list):
+        return [as_the_driver_rebuilds(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if value.get("type") == "image":
+        return {"type": "image"}
+    return {k: as_the_driver_rebuilds(value[k]) for k in sorted(value) if k != "signature"}
+
+
+@pytest.mark.parametrize("name", PAIRS)
+def test_the_other_frames_differ_from_the_drivers_only_in_how_blocks_are_written(name: str) -> None:
+    ours = [f for f in drive((SAMPLES / "raw-derived-from-code" / name).read_bytes()).frames
+            if f["type"] not in ("system", "result")]
+    theirs = [f for f in frames(SAMPLES / "headless-derived-from-code" / name)
+              if f["type"] not in ("system", "result", "warning")]
+    assert [as_the_driver_rebuilds(f) for f in ours] == theirs
+    if name == "plan_mode_denied_image_signature_cache.ndjson":  # the sample that has all three
+        assert ours != [as_the_driver_rebuilds(f) for f in ours]
+        (mine,) = [f["content"][0] for f in ours if f["type"] == "message" and f["content"][0]["type"] == "thinking"]
+        (driver,) = [f["content"][0] for f in theirs if f["type"] == "message" and f["content"][0]["type"] == "thinking"]
+        assert (list(mine), list(driver)) == (["type", "thinking", "signature"], ["thinking", "type"])
