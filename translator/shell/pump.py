@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import time
 from collections.abc import Awaitable, Callable
+from types import FrameType
 
 import anyio
 
@@ -133,7 +135,10 @@ class Shell(Sink):
         output's trouble is said here, for every mode alike."""
         if self.cfg.metrics is not None and not self.observe():
             return
-        with anyio.open_signal_receiver(*stop_signals()) as signals:
+        stops = stop_signals()
+        with anyio.open_signal_receiver(*stops) as signals:
+            for signum in stops:  # beside the loop's own handler (which only wakes the loop)
+                signal.signal(signum, self._noted)
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._watch, signals)
                 if self.metrics is not None:
@@ -144,9 +149,17 @@ class Shell(Sink):
                 finally:
                     tg.cancel_scope.cancel()
 
+    def _noted(self, signum: int, frame: FrameType | None) -> None:
+        """A stop signal counts as it comes (the first one): the watcher, a task, may not run
+        before the input's end is read or the mode's body returns, and the run would then end
+        as if no signal had come (exit 0, its result not `cancelled`)."""
+        if self.outcome.signal is None:
+            self.outcome.signal = signum
+
     async def _watch(self, signals: object) -> None:
         async for signum in signals:  # type: ignore[attr-defined]
-            self.outcome.signal = signum
+            if self.outcome.signal is None:
+                self.outcome.signal = signum
             self.out.expire(WRITE_GRACE_S)
             if self.read_scope is not None:
                 self.read_scope.cancel()
