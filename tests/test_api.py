@@ -34,6 +34,10 @@ def test_every_input_shape_gives_the_same_frames() -> None:
     assert list(translate(data.decode(), session_id="S")) == want
     assert list(translate([json.loads(ln) for ln in lines_of("tool_use_two_turns")], session_id="S")) == want
     assert list(translate([data[i : i + 7] for i in range(0, len(data), 7)], session_id="S")) == want
+    with path.open() as text:  # a text file object, as `open(path)` gives
+        assert list(translate(text, session_id="S")) == want
+    with pytest.raises(TypeError, match=r"the input is its content, not a path: pass open\(.*'rb'\)"):
+        list(translate(path))
 
 
 def test_claude_code_format_and_its_options() -> None:

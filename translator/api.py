@@ -30,7 +30,7 @@ READ_SIZE = CHUNK  # how much a file object is asked for at a time
 
 
 class Readable(Protocol):
-    def read(self, size: int = ..., /) -> bytes: ...
+    def read(self, size: int = ..., /) -> bytes | str: ...
 
 
 Input = bytes | str | Readable | Iterable[bytes | str | Frame]
@@ -202,9 +202,11 @@ def _chunks(data: Input) -> Iterator[bytes]:
         yield data
     elif isinstance(data, str):
         yield data.encode()
-    elif hasattr(data, "read"):
+    elif hasattr(data, "read"):  # a binary file, or a text one (`open(path)`): its str as UTF-8
         while chunk := data.read(READ_SIZE):
-            yield chunk
+            yield chunk.encode() if isinstance(chunk, str) else chunk
+    elif isinstance(data, PathLike):  # else "'PosixPath' object is not iterable"
+        raise TypeError(f"the input is its content, not a path: pass open({fspath(data)!r}, 'rb')")
     else:
         for item in data:
             if isinstance(item, bytes):
@@ -246,8 +248,8 @@ def translate(
 ) -> Iterator[Frame]:
     """Translate one whole input stream (a saved log) into its output frames, as dicts.
 
-    `data`: the agent's raw events or headless stream-json, as bytes or str, a binary file
-    object, or an iterable of chunks (bytes/str, joined as they are: a file's lines keep their
+    `data`: the agent's raw events or headless stream-json, as bytes or str, a file object
+    (binary or text), or an iterable of chunks (bytes/str, joined as they are: a file's lines keep their
     newlines) or of events as dicts. `format`: "enriched" (default) or "claude-code".
     `options`: those of `Stream` (session_id, include_partial_messages, results_only, rates,
     on_invalid, strict, max_line_bytes, source). The clock defaults to the events' own stamps
