@@ -91,3 +91,16 @@ def test_a_service_out_of_fds_says_so_once_and_serves_the_waiting_clients_when_i
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_out_of_fds_for_the_batch_s_worker_pool_is_one_line(tmp_path: Path) -> None:
+    """`--out-dir`: the pool's pipes failing was an internal error (70)."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.ndjson").write_bytes(events("thinking"))
+    seen = set()
+    for limit in range(6, 13):  # at 5 glibc cannot load what a thread's exit needs (an abort)
+        status, err = limited(limit, "--out-dir", str(tmp_path / f"out{limit}"), str(logs))
+        seen.add((status, err if status != 0 else ""))
+    assert (71, f"translator: cannot start the worker processes: {OUT_OF_FDS}\n") in seen
+    assert {status for status, _ in seen} <= {0, 71, 74} and all("internal error" not in err for _, err in seen)

@@ -9,6 +9,7 @@ object storage and a Dask cluster go through fleet.py instead, with the same per
 from __future__ import annotations
 
 import ctypes
+import errno
 import multiprocessing
 import os
 import re
@@ -29,8 +30,9 @@ from tqdm import tqdm
 from translator.diagnostics import formatted, stderr
 from translator.shell.replay import Done, Job, Store, translate_file
 from translator.shell.selection import Found, Input, SelectionError, check_distinct, select, target_name
+from translator.shell.sink import SCARCE
 
-EX_DATAERR, EX_CANTCREAT, EX_IOERR = 65, 73, 74
+EX_DATAERR, EX_OSERR, EX_CANTCREAT, EX_IOERR = 65, 71, 73, 74
 PR_SET_PDEATHSIG = 1
 TEMPORARY = re.compile(r"^\..+\.(\d+)\.tmp$")  # `.<output name>.<pid>.tmp`
 
@@ -235,9 +237,15 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job, resu
         stderr([f"translator: {exc}"])
         return exc.status
     started = time.monotonic()
-    with tqdm(total=sum(job.size for job in todo), unit="B", unit_scale=True, file=sys.stderr,
-              disable=not sys.stderr.isatty(), desc=f"0/{len(todo)} files") as bar:
-        done, interrupted = run_local(todo, workers, bar)
+    try:
+        with tqdm(total=sum(job.size for job in todo), unit="B", unit_scale=True, file=sys.stderr,
+                  disable=not sys.stderr.isatty(), desc=f"0/{len(todo)} files") as bar:
+            done, interrupted = run_local(todo, workers, bar)
+    except OSError as exc:  # the pool's pipes or processes: the system's resources (ulimit)
+        if exc.errno not in (*SCARCE, errno.EAGAIN):
+            raise
+        stderr([f"translator: cannot start the worker processes: {exc.strerror}"])
+        return EX_OSERR
     return finish(done, time.monotonic() - started, results_table, interrupted)
 
 
