@@ -223,10 +223,13 @@ class Shim:
         return 128 + signum
 
 
+# What a `claude -p` script runs instead: caliban's own headless mode, translated.
+SHELL_WAY = "from a shell: caliban -p PROMPT --output-format stream-json | translator --format claude-code"
 USAGE = f"""usage: {PROG} --output-format stream-json --input-format stream-json [CLAUDE CODE OPTIONS]
 
 A `claude`-compatible command for the Claude Agent SDKs that runs caliban:
   ClaudeAgentOptions(cli_path="{PROG}")
+Not for `claude -p PROMPT` in scripts; {SHELL_WAY}.
 Environment: CALIBAN_BIN (default: caliban on PATH), CALIBAN_SESSIONS_DIR, CALIBAN_CLAUDE_MODELS,
 CALIBAN_CLAUDE_ARGS, CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT=1. See the README, "Use it from the Agent SDK".
 """
@@ -241,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         return stdout_text(USAGE, PROG)
     for flag in ("--output-format", "--input-format"):
         if args.get(flag) != "stream-json":
-            print(f"{PROG}: {flag} stream-json is required (this is the Agent SDK's protocol)", file=sys.stderr)
+            print(f"{PROG}: {flag} stream-json is required (this is the Agent SDK's protocol; {SHELL_WAY})", file=sys.stderr)
             return EX_USAGE
     binary = os.environ.get("CALIBAN_BIN") or "caliban"
     if os.sep not in binary and shutil.which(binary) is None:
