@@ -1,6 +1,6 @@
-"""Help, version and completion text follow the data path's rules for stdout: a full disk (or
-a closed stdout) is one line and 74, never a silent 0; a reader that has gone ends it quietly
-(0). Both commands, real processes and fds."""
+"""Help, version, completion and `translator report` text follow the data path's rules for
+stdout: a full disk (or a closed stdout) is one line and 74, never a silent 0 (nor an internal
+error); a reader that has gone ends it quietly (0). Both commands, real processes and fds."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import events
 from support_processes import TRANSLATOR
 
 from translator import __version__
@@ -58,3 +59,19 @@ def test_into_a_pipe_it_is_written_whole(command: list[str]) -> None:
         assert proc.stdout.decode().endswith(f"{__version__})\n" if command[0] == SHIM else f"translator {__version__}\n")
     else:
         assert proc.stdout.endswith(b"\n") and len(proc.stdout) > 200
+
+
+def test_the_report_s_text_follows_the_same_rules(tmp_path: Path) -> None:
+    """It was an internal error (70) into a full disk and a closed pipe, and 0, unsaid, into
+    a closed stdout."""
+    pytest.importorskip("pyarrow")
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "a.ndjson").write_bytes(events("thinking"))
+    table = str(tmp_path / "table")
+    assert subprocess.run([TRANSLATOR, "--results-table", table, str(tmp_path / "logs")], capture_output=True,
+                          timeout=120).returncode == 0
+    report = [TRANSLATOR, "report", table]
+    test_into_a_full_disk_is_a_write_error(report)
+    test_into_a_closed_stdout_is_a_write_error(report)
+    test_into_a_pipe_whose_reader_has_gone_ends_quietly(report)
+    assert subprocess.run(report, capture_output=True, timeout=60).stdout.startswith(b"1 runs in 1 logs, 0 failed")

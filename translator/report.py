@@ -17,6 +17,7 @@ import sys
 from collections import Counter, defaultdict
 from typing import Any
 
+from translator.diagnostics import stdout_text
 from translator.extras import MissingExtra, need
 from translator.usage import Parser
 
@@ -154,9 +155,12 @@ def main(argv: list[str]) -> int:
         print(f"translator: {args.results}: no runs", file=sys.stderr)
         return EX_NOINPUT
     failed = sum(bool(r["is_error"]) for r in rows)
-    print(f"{len(rows)} runs in {len({r['source'] for r in rows})} logs, {failed} failed "
-          f"({100 * failed / len(rows):.1f}%), {sum(r['total_cost_usd'] or 0.0 for r in rows):.4f} USD\n")
-    print(text_table(by_day_and_model(rows)) + "\n\n" + text_table(by_subtype(rows)))
+    status = stdout_text(f"{len(rows)} runs in {len({r['source'] for r in rows})} logs, {failed} failed "
+                         f"({100 * failed / len(rows):.1f}%), {sum(r['total_cost_usd'] or 0.0 for r in rows):.4f} USD\n\n"
+                         + text_table(by_day_and_model(rows)) + "\n\n" + text_table(by_subtype(rows)) + "\n",
+                         "translator report")
+    if status:
+        return status
     if args.html:
         try:
             content = page(args.results, rows)
