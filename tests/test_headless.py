@@ -99,7 +99,9 @@ def test_durations_follow_the_clock_of_the_headless_stream() -> None:
 HEADLESS_GAPS = {"total_cost_usd", "costUSD", "usage", "model_usage_since_last_result", "modelUsage", "id", "stop_reason",
                  "duration_ms", "duration_api_ms", "ttft_ms", "ttft_stream_ms", "first_content_frame_ms",
                  "uuid", "timestamp", "session_id", "thinking_duration_ms",
-                 "signature"}  # the agent's headless frames drop thinking signatures
+                 "signature",  # the agent's headless frames drop thinking signatures
+                 # and what the raw events do not carry: the headless init's installation
+                 "cwd", "original_cwd", "tools", "mcp_servers", "permissionMode"}
 
 
 def strip(value: Any) -> Any:
@@ -390,3 +392,20 @@ def test_a_headless_run_no_call_answered_has_claude_codes_empty_model_usage() ->
     # A run that used tokens keeps its entry.
     (used,) = [f for f in cc_frames(headless("tool_use_two_turns")) if f["type"] == "result"]
     assert list(used["modelUsage"]) == ["claude-sonnet-4-5"]
+
+
+def test_the_claude_code_init_of_headless_input_says_what_the_agents_init_says() -> None:
+    # What the agent's driver printed for the reference conversation: cwd, tools, MCP servers
+    # and permission mode; Claude Code's init has them under its own keys (raw events: neutral).
+    data = (SAMPLES / "headless-upstream-encoding-of-translator-fixtures" / "tool_use_two_turns.jsonl").read_bytes()
+    agents = orjson.loads(data.splitlines()[0])
+    init = cc_frames(data)[0]
+    facts = ("cwd", "original_cwd", "tools", "mcp_servers", "permissionMode", "model")
+    assert [init[k] for k in facts] == [agents["cwd"], agents["cwd"], agents["tools"], [], agents["permission_mode"],
+                                        "claude-sonnet-4-5"] == ["/home/dev/project", "/home/dev/project", ["Bash"], [],
+                                                                 "default", "claude-sonnet-4-5"]
+    assert list(init) == list(translate_cc("tool_use_two_turns")[0])  # Claude Code's keys, in its order
+    servers = agents | {"mcp_servers": ["github", {"name": "db", "status": "failed"}], "permission_mode": "plan"}
+    again = cc_frames(orjson.dumps(servers) + b"\n" + b"\n".join(data.splitlines()[1:]) + b"\n")[0]
+    assert (again["mcp_servers"], again["permissionMode"]) == (
+        [{"name": "github", "status": "connected"}, {"name": "db", "status": "failed"}], "plan")

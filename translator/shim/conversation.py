@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from translator.api import Stream
+from translator.encoders.claude_code.frames import mcp_servers
 from translator.shim import control
 
 MAX_LINE = 1_000_000  # bytes; the SDK refuses lines over 1 MiB (its default max_buffer_size)
@@ -118,14 +119,7 @@ class Conversation:
 
     def mcp_servers(self) -> list[dict[str, Any]]:
         """caliban's MCP servers as Claude Code lists them: name and status."""
-        servers = self.caliban_init.get("mcp_servers")
-        out = []
-        for server in servers if isinstance(servers, list) else ():
-            if isinstance(server, dict) and "name" in server:
-                out.append({"name": server["name"], "status": server.get("status", "connected")})
-            elif isinstance(server, str):
-                out.append({"name": server, "status": "connected"})
-        return out
+        return mcp_servers(self.caliban_init.get("mcp_servers"))
 
 
 def fit(line: bytes) -> bytes:

@@ -20,12 +20,14 @@ from translator.encoders import DECODED, RAW, SKIP, RunSummary
 from translator.encoders.claude_code.blocks import TurnBlocks
 from translator.encoders.claude_code.frames import (
     _NL,
+    INIT,
     RETRY_ERRORS,
     THINKING_DISPLAY,
     UNKNOWN_USAGE,
     USER,
     api_error_message,
     init_parts,
+    installation,
     iso_json,
     uuid4_source,
     wire_usage,
@@ -76,6 +78,7 @@ class ClaudeCodeEncoder:
         self.translates_headless = True
         self.new_id = new_id = new_id or uuid4_source()
         self.model = ""
+        self.installation: dict[str, Any] = {}  # of the agent's last headless init (none in raw events)
         self.session = Session(session_id, partial=self.partial, frames=self.frames, limits=limits, new_id=new_id)
         self.turn = turn = TurnBlocks(self.out, session_id, new_id, partial=self.partial, frames=self.frames)
         # Deltas and tool calls as they stream build the open turn's blocks: the fold calls the
@@ -109,7 +112,9 @@ class ClaudeCodeEncoder:
     def frame_start(self, model: str | None, t: float) -> None:
         self.model = model or self.model
         self._new_frame(t)
-        if self.frames:
+        if self.installation:  # headless input: the agent's init said where and with what it runs
+            self._emit({**INIT, "session_id": self.session_id, "model": self.model, "uuid": self.new_id(), **self.installation})
+        elif self.frames:
             first, middle, last = self._init
             self.out.append(b"".join((first, dumps(self.model), middle, dumps(self.new_id()), last)))
 
@@ -238,6 +243,8 @@ class ClaudeCodeEncoder:
         """Headless frames with no raw-event counterpart (the others are written from their
         moves): a retry becomes Claude Code's `api_retry`; warnings and hook events pass
         through unchanged."""
+        if isinstance(frame, SystemFrame) and frame.subtype == "init" and self.frames:
+            self.installation = installation(frame)  # for the init frame_start writes next
         if moves or not self.frames:
             return
         if isinstance(frame, SystemFrame) and frame.subtype == "api_retry":

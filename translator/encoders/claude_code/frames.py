@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from translator.encoders.provider_errors import ApiError
+from translator.model import SystemFrame
 
 _NL = orjson.OPT_APPEND_NEWLINE
 NO_USAGE = {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
@@ -123,6 +124,32 @@ THINKING_TOKENS = (
     b'{"type":"system","subtype":"thinking_tokens","estimated_tokens":%d,"estimated_tokens_delta":%d,'
     b'"session_id":%b,"uuid":%b}\n'
 )
+
+
+def installation(init: SystemFrame) -> dict[str, Any]:
+    """What the agent's own headless init says of its installation, under Claude Code's init
+    keys (a raw event stream says none of it: those keys keep their neutral values)."""
+    facts: dict[str, Any] = {}
+    if init.cwd:
+        facts["cwd"] = facts["original_cwd"] = init.cwd
+    if init.tools is not None:
+        facts["tools"] = init.tools
+    if init.mcp_servers is not None:
+        facts["mcp_servers"] = mcp_servers(init.mcp_servers)
+    if init.permission_mode:
+        facts["permissionMode"] = init.permission_mode
+    return facts
+
+
+def mcp_servers(servers: Any) -> list[dict[str, Any]]:
+    """The agent's MCP servers (names, or objects with a name) as Claude Code lists them: name and status."""
+    out = []
+    for server in servers if isinstance(servers, list) else ():
+        if isinstance(server, dict) and "name" in server:
+            out.append({"name": server["name"], "status": server.get("status", "connected")})
+        elif isinstance(server, str):
+            out.append({"name": server, "status": "connected"})
+    return out
 
 
 def init_parts(session_id: str) -> tuple[bytes, bytes, bytes]:
