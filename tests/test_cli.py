@@ -81,7 +81,9 @@ def test_exit_status_follows_the_agent(name: str, status: int) -> None:
 def test_exit_status_for_a_cut_stream_and_for_no_input() -> None:
     cut = b"\n".join(lines_of("tool_use_two_turns")[:5]) + b"\n"
     assert run("--exit-status", stdin=cut).returncode == 1
-    assert run("--exit-status", stdin=b"").returncode == 66
+    empty = run("--exit-status", stdin=b"")
+    assert (empty.returncode, empty.stdout, empty.stderr) == (
+        66, b"", b"translator: --exit-status: the input held no run\n")
 
 
 def test_missing_file_is_reported_and_the_rest_is_translated(tmp_path: Path) -> None:

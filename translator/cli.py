@@ -238,7 +238,8 @@ def exit_status(outcome: Outcome, use_agent_status: bool) -> int:
     if outcome.missing_input:
         return EX_NOINPUT
     if use_agent_status:
-        if outcome.last_subtype is None:
+        if outcome.last_subtype is None:  # else a CI job sees 66 and no reason
+            _stderr(["translator: --exit-status: the input held no run"])
             return EX_NOINPUT
         return AGENT_STATUS.get(outcome.last_subtype, 1)
     return EX_OK
