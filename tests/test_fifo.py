@@ -66,3 +66,42 @@ def test_follow_refuses_a_fifo_at_once_and_when_the_file_becomes_one(tmp_path: P
     os.mkfifo(fifo)
     out, err = later.communicate(timeout=30)
     assert (later.returncode, out, err.decode()) == (74, b"", said)
+
+
+def waits_for_a_partner(pid: int) -> bool:
+    """Whether the process is blocked opening a FIFO that has no one at its other end (Linux)."""
+    with open(f"/proc/{pid}/wchan") as f:
+        return f.read() == "wait_for_partner"
+
+
+@pytest.mark.parametrize("shell", [[], ["--metrics", "tcp:127.0.0.1:0"]], ids=["direct", "anyio"])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_stop_signal_ends_the_wait_for_a_reject_fifo_s_reader(tmp_path: Path, shell: list[str], signum: int) -> None:
+    """The reject file is opened before the shell's handlers (which only note a signal) and,
+    under the event loop, before asyncio's first SIGINT handler (which only cancels a task):
+    the signal's own action ends the wait (for SIGINT, Python's: 130)."""
+    fifo = tmp_path / "rejects.fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([TRANSLATOR, *shell, "--reject-file", str(fifo), fixture("thinking")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        poll(lambda: waits_for_a_partner(proc.pid))
+        proc.send_signal(signum)
+        assert proc.wait(timeout=30) == (130 if signum == signal.SIGINT else -signum)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.stdout is not None and proc.stdout.read() == b""
+
+
+def test_a_reject_fifo_s_reader_gets_the_rejected_lines(tmp_path: Path) -> None:
+    fifo = tmp_path / "rejects.fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([TRANSLATOR, "--results-only", "--reject-file", str(fifo), "-"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    poll(lambda: waits_for_a_partner(proc.pid))
+    with open(fifo, "rb") as reader:
+        out, err = proc.communicate(b"not json\n" + events("tool_use_two_turns"), timeout=30)
+        assert reader.read() == b"not json\n"
+    assert proc.returncode == 0 and [f["result"] for f in frames_of(out)] == ["There are 3 files."]
+    assert err.decode().startswith("translator: <stdin>:1: invalid JSON")

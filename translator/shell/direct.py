@@ -177,12 +177,14 @@ def read_chunk(fd: int, label: str, outcome: Outcome) -> bytes | None:
 
 def translate(cfg: Config, out_fd: int = 1) -> Outcome:
     """Translate the configured sources to `out_fd`, until a signal or `--on-invalid fail`
-    stops them; never raises for I/O trouble (an OSError: the reject file cannot be opened)."""
-    signals = Signals()
+    stops them; never raises for I/O trouble (an OSError: the reject file cannot be opened).
+    The reject file is opened before the signals are ours: a FIFO's open waits for its reader,
+    deaf to handlers that only note a signal, and the signals' default action ends that wait."""
+    sink = Sink(cfg)
     try:
-        out = Output(out_fd, signals)
+        signals = Signals()
         try:
-            sink = Sink(cfg)
+            out = Output(out_fd, signals)
             try:
                 with sink.output_trouble():
                     for name in cfg.sources:
@@ -190,11 +192,11 @@ def translate(cfg: Config, out_fd: int = 1) -> Outcome:
                         if signals.received is not None or sink.outcome.rejected:
                             break
             finally:
-                sink.close()
+                out.close()
         finally:
-            out.close()
+            signals.close()
     finally:
-        signals.close()
+        sink.close()
     sink.outcome.signal = signals.received
     return sink.outcome
 

@@ -14,6 +14,7 @@ from translator.diagnostics import stderr
 from translator.shell.sink import Config, Outcome
 
 if TYPE_CHECKING:
+    from translator.shell.pump import Shell
     from translator.shell.replay import Job
 
 
@@ -24,10 +25,27 @@ def run(cfg: Config, out_fd: int = 1) -> Outcome:
         from translator.shell import direct
 
         return direct.translate(cfg, out_fd)
+    from translator.shell.pump import Output, Shell
+
+    out = Output(out_fd)
+    try:
+        # Before the event loop: a reject file that is a FIFO waits for its reader in open(2),
+        # which a stop signal's default action ends (asyncio's first SIGINT only cancels a task).
+        shell = Shell(cfg, out)
+        try:
+            return loop(shell)
+        finally:
+            shell.close()
+    finally:
+        out.close()
+
+
+def loop(shell: Shell) -> Outcome:
+    """The shell's mode run in an event loop."""
     import anyio
 
     try:
-        return anyio.run(translate, cfg, out_fd)
+        return anyio.run(serve, shell)
     except OSError as exc:  # e.g. out of fds: raised again without the traceback, which holds
         # the half-made event loop that complains when freed (a traceback, "Exception ignored")
         hook, sys.unraisablehook = sys.unraisablehook, lambda _: None
@@ -37,29 +55,36 @@ def run(cfg: Config, out_fd: int = 1) -> Outcome:
 
 
 async def translate(cfg: Config, out_fd: int = 1) -> Outcome:
-    """Translate the configured input to `out_fd` under anyio; never raises for I/O trouble."""
+    """Translate the configured input to `out_fd` in the running event loop; never raises for
+    I/O trouble."""
     from translator.shell.pump import Output, Shell
 
     out = Output(out_fd)
     shell = Shell(cfg, out)
     try:
-        if cfg.follow is not None:
-            from translator.shell.follow import follow
-
-            path, from_end = cfg.follow, cfg.from_end
-            await shell.run(lambda: follow(shell, path, from_end))
-        elif cfg.listen is not None:
-            from translator.shell.service import listen
-
-            address = cfg.listen
-            await shell.run(lambda: listen(shell, address))
-        else:
-            from translator.shell.stdin import sources
-
-            await shell.run(lambda: sources(shell))
+        return await serve(shell)
     finally:
         out.close()
         shell.close()
+
+
+async def serve(shell: Shell) -> Outcome:
+    """The shell's mode (`--follow`, `--listen`, or files and stdin for `--metrics`), run."""
+    cfg = shell.cfg
+    if cfg.follow is not None:
+        from translator.shell.follow import follow
+
+        path, from_end = cfg.follow, cfg.from_end
+        await shell.run(lambda: follow(shell, path, from_end))
+    elif cfg.listen is not None:
+        from translator.shell.service import listen
+
+        address = cfg.listen
+        await shell.run(lambda: listen(shell, address))
+    else:
+        from translator.shell.stdin import sources
+
+        await shell.run(lambda: sources(shell))
     return shell.outcome
 
 
