@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 import orjson
+import pytest
 from conftest import FIXTURES, events, recoveries
 from support_processes import TRANSLATOR, children, poll, run
 
@@ -228,6 +229,24 @@ def test_workers_die_with_the_batch(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     poll(lambda: not any(Path(f"/proc/{pid}").exists() for pid in workers), 30)
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)])
+def test_a_stop_signal_ends_the_batch_with_its_summary(tmp_path: Path, signum: int, status: int) -> None:
+    """Each stop signal, as Ctrl-C: the summary says the batch was interrupted, the status is
+    the signal's, no temporary is left. SIGTERM and SIGHUP killed it unsaid, temporaries left."""
+    src, out = tmp_path / "logs", tmp_path / "out"
+    src.mkdir()
+    generate(str(tmp_path / "big.ndjson"), 25)
+    for n in range(12):
+        shutil.copy(tmp_path / "big.ndjson", src / f"big-{n}.ndjson")
+    proc = subprocess.Popen([TRANSLATOR, "--out-dir", str(out), "--jobs", "2", str(src)], stderr=subprocess.PIPE)
+    poll(lambda: len(children(proc.pid)) >= 2, 60)  # the workers are at it
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == status
+    assert re.fullmatch(rb"translator: \d+ translated, 0 skipped \(up to date\), 0 failed; .* \(interrupted\)\n", err)
+    assert [p.name for p in out.rglob("*.tmp")] == []
 
 
 def test_progress_is_in_bytes_within_a_file_on_a_terminal(tmp_path: Path) -> None:

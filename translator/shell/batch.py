@@ -23,6 +23,7 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
+from types import FrameType
 from typing import Any, BinaryIO
 
 from tqdm import tqdm
@@ -30,7 +31,7 @@ from tqdm import tqdm
 from translator.diagnostics import formatted, stderr
 from translator.shell.replay import Done, Job, Store, translate_file
 from translator.shell.selection import Found, Input, SelectionError, check_distinct, select, target_name
-from translator.shell.sink import SCARCE
+from translator.shell.sink import SCARCE, stop_signals
 
 EX_DATAERR, EX_OSERR, EX_CANTCREAT, EX_IOERR = 65, 71, 73, 74
 PR_SET_PDEATHSIG = 1
@@ -137,9 +138,9 @@ def plan(names: list[str], lister: Any, out_dir: str | None, template: Job,
     ]
 
 
-def summary(done: list[Done], elapsed: float, interrupted: bool = False) -> int:
+def summary(done: list[Done], elapsed: float, interrupted: bool = False, signum: int = signal.SIGINT) -> int:
     """Print the summary and failures; the exit status: 0, 65 a file's content failed, 74 a
-    file could not be read or written."""
+    file could not be read or written, 128 + `signum` when interrupted."""
     failed = [d for d in done if d.error is not None]
     skipped = sum(d.skipped for d in done)
     total = sum(d.size for d in done)
@@ -150,7 +151,7 @@ def summary(done: list[Done], elapsed: float, interrupted: bool = False) -> int:
     )
     stderr([f"translator: failed: {d.relative}: {d.error}" for d in failed])
     if interrupted:
-        return 128 + signal.SIGINT
+        return 128 + signum
     if any(not d.data_error for d in failed):
         return EX_IOERR
     return EX_DATAERR if failed else 0
@@ -176,6 +177,9 @@ def _worker_init(counter: Any, parent: int, store: Store) -> None:
     global _progress, _store
     _progress, _store = counter, store
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for signum in stop_signals():  # SIGTERM, SIGHUP: the parent's handlers are not theirs
+        if signum != signal.SIGINT:
+            signal.signal(signum, signal.SIG_DFL)
     with suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if os.getppid() != parent:  # the parent went before prctl took effect
@@ -237,21 +241,41 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job, resu
         stderr([f"translator: {exc}"])
         return exc.status
     started = time.monotonic()
+    came: list[int] = []
     try:
         with tqdm(total=sum(job.size for job in todo), unit="B", unit_scale=True, file=sys.stderr,
-                  disable=not sys.stderr.isatty(), desc=f"0/{len(todo)} files") as bar:
+                  disable=not sys.stderr.isatty(), desc=f"0/{len(todo)} files") as bar, stopping(came):
             done, interrupted = run_local(todo, workers, bar)
     except OSError as exc:  # the pool's pipes or processes: the system's resources (ulimit)
         if exc.errno not in (*SCARCE, errno.EAGAIN):
             raise
         stderr([f"translator: cannot start the worker processes: {exc.strerror}"])
         return EX_OSERR
-    return finish(done, time.monotonic() - started, results_table, interrupted)
+    return finish(done, time.monotonic() - started, results_table, interrupted, came[0] if came else signal.SIGINT)
 
 
-def finish(done: list[Done], elapsed: float, results_table: str | None, interrupted: bool = False) -> int:
+@contextmanager
+def stopping(came: list[int]) -> Iterator[None]:
+    """SIGTERM and SIGHUP (unless ignored) stop the batch as Ctrl-C does (KeyboardInterrupt):
+    the files being translated are abandoned, the summary is printed, and the status is the
+    signal's, which is put in `came`; before, they killed it unsaid, temporaries left behind."""
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        came.append(signum)
+        raise KeyboardInterrupt
+
+    old = {signum: signal.signal(signum, stop) for signum in stop_signals() if signum != signal.SIGINT}
+    try:
+        yield
+    finally:
+        for signum, handler in old.items():
+            signal.signal(signum, handler)
+
+
+def finish(done: list[Done], elapsed: float, results_table: str | None, interrupted: bool = False,
+           signum: int = signal.SIGINT) -> int:
     """The summary, and the results table when asked for; the exit status."""
-    status = summary(done, elapsed, interrupted)
+    status = summary(done, elapsed, interrupted, signum)
     if results_table is None or interrupted:
         return status
     from translator import results_table as table
