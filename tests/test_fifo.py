@@ -5,6 +5,7 @@ the stop signals end that wait (an open(2) that blocks until a writer comes woul
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 from pathlib import Path
@@ -62,7 +63,9 @@ def test_follow_refuses_a_fifo_at_once_and_when_the_file_becomes_one(tmp_path: P
     assert (proc.returncode, proc.stdout, proc.stderr.decode()) == (66, b"", said)
     fifo.unlink()
     later = subprocess.Popen([TRANSLATOR, "--follow", str(fifo)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    poll(lambda: catches(later.pid, signal.SIGTERM))  # following: waiting for the file to appear
+    assert later.stderr is not None  # following: waiting for the file to appear, as it says
+    assert select.select([later.stderr], [], [], 30)[0], "the follower did not say it waits"
+    assert later.stderr.readline().decode() == f"translator: --follow {fifo}: No such file or directory (yet); waiting for it\n"
     os.mkfifo(fifo)
     out, err = later.communicate(timeout=30)
     assert (later.returncode, out, err.decode()) == (74, b"", said)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import time
 from pathlib import Path
@@ -111,3 +112,22 @@ def test_copytruncate_is_seen_even_when_the_file_grew_back_before_the_next_read(
     status, rest, err = follower.stop()
     assert status == 143 and rest == b""
     assert err == b""  # not one line read from the middle
+
+
+def test_a_file_not_there_yet_is_said_once_and_waited_for(tmp_path: Path) -> None:
+    log = tmp_path / "not-yet" / "stdout.ndjson"  # nor its directory: a typo would look the same
+    follower = Follower(log)
+    assert follower.proc.stderr is not None
+    ready, _, _ = select.select([follower.proc.stderr], [], [], 30)
+    assert ready, "the follower did not say what it waits for"
+    waiting = f"translator: --follow {log}: No such file or directory (yet); waiting for it\n"
+    assert follower.proc.stderr.readline().decode() == waiting
+    log.parent.mkdir()
+    log.write_bytes(events("thinking"))
+    assert follower.read_frames(3)[-1]["result"] == "17 * 23 = 391."
+    log.unlink()  # gone again (rotated away): waited for without a word, it was seen once
+    time.sleep(0.5)
+    log.write_bytes(events("max_turns"))
+    assert follower.read_frames(5)[-1]["subtype"] == "max_turns"
+    status, _, err = follower.stop()
+    assert (status, err) == (143, b"")

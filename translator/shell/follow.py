@@ -119,6 +119,7 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
             shell.metrics.follow_offset = pos.offset
 
     skip_existing = from_end
+    waited = False
     try:
         with anyio.CancelScope() as scope:
             shell.read_scope = scope
@@ -133,6 +134,9 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
                         if stat.S_ISFIFO(mode):
                             raise OSError(errno.ESPIPE, FOLLOW_FIFO)
                     except FileNotFoundError:
+                        if identity == (0, 0) and not waited:  # once, before the file was ever seen: a typo would wait unsaid
+                            waited = True
+                            _stderr([f"translator: --follow {path}: No such file or directory (yet); waiting for it"], "info")
                         await wakeup.wait()
                         continue
                     except OSError as exc:
