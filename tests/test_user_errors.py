@@ -4,8 +4,8 @@ sense together are refused."""
 
 from __future__ import annotations
 
+import select
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -82,10 +82,12 @@ def test_following_a_directory_is_no_input(tmp_path: Path) -> None:
 def test_a_followed_path_that_turns_out_a_directory_is_an_io_error(tmp_path: Path) -> None:
     path = tmp_path / "later"
     proc = subprocess.Popen([TRANSLATOR, "--follow", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(0.3)  # let it start waiting for the file (it fails the same way either way)
+    assert proc.stderr is not None and proc.stdout is not None
+    assert select.select([proc.stderr], [], [], 30)[0], "the follower did not say it waits"
+    waiting = f"translator: --follow {path}: No such file or directory (yet); waiting for it\n"
+    assert proc.stderr.readline().decode() == waiting  # waiting for the file
     path.mkdir()
     status = proc.wait(timeout=30)
-    assert proc.stderr is not None and proc.stdout is not None
     err = proc.stderr.read().decode()
     assert (status, err) == (74, f"translator: --follow {path}: Is a directory\n")
     assert "write error" not in err and proc.stdout.read() == b""
