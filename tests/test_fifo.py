@@ -64,7 +64,9 @@ def test_follow_refuses_a_fifo_at_once_and_when_the_file_becomes_one(tmp_path: P
     fifo.unlink()
     later = subprocess.Popen([TRANSLATOR, "--follow", str(fifo)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert later.stderr is not None  # following: waiting for the file to appear, as it says
-    assert select.select([later.stderr], [], [], 30)[0], "the follower did not say it waits"
+    if not select.select([later.stderr], [], [], 30)[0]:
+        later.kill()  # not left behind by a failing test
+        raise AssertionError("the follower did not say it waits")
     assert later.stderr.readline().decode() == f"translator: --follow {fifo}: No such file or directory (yet); waiting for it\n"
     os.mkfifo(fifo)
     out, err = later.communicate(timeout=30)

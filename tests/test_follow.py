@@ -119,6 +119,8 @@ def test_a_file_not_there_yet_is_said_once_and_waited_for(tmp_path: Path) -> Non
     follower = Follower(log)
     assert follower.proc.stderr is not None
     ready, _, _ = select.select([follower.proc.stderr], [], [], 30)
+    if not ready:
+        follower.proc.kill()  # not left behind by a failing test
     assert ready, "the follower did not say what it waits for"
     waiting = f"translator: --follow {log}: No such file or directory (yet); waiting for it\n"
     assert follower.proc.stderr.readline().decode() == waiting

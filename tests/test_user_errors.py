@@ -83,7 +83,9 @@ def test_a_followed_path_that_turns_out_a_directory_is_an_io_error(tmp_path: Pat
     path = tmp_path / "later"
     proc = subprocess.Popen([TRANSLATOR, "--follow", str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stderr is not None and proc.stdout is not None
-    assert select.select([proc.stderr], [], [], 30)[0], "the follower did not say it waits"
+    if not select.select([proc.stderr], [], [], 30)[0]:
+        proc.kill()  # not left behind by a failing test
+        raise AssertionError("the follower did not say it waits")
     waiting = f"translator: --follow {path}: No such file or directory (yet); waiting for it\n"
     assert proc.stderr.readline().decode() == waiting  # waiting for the file
     path.mkdir()
