@@ -461,3 +461,75 @@ def test_the_raw_protocol_survives_bad_stdin_lines(caliban: Caliban) -> None:
     assert caliban.calls()[0]["stdin"] == prompt  # the last line had no newline: it still counts
     stderr = done.stderr.decode()
     assert "stdin: not JSON, ignored: b'not json'" in stderr and "'mystery' ignored" in stderr
+
+
+USER_LINE = b'{"type":"user","message":{"role":"user","content":"hi"},"parent_tool_use_id":null}\n'
+SHIM_ARGV = [SHIM, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"]
+
+
+def test_an_app_that_stops_reading_stops_the_run(caliban: Caliban) -> None:
+    """The app closes its end of the shim's stdout mid-run: nobody would see what caliban
+    does next, so caliban is interrupted (it saves its session) and the shim ends, unsaid,
+    with the status of that last, cancelled, result — it does not wait for stdin's end."""
+    import subprocess
+
+    options = caliban.options({"file": "tool_use_two_turns.jsonl", "pause_after": 2})
+    shim = subprocess.Popen(
+        SHIM_ARGV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env={**os.environ, **options.env},
+    )  # fmt: skip
+    assert shim.stdin is not None and shim.stdout is not None and shim.stderr is not None
+    shim.stdin.write(USER_LINE)
+    shim.stdin.flush()
+    assert json.loads(shim.stdout.readline())["subtype"] == "init"  # caliban is running, paused
+    started = time.monotonic()
+    shim.stdout.close()
+    assert shim.wait(timeout=30) == 1
+    assert time.monotonic() - started < 6  # caliban's pause would have lasted 30 s
+    assert not running(caliban.calls()[0]["pid"])
+    saved = json.loads((caliban.sessions / f"{flag(caliban.calls()[0]['argv'], '--session')}.json").read_text())
+    assert saved["messages"] == ["hi"]  # caliban was interrupted (SIGINT), not killed
+    assert shim.stderr.read() == b""
+    shim.stdin.close()
+
+
+@pytest.mark.parametrize(
+    ("redirect", "error"), [(">/dev/full", "No space left on device"), (">&-", "Bad file descriptor")],
+    ids=["full-disk", "closed-stdout"],
+)
+def test_a_stdout_that_fails_is_one_line_and_74(caliban: Caliban, redirect: str, error: str) -> None:
+    """A write that fails for another reason than a reader gone (a full disk; a stdout the
+    shim was started without, which no pipe of caliban's may take over) stops the run and is
+    said in one line."""
+    import subprocess
+
+    options = caliban.options({"file": "tool_use_two_turns.jsonl", "pause_after": 2})
+    done = subprocess.run(
+        ["sh", "-c", f'exec "$@" {redirect}', "sh", *SHIM_ARGV], input=USER_LINE, capture_output=True,
+        env={**os.environ, **options.env}, timeout=30,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr.decode()) == (74, f"caliban-claude: write error: {error}\n")
+    assert not running(caliban.calls()[0]["pid"])
+
+
+def test_an_ignored_sighup_stays_ignored(caliban: Caliban) -> None:
+    """Started under nohup (SIGHUP ignored), a hang-up does not stop the shim."""
+    import signal
+    import subprocess
+
+    options = caliban.options({"file": "benign_text.jsonl"})
+    shim = subprocess.Popen(
+        SHIM_ARGV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, **options.env},
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+    )  # fmt: skip
+    assert shim.stdin is not None and shim.stdout is not None
+    shim.stdin.write(USER_LINE)
+    shim.stdin.flush()
+    frames = [json.loads(shim.stdout.readline())]
+    while frames[-1]["type"] != "result":
+        frames.append(json.loads(shim.stdout.readline()))
+    shim.send_signal(signal.SIGHUP)
+    time.sleep(0.5)
+    assert shim.poll() is None
+    shim.stdin.close()
+    assert shim.wait(timeout=30) == 0 and frames[-1]["result"] == "ok"

@@ -7,8 +7,10 @@ process each; the main thread waits and handles signals. stdout carries protocol
 
 from __future__ import annotations
 
+import errno
 import os
 import queue
+import select
 import shutil
 import signal
 import sys
@@ -17,7 +19,7 @@ from typing import Any, NoReturn
 
 import orjson
 
-from translator import __version__
+from translator import __version__, stdio
 from translator.diagnostics import stdout_text
 from translator.feed import CHUNK
 from translator.shim import control
@@ -29,6 +31,7 @@ from translator.shim.sessions import Session
 
 EX_USAGE = 64
 EX_SOFTWARE = 70
+EX_IOERR = 74
 GRACE_S = 3.0  # after a signal, how long caliban may take to save its session and print a result
 PROG = "caliban-claude"
 
@@ -69,7 +72,8 @@ class Shim:
         self.stopping = threading.Event()
         self.signal: int | None = None
         self._out = threading.Lock()
-        self._closed = False  # the SDK stopped reading
+        self._closed = False  # stdout failed: the SDK stopped reading, or a write error
+        self._write_error: str | None = None  # what failed, when it was not the reader leaving
 
     # ------------------------------------------------------------------ output
 
@@ -79,8 +83,10 @@ class Shim:
             while data and not self._closed:
                 try:
                     data = data[os.write(1, data) :]
-                except OSError:
+                except OSError as exc:
                     self._closed = True
+                    if exc.errno != errno.EPIPE:
+                        self._write_error = exc.strerror or str(exc)
 
     def send(self, *frames: dict[str, Any]) -> None:
         self.write([orjson.dumps(f) + b"\n" for f in frames])
@@ -196,20 +202,31 @@ class Shim:
 
     def serve(self) -> int:
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(signum, self._on_signal)
+            if signal.getsignal(signum) is not signal.SIG_IGN:  # (nohup's stays ignored)
+                signal.signal(signum, self._on_signal)
         threading.Thread(target=self.read_stdin, name="stdin", daemon=True).start()
         worker = threading.Thread(target=self.work, name="runs", daemon=True)
         worker.start()
-        while worker.is_alive():
+        stdout = select.poll()
+        stdout.register(1, 0)  # its errors only: POLLERR once the reader has closed its end
+        gone = False  # the app stopped reading: nobody would see what caliban does now
+        while worker.is_alive() and self.signal is None and not self._closed and not gone:
             worker.join(0.1)
-            if self.signal is not None:
-                return self.stop(worker, self.signal)
+            gone = bool(stdout.poll(0))
+        if self.signal is not None:
+            self.stop(worker)
+            return 128 + self.signal
+        if self._closed or gone:
+            self.stop(worker)
+            if self._write_error is not None:  # (a reader that has gone is no error to say)
+                say(f"write error: {self._write_error}")
+                return EX_IOERR
         return 1 if self.conversation.last_is_error else 0
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self.signal = signum
 
-    def stop(self, worker: threading.Thread, signum: int) -> int:
+    def stop(self, worker: threading.Thread) -> None:
         """SIGINT caliban (it saves its session and prints its result; SIGTERM would kill it
         without either), give it a grace period, then SIGKILL: no caliban outlives the shim."""
         self.stopping.set()
@@ -220,7 +237,6 @@ class Shim:
             if worker.is_alive():
                 run.kill()
                 worker.join(1.0)
-        return 128 + signum
 
 
 # What a `claude -p` script runs instead: caliban's own headless mode, translated.
@@ -259,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
 def run() -> NoReturn:
     """Console-script entry point. Leaves at once, without waiting for the reader thread,
     which may still be blocked on stdin."""
+    stdio.hold()  # a closed standard stream keeps its number (caliban's pipes must not take it)
     status = main()
     try:
         sys.stdout.flush()
