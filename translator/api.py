@@ -61,16 +61,18 @@ def make_encoder(
     results_only: bool = False,
     rates: RateCard | None = None,
     new_id: Callable[[], str] | None = None,
+    fixed_session_id: bool = False,
 ) -> Encoder:
-    """A fresh encoder of one output format, for one input stream."""
+    """A fresh encoder of one output format, for one input stream. `fixed_session_id`: the
+    user chose `session_id`; otherwise `claude-code` takes headless input's own (its init's)."""
     if format == "claude-code":
         from translator.encoders.claude_code import ClaudeCodeEncoder  # only its users pay for it
 
         card = rates or RateCard.bundled()
         extra: dict[str, Any] = {} if new_id is None else {"new_id": new_id}
         return ClaudeCodeEncoder(
-            [], session_id=session_id, partial=include_partial_messages, results_only=results_only,
-            limits=card.limits, **extra,
+            [], session_id=session_id, fixed_session_id=fixed_session_id, partial=include_partial_messages,
+            results_only=results_only, limits=card.limits, **extra,
         )
     if format == "enriched":
         return EnrichedEncoder(
@@ -117,7 +119,8 @@ class Stream:
         card = _card(rates)
         self.session_id = session_id or str(uuid.uuid4())
         encoder = make_encoder(
-            format, session_id=self.session_id, include_partial_messages=include_partial_messages,
+            format, session_id=self.session_id, fixed_session_id=bool(session_id),
+            include_partial_messages=include_partial_messages,
             results_only=results_only, rates=card,
         )
         base = Options(strict=strict, stop_on_invalid=on_invalid == "fail", max_line_bytes=max_line_bytes)

@@ -101,7 +101,10 @@ def build_parser() -> Parser:
     p.add_argument(
         "--results-only", action="store_true", help="print only the result frame of each run"
     )
-    p.add_argument("--session-id", metavar="ID", help="session id to stamp (default: a new UUID4 per input)")
+    p.add_argument(
+        "--session-id", metavar="ID",
+        help="session id to stamp (default: the agent's own on headless input, else a new UUID4 per input)",
+    )
     p.add_argument(
         "--clock",
         choices=("auto", "wall", "recorded", "estimated"),
@@ -270,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = Config(
         sources=args.files or ["-"],
         make_encoder=functools.partial(
-            make_encoder, args.format, include_partial_messages=partial, results_only=results_only, rates=rates
+            make_encoder, args.format, include_partial_messages=partial, results_only=results_only, rates=rates,
+            fixed_session_id=args.session_id is not None,
         ),
         rates=rates,
         options=Options(

@@ -61,6 +61,7 @@ class ClaudeCodeEncoder:
         out: list[bytes],
         *,
         session_id: str,
+        fixed_session_id: bool = False,
         partial: bool = False,
         results_only: bool = False,
         limits: Callable[[str], tuple[int, int]] = lambda model: (0, 0),
@@ -68,6 +69,7 @@ class ClaudeCodeEncoder:
     ) -> None:
         self.out = out
         self.session_id = session_id
+        self.fixed_session_id = fixed_session_id  # the user's --session-id: the agent's own id does not replace it
         self.partial = partial and not results_only
         self.frames = not results_only
         # Without partial messages a text block's deltas are needed only when the block must
@@ -243,8 +245,11 @@ class ClaudeCodeEncoder:
         """Headless frames with no raw-event counterpart (the others are written from their
         moves): a retry becomes Claude Code's `api_retry`; warnings and hook events pass
         through unchanged."""
-        if isinstance(frame, SystemFrame) and frame.subtype == "init" and self.frames:
-            self.installation = installation(frame)  # for the init frame_start writes next
+        if isinstance(frame, SystemFrame) and frame.subtype == "init":
+            if frame.session_id and not self.fixed_session_id and frame.session_id != self.session_id:
+                self._adopt(frame.session_id)
+            if self.frames:
+                self.installation = installation(frame)  # for the init frame_start writes next
         if moves or not self.frames:
             return
         if isinstance(frame, SystemFrame) and frame.subtype == "api_retry":
@@ -258,6 +263,13 @@ class ClaudeCodeEncoder:
             )
         else:
             self.out.append(line + b"\n")
+
+    def _adopt(self, session_id: str) -> None:
+        """The agent's own session id (its headless init's) for the run that init begins and
+        those after it, as `claude -p` reports the id a script resumes with."""
+        self.session_id = self.session.session_id = self.turn.session_id = session_id
+        self.session_json = self.turn.session_json = dumps(session_id)
+        self._init = init_parts(session_id)
 
     # ---------------------------------------------------------------- the result
 
