@@ -40,7 +40,7 @@ def test_the_users_session_id_still_wins() -> None:
 def test_each_run_carries_the_id_its_init_states() -> None:
     stream = TWO_TURNS.read_bytes() + TWO_USERS.read_bytes()
     frames = frames_of(run("--format", "claude-code", stdin=stream).stdout)
-    first = [i for i, f in enumerate(frames) if f["type"] == "result"][0] + 1
+    first = next(i for i, f in enumerate(frames) if f["type"] == "result") + 1
     assert agent_ids(TWO_USERS) == ["test-session"]
     assert set(ids(frames[:first])) == {"SESSION"} and set(ids(frames[first:])) == {"test-session"}
     assert [f["type"] for f in frames].count("result") == 2 and frames[-1]["result"] == "beta"
