@@ -60,7 +60,8 @@ input (--out-dir: a file's content failed); 66 an input file could not be opened
 --exit-status, no run in the input); 69 an optional extra is missing; 70 internal error; 71
 out of file descriptors or memory; 73 the --output file or --out-dir cannot be created; 74 I/O error; 78 bad --rates file; 129/130/143 SIGHUP/SIGINT/SIGTERM (open runs are closed as
 cancelled first). With --exit-status, the agent's code for the last run: 0 success, 1 error
-or max_tokens, 75 max_turns, 124 cancelled, 137 budget_exceeded.
+or max_tokens, 75 max_turns, 124 cancelled, 137 budget_exceeded; with --format claude-code,
+Claude Code's: 0 success, 1 any error.
 """
 
 
@@ -148,7 +149,8 @@ def build_parser() -> Parser:
     p.add_argument(
         "--exit-status",
         action="store_true",
-        help="exit with the agent's own status for the last run's subtype",
+        help="exit with the agent's own status for the last run's subtype (--format claude-code: "
+        "Claude Code's, 0 success, 1 any error)",
     )
     side = p.add_argument_group("sidecar")
     side.add_argument(
@@ -225,7 +227,7 @@ def build_parser() -> Parser:
     return p
 
 
-def exit_status(outcome: Outcome, use_agent_status: bool) -> int:
+def exit_status(outcome: Outcome, use_agent_status: bool, claude_code: bool = False) -> int:
     if outcome.signal is not None:
         return 128 + outcome.signal
     if outcome.out_of_resources:
@@ -244,6 +246,8 @@ def exit_status(outcome: Outcome, use_agent_status: bool) -> int:
         if outcome.last_subtype is None:  # else a CI job sees 66 and no reason
             _stderr(["translator: --exit-status: the input held no run"])
             return EX_NOINPUT
+        if claude_code:  # `claude -p` exits 1 for every error result (the captures' statuses)
+            return EX_OK if outcome.last_subtype == "success" else 1
         return AGENT_STATUS.get(outcome.last_subtype, 1)
     return EX_OK
 
@@ -334,7 +338,7 @@ def main(argv: list[str] | None = None) -> int:
             except OSError as exc:
                 _stderr([f"translator: --output {args.output}: {exc.strerror}"])
                 return EX_IOERR
-    return exit_status(outcome, args.exit_status)
+    return exit_status(outcome, args.exit_status, args.format == "claude-code")
 
 
 def os_status(exc: OSError, status: int) -> int:
