@@ -195,7 +195,7 @@ def test_closed_downstream_ends_quietly(tmp_path: Path) -> None:
 
 def test_claude_code_format_through_a_pipe() -> None:
     proc = run("--format", "claude-code", "--exit-status", stdin=events("max_turns"))
-    assert proc.returncode == 75 and proc.stderr == b""
+    assert proc.returncode == 1 and proc.stderr == b""
     frames = frames_of(proc.stdout)
     assert [f["type"] for f in frames] == ["system", "assistant", "assistant", "user", "result"]
     result = frames[-1]
