@@ -36,14 +36,14 @@ def test_help_shows_examples() -> None:
 
 def test_the_help_names_what_the_readme_gives_a_new_user() -> None:
     """The headless input, the claude-code output, `translator report`, `--rates genai-prices`,
-    and 73 for an --output file that cannot be created (README: Exit statuses)."""
+    and 73 for an --output or --reject-file that cannot be created (README: Exit statuses)."""
     proc = run("--help")
     text = " ".join(proc.stdout.decode().split())
     assert proc.returncode == 0
     assert "or its headless stream-json" in text and "(--format claude-code)" in text
     assert "translator --results-table results/ logs/ && translator report results/" in text
     assert "genai-prices: that package's prices" in text
-    assert "73 the --output file or --out-dir cannot be created" in text
+    assert "73 --output, --reject-file or --out-dir cannot be created" in text
     assert run("-o", "/nonexistent/x.jsonl", fixture("thinking")).returncode == 73
 
 

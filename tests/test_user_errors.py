@@ -95,8 +95,12 @@ def test_a_followed_path_that_turns_out_a_directory_is_an_io_error(tmp_path: Pat
     assert "write error" not in err and proc.stdout.read() == b""
 
 
-def test_an_unusable_reject_file_is_an_io_error(tmp_path: Path) -> None:
-    one_line_error(run("--reject-file", str(tmp_path), FIXTURE), 74, f"--reject-file {tmp_path}: Is a directory")
+def test_a_reject_file_that_cannot_be_created_is_73_as_an_output_is(tmp_path: Path) -> None:
+    """EX_CANTCREAT, "a user specified output file cannot be created", for both."""
+    one_line_error(run("--reject-file", str(tmp_path), FIXTURE), 73, f"--reject-file {tmp_path}: Is a directory")
+    missing = str(tmp_path / "no" / "r.jsonl")
+    one_line_error(run("--reject-file", missing, FIXTURE), 73, f"--reject-file {missing}: No such file or directory")
+    one_line_error(run("-o", missing, FIXTURE), 73, f"--output {missing}: No such file or directory")
 
 
 def test_control_characters_in_an_excerpt_are_escaped() -> None:

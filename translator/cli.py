@@ -58,7 +58,7 @@ examples:
 exit status: 0 ok; 64 usage; 65 bad input under --on-invalid fail, or broken compressed
 input (--out-dir: a file's content failed); 66 an input file could not be opened (or, with
 --exit-status, no run in the input); 69 an optional extra is missing; 70 internal error; 71
-out of file descriptors or memory; 73 the --output file or --out-dir cannot be created; 74 I/O error; 78 bad --rates file; 129/130/143 SIGHUP/SIGINT/SIGTERM (open runs are closed as
+out of file descriptors or memory; 73 --output, --reject-file or --out-dir cannot be created; 74 I/O error; 78 bad --rates file; 129/130/143 SIGHUP/SIGINT/SIGTERM (open runs are closed as
 cancelled first). With --exit-status, the agent's code for the last run: 0 success, 1 error
 or max_tokens, 75 max_turns, 124 cancelled, 137 budget_exceeded; with --format claude-code,
 Claude Code's: 0 success, 1 any error.
@@ -322,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # what the shell opens to start: the reject file, a pipe, an event loop
         if args.reject_file is not None and exc.filename == args.reject_file:
             _stderr([f"translator: --reject-file {args.reject_file}: {exc.strerror}"])
-            status = os_status(exc, EX_IOERR)
+            status = os_status(exc, EX_CANTCREAT)
         else:  # a pipe for the signals or the event loop's own fds: the system's resources
             _stderr([f"translator: cannot start: {exc.strerror}"])
             status = EX_OSERR
