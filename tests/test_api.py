@@ -95,6 +95,15 @@ def test_a_stream_fed_byte_by_byte_gives_the_same_frames() -> None:
     assert stream.stopped and stream.results == 2 and stream.last_subtype == "success"
 
 
+def test_a_stream_fed_text_says_it_takes_bytes() -> None:
+    data = events("multi_input_frames")
+    stream = Stream(session_id="S", clock="estimated")
+    with pytest.raises(TypeError, match=r"^Stream\.feed\(\) takes bytes, not str \(encode text first\)$"):
+        stream.feed(data.decode(), now=0.0)  # type: ignore[arg-type]
+    whole = b"".join(translate_bytes(data, session_id="S", clock="estimated"))
+    assert b"".join([*stream.feed(data, now=0.0), *stream.end()]) == whole  # the stream goes on
+
+
 def test_a_live_stream_times_by_arrival_and_closes_open_runs() -> None:
     lines = lines_of("tool_use_two_turns")
     stream = Stream("claude-code", include_partial_messages=True)

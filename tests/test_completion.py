@@ -36,6 +36,8 @@ def test_bash_completes_options_and_their_values(tmp_path: Path) -> None:
     assert complete(script, "--format", "") == ["enriched", "claude-code"]
     assert complete(script, "--clock", "re") == ["recorded"]
     assert "--print-completion" in complete(script, "--pr")
+    assert complete(script, "rep") == ["report"]  # `translator report RESULTS`, read before the parser
+    assert complete(script, "fixtures", "rep") == []  # only as the first word
 
 
 @pytest.mark.parametrize("shell", ["zsh", "tcsh"])

@@ -136,6 +136,8 @@ class Stream:
         """Consume a chunk (any split: lines may span chunks; gzip or zstd data is inflated)
         that arrived at `now` (`time.monotonic()` seconds; default: now). Returns the frames
         it completed."""
+        if not isinstance(data, (bytes, bytearray, memoryview)):  # else a str fails deep inside, unnamed
+            raise TypeError(f"Stream.feed() takes bytes, not {type(data).__name__} (encode text first)")
         now = time.monotonic() if now is None else now
         self._feed.feed(data, now)
         if self._feed.broken is not None:  # nothing more can be read: the input ends here

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 SHELLS = ("bash", "zsh", "tcsh")
-FILES = ("files", "follow", "rates", "reject_file", "output", "results_table")
+FILES = ("follow", "rates", "reject_file", "output", "results_table")
 DIRECTORIES = ("out_dir",)
 
 
@@ -15,8 +15,17 @@ def script(parser: argparse.ArgumentParser, shell: str) -> str:
     import shtab
 
     for action in parser._actions:
-        if action.dest in FILES:
+        if action.dest == "files":  # or `report`, a first word the parser never sees (bash)
+            setattr(action, "complete", {**shtab.FILE, "bash": "_translator_files_or_report"})  # noqa: B010
+        elif action.dest in FILES:
             setattr(action, "complete", shtab.FILE)  # noqa: B010 (shtab reads this attribute)
         elif action.dest in DIRECTORIES:
             setattr(action, "complete", shtab.DIRECTORY)  # noqa: B010
-    return shtab.complete(parser, shell)
+    return shtab.complete(parser, shell, preamble=REPORT_BASH if shell == "bash" else "")
+
+
+# `report` as the first word, else files (called with the word typed so far)
+REPORT_BASH = """_translator_files_or_report() {
+  [ "$COMP_CWORD" = 1 ] && compgen -W report -- "$1"
+  compgen -f -- "$1"
+}"""

@@ -98,6 +98,11 @@ def check(args: argparse.Namespace) -> None:
                 raise UserError(flag(dest), f"does not go with {batch}")
         if not args.files:
             raise UserError(batch, "needs input files or directories")
+        if args.out_dir is None:  # the table's rows are the default format's: no frames to shape
+            shaping = ["--format claude-code"] if args.format != "enriched" else []
+            shaping += [flag(dest) for dest in ("include_partial_messages", "results_only") if given(args, dest)]
+            if shaping:
+                raise UserError(shaping[0], "only with --out-dir (--results-table alone writes no frames)")
     if args.follow is not None or args.listen is not None:
         name = "--follow" if args.follow is not None else "--listen"
         if args.files:
