@@ -4,6 +4,7 @@ the repository as a fresh clone has it. The command as a process is in support_p
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,15 @@ FIXTURES = ROOT / "fixtures"
 EXPECTED = FIXTURES / "expected"
 SCENARIOS = sorted(p.name.removesuffix(".events.jsonl") for p in FIXTURES.glob("*.events.jsonl"))
 SESSION = "SESSION"
+
+# A suite started as a shell's background job (`make test &`: SIGINT ignored) or under nohup
+# (SIGHUP ignored) would hand that on to every command it starts, which keeps an ignored stop
+# signal ignored, as a Unix command does: the tests that stop one with it would wait out their
+# timeouts. The suite's children start with the default actions (a handler is not inherited).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, lambda signum, frame: None)  # the suite itself still outlives a hang-up
 
 
 def events(name: str) -> bytes:
