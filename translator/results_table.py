@@ -17,7 +17,7 @@ from translator.extras import need
 COLUMNS: list[tuple[str, str, str]] = [
     ("source", "string", "the log's path or URL"),
     ("run_index", "int32", "the run's place in its log, from 0"),
-    ("session_id", "string", "as in the output (uuid5 of the log's relative path)"),
+    ("session_id", "string", "as in the output (uuid5 of the log's relative path; headless input: the agent's own)"),
     ("subtype", "string", "success, error, max_turns, cancelled, max_tokens, budget_exceeded"),
     ("is_error", "bool", "every subtype but success"),
     ("num_turns", "int64", ""),
