@@ -533,3 +533,19 @@ def test_an_ignored_sighup_stays_ignored(caliban: Caliban) -> None:
     assert shim.poll() is None
     shim.stdin.close()
     assert shim.wait(timeout=30) == 0 and frames[-1]["result"] == "ok"
+
+
+def test_a_closed_stderr_is_no_reason_to_fail(caliban: Caliban) -> None:
+    """Started without stderr (`2>&-`: Python has no sys.stderr), the shim's warnings are lost,
+    not its run (a warning raised AttributeError: the shim ended, silent, with 1), and its usage
+    error is not written to stdout, which carries protocol frames only."""
+    import subprocess
+
+    closed = ["sh", "-c", 'exec "$@" 2>&-', "sh"]
+    options = caliban.options({"file": "benign_text.jsonl"})
+    done = subprocess.run([*closed, *SHIM_ARGV], input=b"not json\n" + USER_LINE, capture_output=True,
+                          env={**os.environ, **options.env}, timeout=30)
+    frames = [json.loads(line) for line in done.stdout.splitlines()]
+    assert (done.returncode, frames[-1]["type"], frames[-1]["result"]) == (0, "result", "ok")
+    usage = subprocess.run([*closed, SHIM], capture_output=True, timeout=30)
+    assert (usage.returncode, usage.stdout, usage.stderr) == (64, b"", b"")

@@ -37,11 +37,12 @@ PROG = "caliban-claude"
 
 
 def say(line: str) -> None:
-    """A line on stderr (the SDK hands it to `options.stderr`); a closed stderr is no reason to fail."""
+    """A line on stderr (the SDK hands it to `options.stderr`); a closed stderr is no reason to fail
+    (started without one, `2>&-`, Python has no sys.stderr: None)."""
     try:
         sys.stderr.write(f"{PROG}: {line}\n")
         sys.stderr.flush()
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):
         pass
 
 
@@ -260,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         return stdout_text(USAGE, PROG)
     for flag in ("--output-format", "--input-format"):
         if args.get(flag) != "stream-json":
-            print(f"{PROG}: {flag} stream-json is required (this is the Agent SDK's protocol; {SHELL_WAY})", file=sys.stderr)
+            say(f"{flag} stream-json is required (this is the Agent SDK's protocol; {SHELL_WAY})")
             return EX_USAGE
     binary = os.environ.get("CALIBAN_BIN") or "caliban"
     if os.sep not in binary and shutil.which(binary) is None:

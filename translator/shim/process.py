@@ -79,5 +79,5 @@ class CalibanRun:
             text = line.decode("utf-8", "replace").rstrip("\n")
             if text.strip():
                 self.stderr_tail = text.strip()
-            with contextlib.suppress(OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError, AttributeError):  # (no sys.stderr: started without one)
                 os.write(sys.stderr.fileno(), line if line.endswith(b"\n") else line + b"\n")
