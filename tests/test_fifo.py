@@ -130,3 +130,28 @@ def test_a_reject_fifo_s_reader_gets_the_rejected_lines(tmp_path: Path) -> None:
         assert reader.read() == b"not json\n"
     assert proc.returncode == 0 and [f["result"] for f in frames_of(out)] == ["There are 3 files."]
     assert err.decode().startswith("translator: <stdin>:1: invalid JSON")
+
+
+@pytest.mark.parametrize("shell", [[], ["--metrics", "tcp:127.0.0.1:0"]], ids=["direct", "anyio"])
+def test_a_signal_during_the_wait_for_a_reject_fifo_s_reader_leaves_stdout_s_flags_as_they_were(
+        tmp_path: Path, shell: list[str]) -> None:
+    """Ended by the signal's own action, the command cannot put stdout's flags back: the reject
+    file is opened before a pipe's stdout is made non-blocking (a flag the pipe's other writers
+    share: `{ translator ...; cat more; } | consumer` would hand `cat` a non-blocking pipe)."""
+    fifo = tmp_path / "rejects.fifo"
+    os.mkfifo(fifo)
+    r, w = os.pipe()
+    try:
+        proc = subprocess.Popen([TRANSLATOR, *shell, "--reject-file", str(fifo), fixture("thinking")], stdout=w,
+                                stderr=subprocess.DEVNULL)
+        try:
+            poll(lambda: waits_for_a_partner(proc.pid))
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=30) == -signal.SIGTERM
+        finally:
+            proc.kill()
+            proc.wait()
+        assert os.get_blocking(w)
+    finally:
+        os.close(r)
+        os.close(w)

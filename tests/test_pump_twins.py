@@ -21,7 +21,7 @@ from conftest import events
 import translator
 from translator.api import make_encoder
 from translator.rates import RateCard
-from translator.shell.pump import Output, Pump, Shell
+from translator.shell.pump import Pump, Shell
 from translator.shell.sink import Config
 
 BAD = b'{"type":"TurnStart","turn_index":\n' + b"not json at all\n"
@@ -73,7 +73,7 @@ def through_pump(pieces: list[bytes], fmt: str, tmp_path: Path, capfd: Any) -> t
     async def pump() -> None:
         devnull = os.open(os.devnull, os.O_WRONLY)
         try:
-            shell = Shell(cfg, Output(devnull))
+            shell = Shell(cfg, devnull)
             feed = Pump(shell, shell.new_core("<stream>", live=False), write)
             source: Iterator[bytes] = iter([*pieces, b""])
 

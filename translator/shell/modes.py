@@ -25,19 +25,18 @@ def run(cfg: Config, out_fd: int = 1) -> Outcome:
         from translator.shell import direct
 
         return direct.translate(cfg, out_fd)
-    from translator.shell.pump import Output, Shell
+    from translator.shell.pump import Shell
 
-    out = Output(out_fd)
+    # Before the event loop: a reject file that is a FIFO waits for its reader in open(2),
+    # which a stop signal's default action ends (asyncio's first SIGINT only cancels a task).
+    shell = Shell(cfg, out_fd)
     try:
-        # Before the event loop: a reject file that is a FIFO waits for its reader in open(2),
-        # which a stop signal's default action ends (asyncio's first SIGINT only cancels a task).
-        shell = Shell(cfg, out)
         try:
             return loop(shell)
         finally:
             shell.close()
     finally:
-        out.close()
+        shell.out.close()
 
 
 def loop(shell: Shell) -> Outcome:
@@ -57,14 +56,13 @@ def loop(shell: Shell) -> Outcome:
 async def translate(cfg: Config, out_fd: int = 1) -> Outcome:
     """Translate the configured input to `out_fd` in the running event loop; never raises for
     I/O trouble."""
-    from translator.shell.pump import Output, Shell
+    from translator.shell.pump import Shell
 
-    out = Output(out_fd)
-    shell = Shell(cfg, out)
+    shell = Shell(cfg, out_fd)
     try:
         return await serve(shell)
     finally:
-        out.close()
+        shell.out.close()
         shell.close()
 
 

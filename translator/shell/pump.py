@@ -96,11 +96,14 @@ class Pump:
 
 
 class Shell(Sink):
-    """The sink with its writes awaited, and the signal watcher."""
+    """The sink with its writes awaited, and the signal watcher. Its stdout is made non-blocking
+    only once the reject file is open: a FIFO's open waits for its reader, which only a stop
+    signal's own action ends, and a process so ended cannot put back the flags of a pipe its
+    other writers share. `out.close()` puts them back."""
 
-    def __init__(self, cfg: Config, out: Output) -> None:
+    def __init__(self, cfg: Config, out_fd: int) -> None:
         super().__init__(cfg)
-        self.out = out
+        self.out = Output(out_fd)
         self.read_scope: anyio.CancelScope | None = None
 
     async def emit(self, core: Translator, write: Callable[[bytes], Awaitable[None]] | None = None) -> None:
