@@ -43,3 +43,13 @@ def test_all_three_closed_is_still_said_as_before() -> None:
     comes after the output's write error (74), which wins."""
     assert sh("<&- >&- 2>&-", fixture("thinking"), "-").returncode == 74
     assert sh("<&- 2>&-").returncode == 66
+
+
+def test_a_closed_stdin_named_as_a_path_is_still_not_there() -> None:
+    """`/dev/stdin <&-` (or /dev/fd/0, /proc/self/fd/0) would open the stand-in, /dev/null, and
+    read as an empty input (exit 0, unsaid); it is what it was before the stand-in: missing."""
+    for name in ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"):
+        proc = sh("<&-", name, fixture("thinking"))
+        assert (proc.returncode, proc.stderr.decode()) == (66, f"translator: {name}: No such file or directory\n")
+        assert [f["result"] for f in frames_of(proc.stdout) if f["type"] == "result"] == ["17 * 23 = 391."]
+    assert sh("</dev/null", "/dev/stdin").returncode == 0  # an open stdin is read as ever

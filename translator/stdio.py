@@ -11,6 +11,7 @@ import os
 
 # fd -> how its stand-in is opened: the direction the stream is never used in
 STAND_INS = ((0, os.O_WRONLY), (1, os.O_RDONLY), (2, os.O_RDONLY))
+HELD: set[int] = set()  # the standard fds a stand-in was put on
 
 
 def hold() -> None:
@@ -21,3 +22,22 @@ def hold() -> None:
             os.fstat(fd)
         except OSError:
             os.open(os.devnull, flags | os.O_CLOEXEC)  # the lowest free number: fd (those below are held)
+            HELD.add(fd)
+
+
+def names_held(path: str) -> bool:
+    """Whether `path` (/dev/stdin, /dev/fd/0, /proc/self/fd/0) names a standard stream the
+    command was started without: opening it would open the stand-in, /dev/null, where it
+    was 'No such file or directory'. Only links are followed, and only when a stand-in is held."""
+    if not HELD:
+        return False
+    own = (f"/proc/{os.getpid()}/fd", "/proc/self/fd")
+    for _ in range(8):  # /dev/stdin -> /proc/self/fd/0; /dev/fd -> /proc/self/fd
+        parent, base = os.path.split(os.path.abspath(path))
+        parent = os.path.realpath(parent)
+        if parent in own:
+            return base.isdigit() and int(base) in HELD
+        if not os.path.islink(full := os.path.join(parent, base)):
+            return False
+        path = os.path.join(parent, os.readlink(full))
+    return False

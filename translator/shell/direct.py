@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterator
 from types import FrameType
 
+from translator import stdio
 from translator.diagnostics import stderr as _stderr
 from translator.feed import CHUNK, Feed, steps, take
 from translator.shell.sink import SCARCE, WRITE_GRACE_S, Config, Outcome, OutputStuck, Sink, Stdout, stop_signals
@@ -144,6 +145,8 @@ def open_input(name: str, outcome: Outcome) -> tuple[int, str, bool] | None:
     fd, label = (0, "<stdin>") if name == "-" else (-1, name)
     try:
         if fd < 0:
+            if stdio.names_held(name):  # /dev/stdin started without stdin: not /dev/null's emptiness
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT))
             fd = os.open(name, OPEN_FLAGS)
         elif fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY:  # closed: stdio.py's stand-in
             raise OSError(errno.EBADF, os.strerror(errno.EBADF))
