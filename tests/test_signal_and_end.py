@@ -5,6 +5,7 @@ only after the end was read and lose it (exit 0, the run "ended inside a run")."
 
 from __future__ import annotations
 
+import select
 import signal
 import subprocess
 
@@ -25,7 +26,10 @@ def test_a_signal_then_the_input_s_end_is_a_cancelled_run(shell: list[str], sign
     assert proc.stdout is not None
     seen = b""
     while seen.count(b"\n") < 3:  # its frames so far are out: it waits for more
-        seen += proc.stdout.read1(65536)
+        if not select.select([proc.stdout], [], [], 30)[0] or not (chunk := proc.stdout.read1(65536)):
+            proc.kill()  # a command that stalls or ends early fails the test, not hangs the suite
+            raise AssertionError(f"the frames so far did not come: {seen!r}")
+        seen += chunk
     proc.send_signal(signum)
     out, err = proc.communicate(timeout=30)  # which closes stdin at once: the input ends
     assert proc.returncode == status
