@@ -277,3 +277,15 @@ def test_progress_is_in_bytes_within_a_file_on_a_terminal(tmp_path: Path) -> Non
     shown = {int(p) for p in re.findall(rb"\r\d/3 files: +(\d+)%", seen)}
     assert any(5 < p < 95 for p in shown), seen  # the bar moved while the one big file was read
     assert b"MB" in seen and b"MiB" not in seen  # one unit, as in the summary
+
+
+def test_a_batch_started_without_stderr_still_translates(tmp_path: Path) -> None:
+    """`2>&-` (Python has no sys.stderr): the progress bar's look at it raised and the batch
+    died, 70, unsaid, nothing translated; now its warnings are lost, never put on stdout."""
+    src, out = tmp_path / "logs", tmp_path / "out"
+    src.mkdir()
+    (src / "a.jsonl").write_bytes(b"not json\n" + events("thinking"))
+    proc = subprocess.run(["sh", "-c", 'exec "$@" 2>&-', "sh", TRANSLATOR, "--out-dir", str(out), str(src)],
+                          capture_output=True, timeout=120)
+    assert (proc.returncode, proc.stdout) == (0, b"")
+    assert orjson.loads((out / "a.enriched.jsonl").read_bytes().splitlines()[-1])["result"] == "17 * 23 = 391."

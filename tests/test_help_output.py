@@ -75,3 +75,14 @@ def test_the_report_s_text_follows_the_same_rules(tmp_path: Path) -> None:
     test_into_a_closed_stdout_is_a_write_error(report)
     test_into_a_pipe_whose_reader_has_gone_ends_quietly(report)
     assert subprocess.run(report, capture_output=True, timeout=60).stdout.startswith(b"1 runs in 1 logs, 0 failed")
+
+
+def test_the_report_s_errors_never_go_to_stdout(tmp_path: Path) -> None:
+    """Started without stderr (`2>&-`: Python has no sys.stderr), its one-line errors were
+    printed to stdout (print(file=None)), where its text goes."""
+    pytest.importorskip("pyarrow")
+    (tmp_path / "empty").mkdir()
+    for results in (tmp_path / "missing", tmp_path / "empty"):
+        proc = subprocess.run(["sh", "-c", 'exec "$@" 2>&-', "sh", TRANSLATOR, "report", str(results)],
+                              capture_output=True, timeout=60)
+        assert (proc.returncode, proc.stdout) == (66, b"")

@@ -13,10 +13,10 @@ import errno
 import html
 import io
 import os
-import sys
 from collections import Counter, defaultdict
 from typing import Any
 
+from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text
 from translator.extras import MissingExtra, need
 from translator.usage import Parser
@@ -146,13 +146,13 @@ def main(argv: list[str]) -> int:
     try:
         rows = load(args.results)
     except MissingExtra as exc:
-        print(f"translator: report: {exc}", file=sys.stderr)
+        _stderr([f"translator: report: {exc}"])
         return exc.status
     except (OSError, ValueError) as exc:  # pyarrow's missing path is a FileNotFoundError or ArrowInvalid
-        print(f"translator: {args.results}: {_why(exc)}", file=sys.stderr)
+        _stderr([f"translator: {args.results}: {_why(exc)}"])
         return EX_NOINPUT
     if not rows:
-        print(f"translator: {args.results}: no runs", file=sys.stderr)
+        _stderr([f"translator: {args.results}: no runs"])
         return EX_NOINPUT
     failed = sum(bool(r["is_error"]) for r in rows)
     status = stdout_text(f"{len(rows)} runs in {len({r['source'] for r in rows})} logs, {failed} failed "
@@ -167,9 +167,9 @@ def main(argv: list[str]) -> int:
             with open(args.html, "w", encoding="utf-8") as f:
                 f.write(content)
         except MissingExtra as exc:
-            print(f"translator: report --html: {exc}", file=sys.stderr)
+            _stderr([f"translator: report --html: {exc}"])
             return exc.status
         except OSError as exc:
-            print(f"translator: {args.html}: {exc.strerror}", file=sys.stderr)
+            _stderr([f"translator: {args.html}: {exc.strerror}"])
             return EX_IOERR
     return 0

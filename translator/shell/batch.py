@@ -222,10 +222,16 @@ def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = No
     return done, False
 
 
+def drawn() -> bool:
+    """Whether the progress bar is drawn: on a terminal; not without stderr (`2>&-`: Python has
+    no sys.stderr, and the batch died of it, 70, unsaid)."""
+    return sys.stderr is not None and sys.stderr.isatty()
+
+
 def report_done(result: Done, done: list[Done], total: int, bar: tqdm) -> None:
     """A file is done (on a local pool or a cluster): its reports, in the log format asked
     for, above the bar; then it counts."""
-    if result.diagnostics:
+    if result.diagnostics and sys.stderr is not None:  # (None: started without stderr, `2>&-`)
         bar.write(formatted(result.diagnostics, "warning"), file=sys.stderr, end="")
     done.append(result)
     bar.set_description(f"{len(done)}/{total} files")
@@ -244,7 +250,7 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job, resu
     came: list[int] = []
     try:
         with tqdm(total=sum(job.size for job in todo), unit="B", unit_scale=True, file=sys.stderr,
-                  disable=not sys.stderr.isatty(), desc=f"0/{len(todo)} files") as bar, stopping(came):
+                  disable=not drawn(), desc=f"0/{len(todo)} files") as bar, stopping(came):
             done, interrupted = run_local(todo, workers, bar)
     except OSError as exc:  # the pool's pipes or processes: the system's resources (ulimit)
         if exc.errno not in (*SCARCE, errno.EAGAIN):

@@ -226,7 +226,7 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
         return batch.EX_IOERR
     started = time.monotonic()
     with tqdm(total=sum(job.size for job in jobs), unit="B", unit_scale=True, file=sys.stderr,
-              disable=not sys.stderr.isatty(), desc=f"0/{len(jobs)} files") as bar:
+              disable=not batch.drawn(), desc=f"0/{len(jobs)} files") as bar:
         if cluster is None:
             done, interrupted = batch.run_local(jobs, workers, bar, store)
         else:
@@ -270,7 +270,7 @@ def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: tqd
     distributed = need("distributed")
     done: list[Done] = []
     with connect(cluster, workers) as client:
-        if sys.stderr.isatty() and client.dashboard_link:
+        if batch.drawn() and client.dashboard_link:
             bar.write(f"translator: Dask dashboard: {client.dashboard_link}", file=sys.stderr)
         # One scheduler update for the whole graph; client.map runs its tasks in the order
         # given (internal priority), here largest first: a huge log starts at once and the
