@@ -53,3 +53,29 @@ def test_a_closed_stdin_named_as_a_path_is_still_not_there() -> None:
         assert (proc.returncode, proc.stderr.decode()) == (66, f"translator: {name}: No such file or directory\n")
         assert [f["result"] for f in frames_of(proc.stdout) if f["type"] == "result"] == ["17 * 23 = 391."]
     assert sh("</dev/null", "/dev/stdin").returncode == 0  # an open stdin is read as ever
+
+
+def test_a_closed_stdout_named_as_the_output_file_is_not_there() -> None:
+    """`-o /dev/stdout >&-` wrote every frame into the stand-in, /dev/null: exit 0, nothing
+    anywhere. It cannot be created, as any output file that is not there (73)."""
+    for name in ("/dev/stdout", "/dev/fd/1"):
+        proc = sh(">&-", "-o", name, fixture("thinking"))
+        assert (proc.returncode, proc.stderr.decode()) == (73, f"translator: --output {name}: No such file or directory\n")
+
+
+def test_an_output_file_that_is_a_symbolic_link_is_written_through(tmp_path: Path) -> None:
+    """`-o LINK` replaced the link itself with a regular file (its target untouched): as root,
+    `-o /dev/stdout > FILE` replaced /dev/stdout, and FILE stayed empty. A link is written
+    through, in place, as a shell redirection does."""
+    target, link = tmp_path / "target.jsonl", tmp_path / "link.jsonl"
+    target.write_bytes(b"old\n")
+    link.symlink_to(target)
+    stdout = tmp_path / "stdout"
+    stdout.symlink_to("/proc/self/fd/1")  # as /dev/stdout is
+    for name in (link, stdout):
+        with open(tmp_path / "redirected.jsonl", "wb") as redirected:
+            proc = subprocess.run([TRANSLATOR, "-o", str(name), fixture("thinking")], stdout=redirected,
+                                  stderr=subprocess.PIPE, timeout=60)
+        assert (proc.returncode, proc.stderr, name.is_symlink()) == (0, b"", True)
+    assert frames_of(target.read_bytes())[-1]["result"] == "17 * 23 = 391."
+    assert frames_of((tmp_path / "redirected.jsonl").read_bytes())[-1]["result"] == "17 * 23 = 391."

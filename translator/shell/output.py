@@ -2,24 +2,29 @@
 
 A regular file (or a new one) is written atomically: the frames go to a temporary file beside
 it, which replaces FILE only once everything is written and synced, so a reader never sees half
-an output and a failed run leaves the old FILE as it was. Anything else (a FIFO, a device) is
-written in place, as a shell redirection would.
+an output and a failed run leaves the old FILE as it was. Anything else (a FIFO, a device, a
+symbolic link, such as /dev/stdout) is written in place, as a shell redirection would.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
+
+from translator import stdio
 
 
 class OutputFile:
     def __init__(self, path: str, atomic: bool) -> None:
         """Open it (or its temporary file); raises OSError as the OS says why not."""
+        if stdio.names_held(path):  # /dev/stdout started without stdout: not /dev/null, the stand-in
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
         self.path = path
         self.temp: str | None = None
-        try:
-            regular = stat.S_ISREG(os.stat(path).st_mode)
+        try:  # a symbolic link is written through, not replaced (/dev/stdout is one)
+            regular = not os.path.islink(path) and stat.S_ISREG(os.stat(path).st_mode)
         except FileNotFoundError:
             regular = True
         if atomic and regular:
