@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import signal
 import subprocess
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -184,6 +185,26 @@ def turn(
         tbt=extra.get("tbt", {"secs": 0, "nanos": 10_000_000}),
     )
     return out
+
+
+Reap = Callable[["subprocess.Popen[bytes]"], "subprocess.Popen[bytes]"]
+
+
+@pytest.fixture
+def reap() -> Iterator[Reap]:
+    """`proc = reap(subprocess.Popen(...))`: a process the test started, killed and waited for
+    at its end if it still runs (a failing test must not leave a translator behind)."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def keep(proc: subprocess.Popen[bytes]) -> subprocess.Popen[bytes]:
+        started.append(proc)
+        return proc
+
+    yield keep
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.fixture

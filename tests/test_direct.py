@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import events, frames_of, lines_of
+from conftest import Reap, events, frames_of, lines_of
 from support_processes import TRANSLATOR, catches, fixture
 
 from translator.shell.sink import WRITE_GRACE_S
@@ -73,11 +73,11 @@ def wait_for(condition: object, timeout: float = 30.0) -> None:
 
 
 @pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)])
-def test_a_signal_while_a_socket_input_is_quiet_closes_the_run_as_cancelled(signum: int, status: int) -> None:
+def test_a_signal_while_a_socket_input_is_quiet_closes_the_run_as_cancelled(signum: int, status: int, reap: Reap) -> None:
     """stdin a socket that stays open and says nothing more: the wait is interrupted, the open
     run gets its cancelled result, the exit status is the signal's."""
     ours, theirs = socket.socketpair()
-    proc = subprocess.Popen([TRANSLATOR, "--exit-status"], stdin=theirs, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = reap(subprocess.Popen([TRANSLATOR, "--exit-status"], stdin=theirs, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
     theirs.close()
     ours.sendall(b"\n".join(lines_of("tool_use_two_turns")[:8]) + b"\n")
     assert proc.stdout is not None and proc.stderr is not None

@@ -28,7 +28,7 @@ from claude_agent_sdk import (
     UserMessage,
     query,
 )
-from conftest import FIXTURES
+from conftest import FIXTURES, Reap
 from support_processes import running
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
@@ -512,16 +512,16 @@ def test_a_stdout_that_fails_is_one_line_and_74(caliban: Caliban, redirect: str,
     assert not running(caliban.calls()[0]["pid"])
 
 
-def test_an_ignored_sighup_stays_ignored(caliban: Caliban) -> None:
+def test_an_ignored_sighup_stays_ignored(caliban: Caliban, reap: Reap) -> None:
     """Started under nohup (SIGHUP ignored), a hang-up does not stop the shim."""
     import signal
     import subprocess
 
     options = caliban.options({"file": "benign_text.jsonl"})
-    shim = subprocess.Popen(
+    shim = reap(subprocess.Popen(
         SHIM_ARGV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, **options.env},
         preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
-    )  # fmt: skip
+    ))  # fmt: skip
     assert shim.stdin is not None and shim.stdout is not None
     shim.stdin.write(USER_LINE)
     shim.stdin.flush()

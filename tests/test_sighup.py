@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import orjson
-from conftest import events, frames_of, lines_of
+from conftest import Reap, events, frames_of, lines_of
 from support_processes import TRANSLATOR, Live
 
 
@@ -51,14 +51,14 @@ def _started_with_sighup_ignored() -> None:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)  # as `nohup` starts a command
 
 
-def test_a_command_started_under_nohup_keeps_ignoring_sighup() -> None:
+def test_a_command_started_under_nohup_keeps_ignoring_sighup(reap: Reap) -> None:
     """`nohup translator …` must outlive the terminal: a SIGHUP ignored at start stays ignored,
     and the run goes on to its own result."""
     lines = lines_of("tool_use_two_turns")
-    proc = subprocess.Popen(
+    proc = reap(subprocess.Popen(
         [TRANSLATOR, "--exit-status"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         preexec_fn=_started_with_sighup_ignored,
-    )
+    ))
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(b"\n".join(lines[:8]) + b"\n")
     proc.stdin.flush()
@@ -73,14 +73,14 @@ def test_a_command_started_under_nohup_keeps_ignoring_sighup() -> None:
     assert err == b""
 
 
-def test_a_follower_started_under_nohup_keeps_ignoring_sighup(tmp_path: Path) -> None:
+def test_a_follower_started_under_nohup_keeps_ignoring_sighup(tmp_path: Path, reap: Reap) -> None:
     """The same for the shells that run under anyio (`--follow`): SIGHUP ignored, SIGTERM not."""
     log = tmp_path / "events.jsonl"
     log.write_bytes(b"\n".join(lines_of("tool_use_two_turns")[:8]) + b"\n")
-    proc = subprocess.Popen(
+    proc = reap(subprocess.Popen(
         [TRANSLATOR, "--follow", str(log)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         preexec_fn=_started_with_sighup_ignored,
-    )
+    ))
     assert proc.stdout is not None
     assert orjson.loads(proc.stdout.readline())["type"] == "system"
     proc.send_signal(signal.SIGHUP)
