@@ -24,7 +24,6 @@ from translator.model import (
     ToolCallStart,
     TurnEnd,
     TurnStart,
-    Usage,
 )
 from translator.rates import RateCard, turn_cost
 from translator.run import Frame, summary
@@ -285,7 +284,9 @@ class RunFold:
             rate = self.rates.rate(model)
             if rate is not None:
                 cost = turn_cost(rate, ev.usage.counts())
-            elif model not in self._warned and spends(ev.usage):  # (a turn of no tokens costs 0 at any rate)
+            # A turn of no tokens costs 0 at any rate: a headless turn (the dialect reports
+            # tokens and cost once, in its result) is not warned of.
+            elif model not in self._warned and any(ev.usage.counts().values()):
                 self._warned.add(model)
                 self._diags.append(
                     f"translator: warning: no rate for model {model!r}; its cost counts as 0"
@@ -315,14 +316,6 @@ def plain_result(session_id: str | None, error: str) -> bytes:
     even to write a run's result, so that the run still has one."""
     frame = {"type": "result", "subtype": "error", "is_error": True, "error": error, "session_id": session_id}
     return orjson.dumps(frame) + b"\n"
-
-
-def spends(usage: Usage) -> bool:
-    """Whether a turn used any tokens: only then does a missing rate make its cost 0 (a headless
-    turn never does: the dialect reports tokens and cost once, in its result)."""
-    return bool(
-        usage.input_tokens or usage.output_tokens or usage.cache_read_input_tokens or usage.cache_creation_input_tokens
-    )
 
 
 def tool_input(raw: str) -> Any:
