@@ -1,4 +1,7 @@
-"""The standard streams' numbers, held from the start. A stream the command was started
+"""What the command was started with that it keeps: the standard streams' numbers, and the
+stop signals it was started ignoring.
+
+The standard streams' numbers are held from the start. A stream the command was started
 without (`<&-`, `>&-`, `2>&-`) would otherwise give its number to the next file opened: an
 `-o FILE` as fd 0 would be read as stdin, a reject file as fd 2 would get the diagnostics. Its
 place is taken by /dev/null opened the wrong way round (stdin write-only, stdout and stderr
@@ -8,10 +11,12 @@ did, and what the command says about a closed stream is unchanged."""
 from __future__ import annotations
 
 import os
+import signal
 
 # fd -> how its stand-in is opened: the direction the stream is never used in
 STAND_INS = ((0, os.O_WRONLY), (1, os.O_RDONLY), (2, os.O_RDONLY))
 HELD: set[int] = set()  # the standard fds a stand-in was put on
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def hold() -> None:
@@ -41,3 +46,10 @@ def names_held(path: str) -> bool:
             return False
         path = os.path.join(parent, os.readlink(full))
     return False
+
+
+def stop_signals() -> tuple[signal.Signals, ...]:
+    """The stop signals a shell acts on: those the command did not start with ignored. One
+    started by `nohup` (SIGHUP ignored) or as a shell's background job (SIGINT ignored) keeps
+    ignoring them, as a Unix command does."""
+    return tuple(signum for signum in STOP_SIGNALS if signal.getsignal(signum) is not signal.SIG_IGN)

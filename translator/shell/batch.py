@@ -31,7 +31,8 @@ from tqdm import tqdm
 from translator.diagnostics import formatted, stderr
 from translator.shell.replay import Done, Job, Store, translate_file
 from translator.shell.selection import Found, Input, SelectionError, check_distinct, select, target_name
-from translator.shell.sink import SCARCE, stop_signals
+from translator.shell.sink import SCARCE
+from translator.stdio import stop_signals
 
 EX_DATAERR, EX_OSERR, EX_CANTCREAT, EX_IOERR = 65, 71, 73, 74
 PR_SET_PDEATHSIG = 1

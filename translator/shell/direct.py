@@ -27,7 +27,7 @@ from types import FrameType
 from translator import stdio
 from translator.diagnostics import stderr as _stderr
 from translator.feed import CHUNK, Feed, steps, take
-from translator.shell.sink import SCARCE, WRITE_GRACE_S, Config, Outcome, OutputStuck, Sink, Stdout, stop_signals
+from translator.shell.sink import SCARCE, WRITE_GRACE_S, Config, Outcome, OutputStuck, Sink, Stdout
 
 # Elsewhere (macOS) a FIFO opened without waiting reads as ended before its writer comes.
 OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK if sys.platform == "linux" else os.O_RDONLY
@@ -60,7 +60,7 @@ def ready(reads: list[int], writes: list[int], timeout: float | None) -> list[in
 
 
 class Signals:
-    """SIGTERM, SIGINT and SIGHUP (those not ignored: sink.stop_signals) recorded (the first one
+    """SIGTERM, SIGINT and SIGHUP (those not ignored: stdio.stop_signals) recorded (the first one
     counts), and a pipe that becomes readable when one comes, to wait on beside an input or the
     output. `close()` puts back the handlers that were there."""
 
@@ -77,7 +77,7 @@ class Signals:
             os.close(self.fd)
             os.close(self._w)
             raise
-        self._old = {signum: signal.signal(signum, self._record) for signum in stop_signals()}
+        self._old = {signum: signal.signal(signum, self._record) for signum in stdio.stop_signals()}
 
     def _record(self, signum: int, frame: FrameType | None) -> None:
         if self.received is None:

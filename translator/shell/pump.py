@@ -22,7 +22,8 @@ import anyio
 from translator.diagnostics import stderr as _stderr
 from translator.feed import Feed, Taken, take
 from translator.fold import Translator
-from translator.shell.sink import WRITE_GRACE_S, Config, OutputStuck, Sink, Stdout, stop_signals
+from translator.shell.sink import WRITE_GRACE_S, Config, OutputStuck, Sink, Stdout
+from translator.stdio import stop_signals
 
 
 class Output(Stdout):

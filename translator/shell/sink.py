@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import signal
 import stat
 import time
 from collections.abc import Callable, Iterator
@@ -29,16 +28,8 @@ if TYPE_CHECKING:
 
 BATCH = 1 << 20  # output is written in pieces of about this size
 WRITE_GRACE_S = 5.0  # after a signal, how long a blocked downstream may hold up the last frames
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # What the system runs out of (file descriptors, memory): no fault of a file's (exit 71).
 SCARCE = (errno.EMFILE, errno.ENFILE, errno.ENOMEM)
-
-
-def stop_signals() -> tuple[signal.Signals, ...]:
-    """The stop signals a shell acts on: those the command did not start with ignored. One
-    started by `nohup` (SIGHUP ignored) or as a shell's background job (SIGINT ignored) keeps
-    ignoring them, as a Unix command does."""
-    return tuple(signum for signum in STOP_SIGNALS if signal.getsignal(signum) is not signal.SIG_IGN)
 
 
 # Config and Outcome are msgspec Structs rather than dataclasses: the same classes (keyword

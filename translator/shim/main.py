@@ -202,9 +202,8 @@ class Shim:
     # ------------------------------------------------------------------ lifetime
 
     def serve(self) -> int:
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            if signal.getsignal(signum) is not signal.SIG_IGN:  # (nohup's stays ignored)
-                signal.signal(signum, self._on_signal)
+        for signum in stdio.stop_signals():  # (nohup's SIGHUP stays ignored)
+            signal.signal(signum, self._on_signal)
         threading.Thread(target=self.read_stdin, name="stdin", daemon=True).start()
         worker = threading.Thread(target=self.work, name="runs", daemon=True)
         worker.start()
