@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 import orjson
 
 from translator import __version__, stdio
+from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text
 from translator.feed import CHUNK
 from translator.shim import control
@@ -37,13 +38,9 @@ PROG = "caliban-claude"
 
 
 def say(line: str) -> None:
-    """A line on stderr (the SDK hands it to `options.stderr`); a closed stderr is no reason to fail
-    (started without one, `2>&-`, Python has no sys.stderr: None)."""
-    try:
-        sys.stderr.write(f"{PROG}: {line}\n")
-        sys.stderr.flush()
-    except (OSError, ValueError, AttributeError):
-        pass
+    """A line on stderr (the SDK hands it to `options.stderr`), as the command writes its
+    diagnostics: a closed, full or missing stderr is no reason to fail."""
+    _stderr([f"{PROG}: {line}"])
 
 
 def warn(message: str) -> None:
