@@ -10,6 +10,9 @@ Environment:
   30 s); after `exit_after` lines exit with `exit` without a result (a crash); write `stderr`
   first; a stuck caliban ignores SIGINT.
 
+`caliban [GLOBAL FLAGS] mcp serve` is tests/fake_caliban_serve.py's (ADR 0055); with
+FAKE_CALIBAN_NO_SERVE set it is a caliban from before the drive surface (clap: exit 2).
+
 Run as a program: `python fake_caliban.py ARGS...`. `check(argv)` is the strict parser alone.
 """
 
@@ -143,6 +146,15 @@ def emit(line: str) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if argv[-2:] == ["mcp", "serve"] and not os.environ.get("FAKE_CALIBAN_NO_SERVE"):
+        try:  # global flags go before the subcommand (args.rs: none is `global = true`)
+            global_args = check(argv[:-2])
+        except Usage as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            return 2
+        from fake_caliban_serve import main as serve
+
+        return serve(global_args)
     try:
         args = check(argv)
     except Usage as exc:
