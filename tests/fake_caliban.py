@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """A fake `caliban` for the shim's tests: caliban's real headless command line, stdin rules,
 output, signals and exit codes (caliban-ai/caliban f33a2d0: `caliban/src/args.rs`,
 `startup/drivers.rs`, `headless/mod.rs`), replaying recorded headless stream-json.

@@ -64,7 +64,7 @@ def differences(ours: Any, theirs: Any, frame_kind: str, path: str = "") -> list
 
 
 def known_deviation(name: str, frame_kind: str, diff: str) -> bool:
-    """Value differences that only some scenarios have, each documented in the README."""
+    """Value differences that only some scenarios have, each documented in docs/claude-code.md."""
     if name.startswith("api_error") and ("result: " in diff or "content[0].text" in diff):
         ours, theirs = diff.split(": ", 1)[1].split(" != ")
         # Claude Code appends its own gateway's address to the server-error text

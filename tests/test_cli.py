@@ -36,7 +36,7 @@ def test_help_shows_examples() -> None:
 
 def test_the_help_names_what_the_readme_gives_a_new_user() -> None:
     """The headless input, the claude-code output, `translator report`, `--rates genai-prices`,
-    and 73 for an --output or --reject-file that cannot be created (README: Exit statuses)."""
+    and 73 for an --output or --reject-file that cannot be created (docs/usage.md: Exit statuses)."""
     proc = run("--help")
     text = " ".join(proc.stdout.decode().split())
     assert proc.returncode == 0

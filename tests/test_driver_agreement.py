@@ -1,6 +1,6 @@
 """The enriched result of raw events agrees, key by key, with what the agent's own headless
 driver printed for them (fixtures/samples/headless-derived-from-code/X for
-raw-derived-from-code/X), except the deviations the README lists."""
+raw-derived-from-code/X), except the deviations docs/output.md lists."""
 
 from __future__ import annotations
 

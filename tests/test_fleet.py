@@ -210,9 +210,11 @@ def test_the_results_table_is_the_result_frames_row_for_row(tmp_path: Path) -> N
     assert recorded["model"] == "claude-sonnet-4-5" and recorded["models"] == ["claude-sonnet-4-5"]
     assert all(r["first_ts"] is None for r in rows if r["duration_source"] != "recorded")
 
-    # The README's queries run as written.
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    for query in readme.split("```sql\n")[1:]:
+    # The queries of docs/fleet.md run as written.
+    readme = (Path(__file__).parent.parent / "docs" / "fleet.md").read_text()
+    queries = readme.split("```sql\n")[1:]
+    assert len(queries) == 3
+    for query in queries:
         db.execute(query.split("```")[0].replace("results/", f"{table}/")).fetchall()
 
     # Without --out-dir, and from markers when up to date: the same table.
@@ -254,7 +256,7 @@ def test_report_names_its_own_extra_and_a_missing_dataset_in_one_line(tmp_path: 
 def test_the_readme_documents_the_schema() -> None:
     from translator.results_table import COLUMNS
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = (Path(__file__).parent.parent / "docs" / "fleet.md").read_text()
     assert "\n".join(f"| `{n}` | {k} | {d} |" for n, k, d in COLUMNS) in readme
 
 

@@ -28,7 +28,7 @@ OLD = ["tool_use_two_turns", "max_turns", "thinking", "multi_input_frames", "too
 # One agent run each (multi_input_frames is one headless session over two raw runs).
 ONE_RUN = [name for name in OLD if not name.startswith("multi_input_frames")]
 # What a headless stream cannot carry: per-turn timing and the cache counters.
-# The agent's cost counts cache tokens twice (see the README): its figure passes as it is.
+# The agent's cost counts cache tokens twice (see docs/output.md): its figure passes as it is.
 UNKNOWABLE = {"duration_ms", "duration_api_ms", "duration_source", "usage", "total_cost_usd"}
 
 

@@ -297,7 +297,7 @@ def test_a_line_nested_too_deeply_is_a_bad_line_not_a_lost_chunk(tmp_path: Path,
 
 def test_under_clock_auto_the_first_events_iso_stamp_is_checked_before_it_decides(tmp_path: Path) -> None:
     """`--clock auto` reads the first event's stamp to decide: one out of range is a bad line
-    (as the README says) and the next event decides, not a silent fall back to the estimate."""
+    (as docs/guarantees.md says) and the next event decides, not a silent fall back to the estimate."""
     evs = raw_run(False)
     for i, ev in enumerate(evs):
         ev["timestamp"] = f"2026-01-01T00:00:{i:02}Z"

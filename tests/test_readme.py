@@ -1,6 +1,6 @@
-"""The README's examples run as written.
+"""The examples of the README and of every page of docs/ run as written, and their links resolve.
 
-Convention (for everyone who edits the README):
+Convention (for everyone who edits the README or a page in docs/):
 - A block fenced ```sh is a runnable example. Each one is run with `bash -e -o pipefail`
   from the root of a fresh copy of the repository (its tracked files), with the package
   installed (this venv's bin first on PATH), HOME a fresh empty directory, and a timeout of
@@ -8,10 +8,16 @@ Convention (for everyone who edits the README):
   In that copy `.venv` is this venv, so `make run`/`make test` install nothing, and `make test`
   only collects the tests (PYTEST_ADDOPTS=--collect-only) instead of running the suite within
   itself.
-- A block fenced ```python is run with this venv's python, the same way; the library example
-  (the first block under "## Use it from Python") must also pass `mypy --strict`.
+- A block fenced ```python is run with this venv's python, the same way; the library examples
+  (the first block under the README's "Use it from Python" and the first block of
+  docs/library.md) must also pass `mypy --strict`.
 - Anything that needs what a developer machine or CI lacks (a real caliban, docker, a cluster,
-  a remote service) goes in ```text or ```console blocks, which are not run.
+  a remote service) goes in ```text or ```console blocks, which are not run; the README's
+  "Output at a glance" block is the one ```console block checked: its `$ ` command's output is
+  the lines under it.
+- A relative link, `[text](path)` or `[text](path#anchor)`, names a tracked file, and its
+  anchor a heading of that page (as GitHub makes anchors: lower case, punctuation dropped,
+  spaces as hyphens).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -29,27 +36,31 @@ import pytest
 from conftest import ROOT, tracked_copy
 
 TIMEOUT_S = 120
-README = ROOT / "README.md"
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BIN = Path(sys.executable).parent
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
 
 
 @dataclass(frozen=True)
 class Block:
+    page: str  # relative to the root
     lang: str
     line: int  # where its fence opens
     section: str  # the heading it sits under
     code: str
 
 
-def blocks() -> list[Block]:
-    text = README.read_text()
-    found, section = [], ""
-    fence = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.S | re.M)
-    for m in fence.finditer(text):
-        headings = re.findall(r"^#+ (.*)$", text[: m.start()], re.M)
-        section = headings[-1] if headings else ""
-        if m.group(1) in ("sh", "python"):
-            found.append(Block(m.group(1), text[: m.start()].count("\n") + 1, section, m.group(2)))
+def prose(text: str) -> str:
+    """The page without its fenced blocks (each replaced by as many newlines: line numbers hold)."""
+    return FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), text)
+
+
+def blocks(page: Path) -> list[Block]:
+    text, found = page.read_text(), []
+    for m in FENCE.finditer(text):
+        headings = re.findall(r"^#+ (.*)$", prose(text[: m.start()]), re.M)
+        line = text[: m.start()].count("\n") + 1
+        found.append(Block(page.relative_to(ROOT).as_posix(), m.group(1), line, headings[-1] if headings else "", m.group(2)))
     return found
 
 
@@ -73,23 +84,33 @@ def run_in_copy(tmp_path: Path, argv: list[str]) -> subprocess.CompletedProcess[
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
-BLOCKS = blocks()
+ALL = [b for page in PAGES for b in blocks(page)]
+RUNNABLE = [b for b in ALL if b.lang in ("sh", "python")]
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[f"README.md:{b.line}:{b.lang}" for b in BLOCKS])
-def test_readme_block_runs(block: Block, tmp_path: Path) -> None:
+def test_the_readme_and_the_docs_have_runnable_examples() -> None:
+    pages = {b.page for b in RUNNABLE}
+    assert "README.md" in pages and len(pages) >= 5, pages
+
+
+@pytest.mark.parametrize("block", RUNNABLE, ids=[f"{b.page}:{b.line}:{b.lang}" for b in RUNNABLE])
+def test_example_block_runs(block: Block, tmp_path: Path) -> None:
     script = tmp_path / ("block.sh" if block.lang == "sh" else "block.py")
     script.write_text(block.code)
     argv = ["bash", "-e", "-o", "pipefail", str(script)] if block.lang == "sh" else [sys.executable, str(script)]
     proc = run_in_copy(tmp_path, argv)
     assert proc.returncode == 0, (
-        f"README.md:{block.line} ({block.section}) exited {proc.returncode}\n"
+        f"{block.page}:{block.line} ({block.section}) exited {proc.returncode}\n"
         f"--- stdout\n{proc.stdout.decode(errors='replace')[-2000:]}\n--- stderr\n{proc.stderr.decode(errors='replace')[-2000:]}"
     )
 
 
-def test_the_quick_start_and_the_library_example_are_there_and_run(tmp_path: Path) -> None:
-    quick = next(b for b in BLOCKS if b.section == "Quick start" and b.lang == "sh")
+def library_example(page: str, section: str | None) -> Block:
+    return next(b for b in ALL if b.page == page and b.lang == "python" and section in (None, b.section))
+
+
+def test_the_quick_start_and_the_library_examples_are_there_and_run(tmp_path: Path) -> None:
+    quick = next(b for b in ALL if b.page == "README.md" and b.section == "Quick start" and b.lang == "sh")
     assert "make run" in quick.code and "make test" in quick.code
     (tmp_path / "q").mkdir()
     proc = run_in_copy(tmp_path / "q", ["bash", "-e", "-c", quick.code])
@@ -97,16 +118,64 @@ def test_the_quick_start_and_the_library_example_are_there_and_run(tmp_path: Pat
     assert b'{"type":"result","subtype":"success","result":"There are 3 files."' in proc.stdout
     assert b"tests/test_cli.py: " in proc.stdout  # make test reached pytest (which only collected)
 
-    library = next(b for b in BLOCKS if b.section == "Use it from Python" and b.lang == "python")
-    example = tmp_path / "example.py"
-    example.write_text(library.code)
-    (tmp_path / "l").mkdir()
-    ran = run_in_copy(tmp_path / "l", [sys.executable, str(example)])
-    assert ran.returncode == 0, ran.stderr
-    assert ran.stdout.splitlines()[0] == b"success There are 3 files."
-    assert ran.stdout.splitlines()[-1] == b"[]"
-    # From the repository's root, where mypy finds the package's source (an editable install's
-    # import hook is invisible to it).
-    typed = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", os.devnull, str(example)],
-                           capture_output=True, timeout=TIMEOUT_S, cwd=ROOT)
-    assert typed.returncode == 0, typed.stdout
+    for n, (library, last) in enumerate([(library_example("README.md", "Use it from Python"), None),
+                                         (library_example("docs/library.md", None), b"[]")]):
+        example = tmp_path / f"example{n}.py"
+        example.write_text(library.code)
+        (tmp_path / f"l{n}").mkdir()
+        ran = run_in_copy(tmp_path / f"l{n}", [sys.executable, str(example)])
+        assert ran.returncode == 0, ran.stderr
+        assert ran.stdout.splitlines()[0] == b"success There are 3 files."
+        assert last is None or ran.stdout.splitlines()[-1] == last
+        # From the repository's root, where mypy finds the package's source (an editable install's
+        # import hook is invisible to it).
+        typed = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", os.devnull, str(example)],
+                               capture_output=True, timeout=TIMEOUT_S, cwd=ROOT)
+        assert typed.returncode == 0, typed.stdout
+
+
+def test_the_readmes_output_at_a_glance_is_what_the_command_prints(tmp_path: Path) -> None:
+    shown = next(b for b in ALL if b.page == "README.md" and b.section == "Output at a glance" and b.lang == "console")
+    command, *output = shown.code.splitlines()
+    assert command.startswith("$ translator ") and len(output) >= 3
+    proc = run_in_copy(tmp_path, shlex.split(command.removeprefix("$ ")))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().splitlines() == output
+
+
+def slug(heading: str) -> str:
+    """The anchor GitHub gives a heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    found, seen = set(), dict[str, int]()
+    for heading in re.findall(r"^#+ (.*)$", prose(page.read_text()), re.M):
+        base = slug(heading)
+        n = seen[base] = seen.get(base, -1) + 1
+        found.add(f"{base}-{n}" if n else base)  # a repeated heading gets -1, -2, ...
+    return found
+
+
+def links(page: Path) -> list[tuple[int, str]]:
+    text = re.sub(r"`[^`\n]*`", "", prose(page.read_text()))  # inline code is not a link
+    return [(text[: m.start()].count("\n") + 1, m.group(1)) for m in re.finditer(r"\]\(([^)\s]+)\)", text)]
+
+
+def test_every_relative_link_resolves() -> None:
+    tracked = set(subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split())
+    broken, checked = [], 0
+    for page in PAGES:
+        for line, target in links(page):
+            if re.match(r"[a-z]+:", target):
+                continue  # a URL
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            where = f"{page.relative_to(ROOT)}:{line}: {target}"
+            checked += 1
+            if path and (not dest.is_relative_to(ROOT) or dest.relative_to(ROOT).as_posix() not in tracked):
+                broken.append(f"{where} (no such tracked file)")
+            elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+                broken.append(f"{where} (no such heading)")
+    assert checked > 20
+    assert not broken, "\n".join(broken)

@@ -51,7 +51,7 @@ def translate(path: Path, fmt: str, partial: bool, strict: bool) -> tuple[list[d
 def ends(path: Path, fmt: str) -> int:
     """How many runs the sample ends (RunEnds, or upstream results), at least the one the
     input's end closes. In the Claude Code format each echoed prompt after the first also
-    closes an input frame (see the README's headless section)."""
+    closes an input frame (see docs/headless.md)."""
     types = [orjson.loads(ln).get("type") for ln in path.read_bytes().splitlines()
              if ln.startswith(b"{")]
     echoes = max(types.count("user") - 1, 0) if fmt == "claude-code" else 0
