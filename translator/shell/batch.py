@@ -29,7 +29,7 @@ from typing import Any, BinaryIO
 from tqdm import tqdm
 
 from translator.diagnostics import formatted, stderr
-from translator.shell.replay import Done, Job, Store, translate_file
+from translator.shell.replay import Done, Job, Store, shown, translate_file
 from translator.shell.selection import Found, Input, SelectionError, check_distinct, select, target_name
 from translator.shell.sink import SCARCE
 from translator.stdio import stop_signals
@@ -150,7 +150,7 @@ def summary(done: list[Done], elapsed: float, interrupted: bool = False, signum:
          f"{len(failed)} failed; {total / 1e6:.1f} MB in {elapsed:.2f} s" + (" (interrupted)" if interrupted else "")],
         "info",
     )
-    stderr([f"translator: failed: {d.relative}: {d.error}" for d in failed])
+    stderr([f"translator: failed: {shown(d.relative)}: {d.error}" for d in failed])
     if interrupted:
         return 128 + signum
     if any(not d.data_error for d in failed):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import os
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -64,7 +65,7 @@ class Job:
         """What the output depends on; equal keys, equal bytes."""
         o = self.options
         parts = [__version__, self.format, self.partial, self.results_only, self.clock, o.strict,
-                 o.stop_on_invalid, o.max_line_bytes, self.rates_digest, self.relative, self.size, self.mtime]
+                 o.stop_on_invalid, o.max_line_bytes, self.rates_digest, shown(self.relative), self.size, self.mtime]
         return hashlib.sha256(orjson.dumps(parts)).hexdigest()
 
 
@@ -94,8 +95,17 @@ def marker_path(target: str) -> str:
     return f"{head}/.{name}.done" if head else f".{name}.done"
 
 
+def shown(name: str) -> str:
+    """A file name as text, for JSON, Parquet and stderr: its bytes (os.fsencode: a name that is
+    not UTF-8 holds surrogate escapes, which no UTF-8 writer takes) with each undecodable byte
+    as `\\xNN`; a UTF-8 name is itself."""
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
 def session_id(relative: str) -> str:
-    return str(uuid.uuid5(NAMESPACE, relative))
+    """uuid5 of the relative path's bytes (a UTF-8 name: of its text, as before)."""
+    digest = hashlib.sha1(NAMESPACE.bytes + os.fsencode(relative)).digest()  # uuid.uuid5 takes text only
+    return str(uuid.UUID(bytes=digest[:16], version=5))
 
 
 def counter_ids(session: str) -> Callable[[], str]:
@@ -177,9 +187,10 @@ def _translate(job: Job, store: Store, progress: Callable[[int], None], done: Do
     encoder = make_encoder(job.format, session, include_partial_messages=job.partial,  # type: ignore[arg-type]
                            results_only=job.results_only or job.target is None, rates=job.rates,
                            new_id=counter_ids(session) if job.format == "claude-code" else None)
-    recorder = Recorder(encoder, session, job.source, job.mtime)
+    source = shown(job.source)
+    recorder = Recorder(encoder, session, source, job.mtime)
     feed = Feed(new_core(cast(Encoder, recorder), rates=job.rates, options=job.options, clock=job.clock, live=False,
-                         epoch=job.mtime, source=job.source))
+                         epoch=job.mtime, source=source))
     sink: AbstractContextManager[Any] = store.writer(job.target) if job.target is not None else _null()
     with store.open_input(job.source) as raw, sink as out:
         for taken in steps(feed, chunks(raw, progress)):
