@@ -40,8 +40,8 @@ lint: $(TESTS)
 	$(BIN)/ruff check translator tests bench
 	$(BIN)/mypy
 
-schemas: $(TESTS)  # after a change to translator/frames.py
-	$(BIN)/python -m translator.schema
+schemas: $(TESTS)  # after a change to translator/schema/frames.py
+	$(BIN)/python -m translator.schema.generate
 
 bench: $(TESTS)
 	@command -v jq >/dev/null || echo 'bench: jq is not installed; its comparison will count as missed (apt-get install jq)'

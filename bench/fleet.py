@@ -144,8 +144,8 @@ def main() -> None:
 
 def in_process(folder: Path) -> float:
     """Seconds to translate every log under `folder` in this process, one after another."""
-    from translator.fold import Options
-    from translator.rates import RateCard
+    from translator.core.rates import RateCard
+    from translator.core.translator import Options
     from translator.shell.batch import LocalStore
     from translator.shell.replay import Job, translate_file
 

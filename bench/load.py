@@ -24,9 +24,9 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from translator.core.rates import RateCard  # noqa: E402
+from translator.core.translator import Options, Translator  # noqa: E402
 from translator.encoders.enriched import EnrichedEncoder  # noqa: E402
-from translator.fold import Options, Translator  # noqa: E402
-from translator.rates import RateCard  # noqa: E402
 
 TRANSLATOR = str(Path(sys.executable).parent / "translator")
 TIMING = (b"duration_ms", b"duration_api_ms", b"duration_source")

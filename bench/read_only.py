@@ -1,12 +1,12 @@
 """The translator's reading alone, as a lower bound: the command's start-up (every module it
-imports), its chunked reads and its typed, validating decode of every line (raw_reader.py's
+imports), its chunked reads and its typed, validating decode of every line (core/raw.py's
 batch path), with no fold and no output. Whatever the fold and the encoders cost comes on top:
 the difference between this and the parse-every-line floor is all they may take."""
 
 import os
 import sys
 
-import translator.cli  # noqa: F401  (the start-up the command pays)
+import translator.cli.command  # noqa: F401  (the start-up the command pays)
 from translator.feed import CHUNK
 from translator.model import DECODER
 

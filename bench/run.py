@@ -199,10 +199,10 @@ def flat_memory(ref: Path) -> None:
 
 def frames_per_line(lines: list[bytes], args: list[str]) -> list[int]:
     """How many output frames each input line produces, from the core itself."""
+    from translator.core.rates import RateCard
+    from translator.core.translator import Options, Translator
     from translator.encoders.claude_code import ClaudeCodeEncoder
     from translator.encoders.enriched import EnrichedEncoder
-    from translator.fold import Options, Translator
-    from translator.rates import RateCard
 
     partial = "--include-partial-messages" in args
     make = ClaudeCodeEncoder if "claude-code" in args else EnrichedEncoder

@@ -14,10 +14,10 @@ from typing import Any
 import orjson
 import pytest
 
+from translator.core.rates import RateCard
+from translator.core.translator import Options, Translator
 from translator.diagnostics import Diagnostic, Notice
 from translator.encoders.enriched import EnrichedEncoder
-from translator.fold import Options, Translator
-from translator.rates import RateCard
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -65,7 +65,7 @@ def expected(name: str) -> list[dict]:
 
 def reported(diagnostics: list[str]) -> list[tuple[int, str]]:
     """Each diagnostic as (line, kind): a bad line's kind (diagnostics.KINDS) or a recovery's
-    (states.py); a message about no line (a model without a rate) as (0, its text)."""
+    (core/states.py); a message about no line (a model without a rate) as (0, its text)."""
     return [(d.line, d.kind) if isinstance(d, (Diagnostic, Notice)) else (0, d) for d in diagnostics]
 
 

@@ -13,7 +13,7 @@ from conftest import EXPECTED, FIXTURES, SCENARIOS, events, frames_of, lines_of,
 
 import translator
 from translator import Stream, translate, translate_bytes
-from translator.rates import RateCard
+from translator.core.rates import RateCard
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

@@ -20,7 +20,7 @@ from conftest import FIXTURES, events, recoveries
 from support_processes import TRANSLATOR, children, poll, run
 
 from bench.gen import generate
-from translator.rates import RateCard
+from translator.core.rates import RateCard
 from translator.shell.batch import LocalStore
 from translator.shell.replay import Job, session_id, translate_file
 
@@ -192,7 +192,7 @@ class Exploding:
 
 
 def test_an_unexpected_exception_fails_only_its_file(tmp_path: Path, bundled_rates: RateCard) -> None:
-    from translator.fold import Options
+    from translator.core.translator import Options
 
     source = FIXTURES / "tool_use_two_turns.events.jsonl"
     job = Job(format="enriched", partial=False, results_only=False, rates=bundled_rates, rates_digest="",

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.gen import run_events
+from translator.core.rates import RateCard
+from translator.core.translator import Options, Translator
 from translator.encoders.claude_code import ClaudeCodeEncoder
 from translator.encoders.enriched import EnrichedEncoder
-from translator.fold import Options, Translator
-from translator.rates import RateCard
 
 # Every fixture, a generated multi-turn run, bad lines of each kind, CRLF, blanks, an over-long
 # line and a last line without a newline: the awkward cases all meet chunk boundaries.

@@ -13,9 +13,9 @@ import orjson
 import pytest
 from conftest import FIXTURES, events, frames_of, kind, translate_cc
 
+from translator.core.rates import RateCard
+from translator.core.translator import Translator
 from translator.encoders.claude_code import ClaudeCodeEncoder
-from translator.fold import Translator
-from translator.rates import RateCard
 
 CAPTURES = FIXTURES / "claude-code"
 SCENARIOS = sorted(p.name.removesuffix(".stream.jsonl") for p in CAPTURES.glob("*.stream.jsonl"))

@@ -12,7 +12,7 @@ import pytest
 from conftest import EXPECTED, FIXTURES, events, frames_of, lines_of, recoveries
 from support_processes import TRANSLATOR, Live, fixture, run
 
-from translator.states import CUT, RETRIED
+from translator.core.states import CUT, RETRIED
 
 
 def test_file_replay_matches_golden_output() -> None:

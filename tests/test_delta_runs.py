@@ -7,11 +7,11 @@ from typing import Any
 
 from conftest import events, frames_of, lines_of
 
+from translator.core.rates import RateCard
+from translator.core.translator import Options, Translator
 from translator.encoders import RAW
 from translator.encoders.enriched import EnrichedEncoder
-from translator.fold import Options, Translator
 from translator.model import DeltaRun
-from translator.rates import RateCard
 
 THINKING = events("thinking")  # a TurnStart, 3 thinking and 2 text deltas, its TurnEnd and RunEnd
 

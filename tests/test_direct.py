@@ -25,7 +25,7 @@ from translator.shell.sink import WRITE_GRACE_S
 
 LOADED = """\
 import signal, sys
-import translator.cli as cli
+import translator.cli.command as cli
 status = cli.main([*sys.argv[1:]])
 loaded = sorted({m.split('.')[0] for m in sys.modules} & {'anyio', 'asyncio', 'sniffio'})
 restored = signal.getsignal(signal.SIGINT) is signal.default_int_handler and signal.set_wakeup_fd(-1) == -1
@@ -203,7 +203,7 @@ def test_from_another_thread_it_fails_without_leaking_its_pipe() -> None:
     """Signals can only be waited on in the main thread: called from another, the command
     fails (as under the event loop) and leaves no fd open behind it."""
     code = ("import os, sys, threading\n"
-            "import translator.cli as cli\n"
+            "import translator.cli.command as cli\n"
             "def fds(): return len(os.listdir('/proc/self/fd'))\n"
             "errors = []\n"
             "def go():\n"

@@ -10,7 +10,7 @@ import orjson
 import pytest
 from conftest import FIXTURES, drive
 
-from translator.rates import RateCard
+from translator.core.rates import RateCard
 
 SAMPLES = FIXTURES / "samples"
 PAIRS = sorted(p.name for p in (SAMPLES / "headless-derived-from-code").glob("*.ndjson")

@@ -8,9 +8,9 @@ import msgspec
 import orjson
 import pytest
 
-from translator import events as E
 from translator import model as M
-from translator.raw_reader import reason
+from translator.core import jsonl as E
+from translator.core.raw import reason
 
 
 def delta(text: object, index: int = 0, **extra: object) -> bytes:

@@ -254,7 +254,7 @@ def test_report_names_its_own_extra_and_a_missing_dataset_in_one_line(tmp_path: 
 
 
 def test_the_readme_documents_the_schema() -> None:
-    from translator.results_table import COLUMNS
+    from translator.table.parquet import COLUMNS
 
     readme = (Path(__file__).parent.parent / "docs" / "fleet.md").read_text()
     assert "\n".join(f"| `{n}` | {k} | {d} |" for n, k, d in COLUMNS) in readme

@@ -16,8 +16,8 @@ from conftest import (
     turn,
 )
 
-from translator.fold import LOST_RUN_END, THINKING_BUDGET, TRUNCATED
-from translator.rates import RateCard
+from translator.core.rates import RateCard
+from translator.core.translator import LOST_RUN_END, THINKING_BUDGET, TRUNCATED
 
 
 @pytest.mark.parametrize("name", SCENARIOS)

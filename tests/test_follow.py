@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import events, frames_of, lines_of, recoveries
 from support_processes import Follower, append
 
-from translator.states import CUT, RETRIED
+from translator.core.states import CUT, RETRIED
 
 
 def test_follows_growth_truncation_and_replacement(tmp_path: Path) -> None:

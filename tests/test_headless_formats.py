@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from conftest import SESSION, events, frames_of, results, translate_bytes
 
+from translator.core.rates import RateCard
+from translator.core.translator import Options, Translator
 from translator.encoders.claude_code import ClaudeCodeEncoder
 from translator.encoders.enriched import EnrichedEncoder
-from translator.fold import Options, Translator
-from translator.rates import RateCard
-from translator.results import Recorder
+from translator.table.rows import Recorder
 
 # One headless run (a tool call), some frames stamped as a recorded log stamps them.
 STAMPED = b"\n".join([

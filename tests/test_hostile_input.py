@@ -15,11 +15,11 @@ import pytest
 from conftest import FIXTURES, events, frames_of, lines_of
 from support_processes import TRANSLATOR, run
 
-from translator.cli import exit_status
+from translator.cli.command import exit_status
+from translator.core.rates import Rate, RateCard
+from translator.core.translator import Options, Translator
 from translator.encoders.enriched import EnrichedEncoder
-from translator.fold import Options, Translator
 from translator.model import TurnStart
-from translator.rates import Rate, RateCard
 from translator.shell import modes
 from translator.shell.modes import translate
 from translator.shell.sink import Config

@@ -11,8 +11,8 @@ import orjson
 from conftest import events, recoveries
 from support_processes import run
 
+from translator.core.states import CUT, RETRIED
 from translator.diagnostics import KINDS, Diagnostic, Notice
-from translator.states import CUT, RETRIED
 
 BAD = (
     b"not json\n"  # invalid_json

@@ -245,6 +245,6 @@ def test_an_address_that_cannot_be_served_is_one_line_and_74() -> None:
 
 
 def test_without_metrics_prometheus_client_is_not_imported() -> None:
-    code = "import sys, translator.cli as c; c.main(['/dev/null']); print('prometheus_client' in sys.modules)"
+    code = "import sys, translator.cli.command as c; c.main(['/dev/null']); print('prometheus_client' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=30)
     assert proc.stdout == b"False\n"

@@ -11,7 +11,7 @@ from conftest import frames_of
 from support_processes import TRANSLATOR, fixture, run
 
 pytest.importorskip("genai_prices")
-from translator.prices import GenaiPricesCard
+from translator.cli.prices import GenaiPricesCard
 
 
 def test_the_card_prices_the_run_and_is_named_on_stderr() -> None:

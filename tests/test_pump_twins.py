@@ -20,7 +20,7 @@ from conftest import events
 
 import translator
 from translator.api import make_encoder
-from translator.rates import RateCard
+from translator.core.rates import RateCard
 from translator.shell.pump import Pump, Shell
 from translator.shell.sink import Config
 

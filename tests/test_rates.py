@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURES, drive, turn
 from support_processes import TRANSLATOR
 
-from translator.rates import Rate, RateCard
+from translator.core.rates import Rate, RateCard
 
 CARD = FIXTURES / "rates" / "caliban-rates.yaml"
 TODAY = dt.date(2026, 8, 21)

@@ -8,7 +8,7 @@ import orjson
 import pytest
 from conftest import drive, drive_cc, line, reported, results, run_end, turn
 
-from translator.fold import LOST_RUN_END
+from translator.core.translator import LOST_RUN_END
 
 
 def start(index: int, message_id: str = "m") -> bytes:

@@ -10,10 +10,10 @@ from conftest import FIXTURES, SCENARIOS, events
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from translator.core.rates import RateCard
+from translator.core.translator import Options, Translator
 from translator.encoders.claude_code import ClaudeCodeEncoder
 from translator.encoders.enriched import EnrichedEncoder
-from translator.fold import Options, Translator
-from translator.rates import RateCard
 
 LINES = [ln for name in SCENARIOS for ln in events(name).splitlines()] + [
     ln for name in ("multi_input_frames.replay", "tool_use_two_turns.partial.pre0049", "api_error")

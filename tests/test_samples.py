@@ -11,16 +11,16 @@ import orjson
 import pytest
 from conftest import FIXTURES, frames_of, reported
 
+from translator.core.rates import RateCard
+from translator.core.translator import Options, Translator
 from translator.diagnostics import KINDS
 from translator.encoders.claude_code import ClaudeCodeEncoder
 from translator.encoders.enriched import EnrichedEncoder
-from translator.fold import Options, Translator
-from translator.rates import RateCard
 
 SAMPLES = FIXTURES / "samples"
 ALL = sorted(p for p in SAMPLES.glob("*/*") if p.suffix in (".ndjson", ".jsonl"))
 # What a sample is reported for, (line, kind): the one deliberately invalid line (the agent's own
-# test of skipping malformed input), and the recovery moves (states.py) — the samples of a
+# test of skipping malformed input), and the recovery moves (core/states.py) — the samples of a
 # single event, and the excerpts that stop inside a run, are cut off; Stage A retries its turn.
 REPORTS = {
     "raw-verbatim/attach_rs_skips_malformed_lines.ndjson": [(1, "invalid_json"), (2, "truncated")],

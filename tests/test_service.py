@@ -14,7 +14,7 @@ import pytest
 from conftest import events, expected, frames_of, lines_of, recoveries, without_timing
 from support_processes import TRANSLATOR, Server, exchange, read_all
 
-from translator.states import CUT, RETRIED
+from translator.core.states import CUT, RETRIED
 
 
 @pytest.fixture

@@ -20,9 +20,9 @@ import pytest
 from conftest import events, expected, frames_of, lines_of, without_timing
 from support_processes import TRANSLATOR, Server, exchange, peak_rss_kb, read_all
 
+from translator.core.rates import RateCard
 from translator.encoders.enriched import EnrichedEncoder
 from translator.model import TurnStart
-from translator.rates import RateCard
 from translator.shell.modes import translate
 from translator.shell.sink import Config
 

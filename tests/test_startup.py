@@ -13,7 +13,7 @@ from support_processes import TRANSLATOR, fixture
 
 STRICT_BUILT = """\
 import sys
-import translator.cli as cli
+import translator.cli.command as cli
 import translator.model as model
 cli.main([*sys.argv[1:]])
 print(sorted({'STRICT', 'HEADLESS_STRICT', 'HEADLESS_DECODER'} & set(vars(model))), file=sys.stderr)
@@ -42,7 +42,7 @@ def quiet_env() -> dict[str, str]:
 def test_the_exit_without_teardown_loses_nothing_buffered() -> None:
     """The command ends without the interpreter's teardown: what sits in sys.stdout's and
     sys.stderr's buffers is still written, and the status is the one asked for."""
-    code = "import sys, translator.cli as c; sys.stdout.write('x' * 5000 + 'end'); sys.stderr.write('no newline'); c.leave(3)"
+    code = "import sys, translator.cli.command as c; sys.stdout.write('x' * 5000 + 'end'); sys.stderr.write('no newline'); c.leave(3)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, env=quiet_env(), timeout=60)
     assert (proc.returncode, proc.stdout, proc.stderr) == (3, b"x" * 5000 + b"end", b"no newline")
     proc = subprocess.run([TRANSLATOR, "--exit-status", "--on-invalid", "fail"], input=b"not json\n",
@@ -52,7 +52,7 @@ def test_the_exit_without_teardown_loses_nothing_buffered() -> None:
 
 def test_an_exit_hook_still_runs() -> None:
     """Something registered to run at exit (a coverage tool, a library) gets the usual exit."""
-    code = "import atexit, sys, translator.cli as c; atexit.register(print, 'hook ran'); sys.argv[1:] = ['/dev/null']; c.run()"
+    code = "import atexit, sys, translator.cli.command as c; atexit.register(print, 'hook ran'); sys.argv[1:] = ['/dev/null']; c.run()"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, env=quiet_env(), timeout=60)
     assert (proc.returncode, proc.stdout) == (0, b"hook ran\n")
 
@@ -60,7 +60,7 @@ def test_an_exit_hook_still_runs() -> None:
 def test_a_python_without_the_private_hook_count_gets_the_usual_exit() -> None:
     """`atexit._ncallbacks` is CPython's, and private: where it is missing, the exit is the
     usual one, with everything written and the status asked for (not an AttributeError)."""
-    code = ("import atexit, sys, translator.cli as c; del atexit._ncallbacks; "
+    code = ("import atexit, sys, translator.cli.command as c; del atexit._ncallbacks; "
             "sys.stdout.write('x' * 5000 + 'end'); c.leave(3)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, env=quiet_env(), timeout=60)
     assert (proc.returncode, proc.stdout, proc.stderr) == (3, b"x" * 5000 + b"end", b"")

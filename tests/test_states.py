@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from translator.states import (
+from translator.core.states import (
     CUT,
     LOST,
     LOST_RESULT,
@@ -19,7 +19,7 @@ from translator.states import (
     State,
     To,
 )
-from translator.stops import LOST_RUN_END, TRUNCATED
+from translator.core.stops import LOST_RUN_END, TRUNCATED
 
 LEGAL = [(state, move, to) for state, moves in TRANSITIONS.items() for move, to in moves.items()]
 STATES = [State.NO_RUN, State.IN_RUN, State.IN_TURN]

@@ -5,7 +5,7 @@ The library API (see the README, "Use it from Python"): `translate()` for a whol
 """
 
 from translator.api import FORMATS, Clock, Format, Frame, Stream, StreamOptions, translate, translate_bytes
-from translator.rates import RateCard
+from translator.core.rates import RateCard
 
 __version__ = "0.1.0"  # the one place the version is kept (pyproject reads it)
 

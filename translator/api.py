@@ -1,6 +1,6 @@
 """The library API: the stable, typed way to use the translator from Python.
 
-A thin facade over the sans-I/O core (`fold.Translator` and the encoders), so that embedding
+A thin facade over the sans-I/O core (`core.translator.Translator` and the encoders), so that embedding
 never means wiring an encoder's output list by hand. `translate()` turns a whole input into
 frames; `Stream` translates a live input as it arrives. Both move the input through the core
 with the steps every shell's pump takes (feed.py), and the command line builds its encoders
@@ -17,11 +17,11 @@ from typing import Any, Literal, Protocol, TypedDict, Unpack
 
 import orjson
 
+from translator.core.rates import RateCard
+from translator.core.translator import Options
 from translator.encoders import Encoder
 from translator.encoders.enriched import EnrichedEncoder
 from translator.feed import CHUNK, CLOCKS, Clock, Feed, core_options, new_core, steps
-from translator.fold import Options
-from translator.rates import RateCard
 
 Format = Literal["enriched", "claude-code"]
 Frame = dict[str, Any]  # one output frame, decoded

@@ -62,7 +62,7 @@ class Diagnostic(str):
 
 
 class Notice(str):
-    """What the fold says about a recovery move (states.py) at one input line: a lost `RunEnd`,
+    """What the fold says about a recovery move (core/states.py) at one input line: a lost `RunEnd`,
     an input cut off inside a run, a retried turn. Not a bad line: nothing is rejected or
     counted, and it changes no exit status. Its `level` is its own (warning or info)."""
 

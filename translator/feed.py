@@ -3,7 +3,7 @@ and stdin in shell/direct.py, the others' pump in shell/pump.py), the library AP
 the batch replay (shell/replay.py).
 
 - `CHUNK`: how much one read of input takes, in every mode;
-- `new_core()`: the one place a core (`fold.Translator`) is built from the options;
+- `new_core()`: the one place a core (`core.translator.Translator`) is built from the options;
 - `Feed`: a chunk inflated (gzip or zstd, told by its first bytes) and fed to the core with its
   arrival time, then what came back taken in one order (`Taken`) for the caller's sink;
 - `steps()`: that loop over a whole input, for the callers that need not await (files and
@@ -21,9 +21,9 @@ from typing import Literal, NamedTuple
 from msgspec.structs import replace
 
 from translator.compressed import CorruptInput, Decoder
+from translator.core.rates import RateCard
+from translator.core.translator import ESTIMATED, WALL, Options, Translator
 from translator.encoders import Encoder
-from translator.fold import ESTIMATED, WALL, Options, Translator
-from translator.rates import RateCard
 
 Clock = Literal["auto", "wall", "recorded", "estimated"]
 CLOCKS: tuple[Clock, ...] = ("auto", "wall", "recorded", "estimated")

@@ -1,6 +1,6 @@
 """What the command line refuses before anything runs: options that make no sense together,
 values out of range, inputs that cannot be one. Each is one line, `translator: <what>: <why>`,
-with its sysexits status, never a traceback; and the parser, whose own refusals are alike."""
+with its sysexits status, never a traceback (the parser's own refusals are alike: arguments.py)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,9 @@ import argparse
 import os
 import re
 import stat
-from typing import TYPE_CHECKING, NoReturn
 
-from translator.diagnostics import stdout_text
+from translator.arguments import EX_NOINPUT, EX_USAGE
 
-if TYPE_CHECKING:
-    from _typeshed import SupportsWrite
-
-EX_USAGE, EX_NOINPUT, EX_IOERR, EX_CONFIG = 64, 66, 74, 78  # sysexits.h
 # Options that only mean something in one mode (a mode is on when one of its options is
 # given), with their defaults, filled in here so that the parser's None tells "not given".
 BATCH = ("out_dir", "results_table")
@@ -32,31 +27,6 @@ MODE_OPTIONS: dict[tuple[str, ...], tuple[str, dict[str, object]]] = {
 NOT_IN_BATCH = ("session_id", "reject_file", "exit_status", "output", "metrics")
 # Options of a single stream that a service or follower never exits with.
 NOT_IN_SERVICE = ("exit_status",)
-# A FIFO has no offset to resume from nor a size to see it cut back: it is read as an input.
-FOLLOW_FIFO = "is a FIFO, not a file to follow (read it as an input: translator FIFO)"
-
-
-class Parser(argparse.ArgumentParser):
-    """The command line's parser: a usage error is one line, `<prog>: <what>: <why>`, and 64
-    (argparse's own messages have that shape); help and the version are written as
-    `stdout_text` writes, so that a full disk is said (74) and a closed pipe is quiet."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EX_USAGE, f"{self.prog}: {message}\n")
-
-    def print_help(self, file: SupportsWrite[str] | None = None) -> None:
-        if file is not None:
-            super().print_help(file)
-            return
-        self.exit(stdout_text(self.format_help(), self.prog))
-
-
-class Version(argparse._VersionAction):  # its class, as shtab knows it (an option that ends the line)
-    """--version, written as the help is."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
-                 option_string: str | None = None) -> NoReturn:
-        parser.exit(stdout_text(f"{self.version}\n", parser.prog))
 
 
 class UserError(Exception):
@@ -136,6 +106,8 @@ def check(args: argparse.Namespace) -> None:
         if stat.S_ISDIR(kind):
             raise UserError(f"--follow {args.follow}", "is a directory, not a file", EX_NOINPUT)
         if stat.S_ISFIFO(kind):
+            from translator.shell.follow import FOLLOW_FIFO  # (what the follower says of one, too)
+
             raise UserError(f"--follow {args.follow}", FOLLOW_FIFO, EX_NOINPUT)
 
 

@@ -11,14 +11,15 @@ from typing import TYPE_CHECKING, NoReturn
 
 from translator import __version__, stdio
 from translator.api import FORMATS, make_encoder
-from translator.completion import SHELLS
+from translator.arguments import EX_CONFIG, EX_IOERR, EX_NOINPUT, Parser, Version
+from translator.cli.checks import UserError, check
+from translator.cli.completion import SHELLS
+from translator.core.rates import ENV_CARD, RateCard
+from translator.core.translator import Options
 from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text, use_json
-from translator.fold import Options
-from translator.rates import ENV_CARD, RateCard
 from translator.shell import modes
 from translator.shell.sink import SCARCE, Config, Outcome
-from translator.usage import EX_CONFIG, EX_IOERR, EX_NOINPUT, Parser, UserError, Version, check
 
 if TYPE_CHECKING:
     from translator.shell.output import OutputFile
@@ -167,7 +168,7 @@ def build_parser() -> Parser:
         help="serve: each connection to unix:PATH or tcp:[HOST:]PORT (loopback unless HOST is "
         "given) sends an event stream and gets its translation back",
     )
-    # Mode options default to None ("not given"); usage.check fills in the defaults.
+    # Mode options default to None ("not given"); checks.check fills in the defaults.
     serve.add_argument("--max-connections", type=int, metavar="N", help="with --listen: served at once (default 64)")
     serve.add_argument("--idle-timeout", type=float, metavar="S", help="with --listen: close a connection quiet this long (default 300)")
     serve.add_argument("--grace", type=float, metavar="S", help="with --listen: after SIGTERM, how long open connections may finish (default 10)")
@@ -255,13 +256,13 @@ def exit_status(outcome: Outcome, use_agent_status: bool, claude_code: bool = Fa
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["report"]:  # `translator report RESULTS`; a file named report: ./report
-        from translator import report
+        from translator.table import report
 
         return report.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.print_completion:
-        from translator.completion import script
+        from translator.cli.completion import script
 
         return stdout_text(script(parser, args.print_completion))
     try:
@@ -352,7 +353,7 @@ def load_rates(path: str | None) -> RateCard:
     `--rates genai-prices`: that package's prices (an extra), named in a note."""
     if path == "genai-prices":
         try:
-            from translator.prices import GenaiPricesCard
+            from translator.cli.prices import GenaiPricesCard
             card = GenaiPricesCard()
         except ImportError:
             raise UserError("--rates genai-prices", "needs the prices extra: pip install "

@@ -16,7 +16,7 @@ import importlib.metadata
 from decimal import Decimal
 from typing import Any
 
-from translator.rates import Rate, RateCard
+from translator.core.rates import Rate, RateCard
 
 NAME = "genai-prices"
 

@@ -4,9 +4,9 @@ the same frames however they arrive)."""
 
 from __future__ import annotations
 
-from translator import events as E
+from translator.core import jsonl as E
+from translator.core.open_run import OpenRun
 from translator.model import ESTIMATED, RECORDED, WALL, Event, TurnEnd
-from translator.run import Frame
 
 # What an event's recorded time is read from: a typed event (raw, or a headless frame).
 Source = Event | None
@@ -23,7 +23,7 @@ class Clock:
         self._last_ts: float | None = None
         self._estimated_s = 0.0  # estimated API time of the stream's closed runs
 
-    def stamp(self, now: float, src: Source, fr: Frame | None) -> float:
+    def stamp(self, now: float, src: Source, fr: OpenRun | None) -> float:
         """Wall-clock seconds of an event, for the timestamps frames carry. With the estimated
         clock, never the arrival: the stream's start plus the API time estimated so far (it
         grows at each TurnEnd), so the same bytes give the same frames however they arrive."""
@@ -54,7 +54,7 @@ class Clock:
         self._first_run = False
         return t_start
 
-    def turn_span(self, fr: Frame, now: float, end: TurnEnd | None, in_turn: bool) -> None:
+    def turn_span(self, fr: OpenRun, now: float, end: TurnEnd | None, in_turn: bool) -> None:
         """Add the API time of the turn just ended (or cut off) to the run."""
         if self.kind == ESTIMATED:
             if end is not None:
@@ -67,7 +67,7 @@ class Clock:
         if end is not None:
             fr.t_prev_end = self.when(now, end)
 
-    def durations(self, fr: Frame, now: float, end: Source) -> tuple[float, float | None]:
+    def durations(self, fr: OpenRun, now: float, end: Source) -> tuple[float, float | None]:
         """A closing run's duration and time to its first model output (None: not known)."""
         if self.kind == ESTIMATED:
             return fr.api_s, fr.first_ttft
@@ -77,6 +77,6 @@ class Clock:
         t_end = self.when(now, end) if end is not None else (now if self.kind == WALL else (self._last_ts or 0.0))
         return t_end - (fr.t_start or 0.0), ttft
 
-    def run_closed(self, fr: Frame) -> None:
+    def run_closed(self, fr: OpenRun) -> None:
         if self.kind == ESTIMATED:
             self._estimated_s += fr.api_s

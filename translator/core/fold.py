@@ -1,6 +1,6 @@
 """The run fold: the readers' events move the run's state machine (states.py), the open run
-gathers what its result will say (run.py), and the encoder is told what happened. Sans I/O and
-line-free: `Translator` (fold.py) feeds it and catches what fails."""
+gathers what its result will say (open_run.py), and the encoder is told what happened. Sans I/O and
+line-free: `Translator` (translator.py) feeds it and catches what fails."""
 
 from __future__ import annotations
 
@@ -9,8 +9,12 @@ from typing import Any
 import msgspec
 import orjson
 
-from translator import events as E
-from translator.clock import Clock, Source
+from translator.core import jsonl as E
+from translator.core.clock import Clock, Source
+from translator.core.open_run import OpenRun, summary
+from translator.core.rates import RateCard, turn_cost
+from translator.core.states import QUIET, STAYS, Move, Recovery, RunState, State
+from translator.core.stops import classify
 from translator.diagnostics import Notice
 from translator.encoders import DECODED, RAW, Encoder, RunSummary
 from translator.model import (
@@ -25,10 +29,6 @@ from translator.model import (
     TurnEnd,
     TurnStart,
 )
-from translator.rates import RateCard, turn_cost
-from translator.run import Frame, summary
-from translator.states import QUIET, STAYS, Move, Recovery, RunState, State
-from translator.stops import classify
 
 MODEL_STAYS, TOOL_END_STAYS = STAYS[Move.MODEL], STAYS[Move.TOOL_END]  # (the hot handlers' moves)
 
@@ -61,7 +61,7 @@ class RunFold:
         # Set to [] by a shell that wants each closed run with its last turn's model (metrics).
         self.closed: list[tuple[RunSummary, str | None]] | None = None
         self.model: str | None = None
-        self._frame: Frame | None = None
+        self._frame: OpenRun | None = None
         self._runs = RunState()  # no run / in run / in turn: moves only through states.TRANSITIONS
         self._move_now = 0.0  # the arrival of the move being made (a recovery closes a run then)
         self._out = encoder.out
@@ -103,12 +103,12 @@ class RunFold:
         self._clock.kind = RECORDED
         self._timed = True
 
-    def _open(self, now: float, src: Source) -> Frame:
-        self._frame = frame = Frame(self._clock.run_start(now, src))
+    def _open(self, now: float, src: Source) -> OpenRun:
+        self._frame = frame = OpenRun(self._clock.run_start(now, src))
         self.encoder.frame_start(self.model, self._stamp(now, src))
         return frame
 
-    def _close_turn_span(self, fr: Frame, now: float, end: TurnEnd | None) -> None:
+    def _close_turn_span(self, fr: OpenRun, now: float, end: TurnEnd | None) -> None:
         self._clock.turn_span(fr, now, end, self._runs.state is State.IN_TURN)
 
     @property
@@ -120,7 +120,7 @@ class RunFold:
         return self._frame.last_now if self._frame is not None else self._clock.started_at
 
     def _summary(
-        self, fr: Frame, now: float, subtype: str, error: str | None, end: RunEnd | None
+        self, fr: OpenRun, now: float, subtype: str, error: str | None, end: RunEnd | None
     ) -> RunSummary:
         fr.last_model_src = None  # the run is ending: a long line this points to can go
         duration, ttft = self._clock.durations(fr, now, end)
@@ -176,12 +176,12 @@ class RunFold:
 
     # ------------------------------------------------------------------ events
 
-    def _frame_for(self, now: float, src: Source) -> Frame:
+    def _frame_for(self, now: float, src: Source) -> OpenRun:
         fr = self._frame or self._open(now, src)
         fr.last_now = now
         return fr
 
-    def _model_frame(self, now: float, src: Source) -> Frame:
+    def _model_frame(self, now: float, src: Source) -> OpenRun:
         """`_frame_for` an event of the model streaming (a delta, a turn or a tool call
         starting, a tool's input): the run's first and the turn's last model output are timed."""
         fr = self._frame or self._open(now, src)

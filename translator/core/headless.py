@@ -15,14 +15,14 @@ import msgspec
 import orjson
 from msgspec import Raw
 
-from translator import headless as H
 from translator import model as M
-from translator.run import Frame
-from translator.states import Move
-from translator.stops import classify
+from translator.core import headless_result as H
+from translator.core.open_run import OpenRun
+from translator.core.states import Move
+from translator.core.stops import classify
 
 if TYPE_CHECKING:
-    from translator.fold import Translator
+    from translator.core.translator import Translator
 
 # What a range-checked field of a frame must hold, for the diagnostic.
 _COUNT = f" (a whole number 0 to {M.U32_MAX})"
@@ -57,7 +57,7 @@ class HeadlessReader:
 
     def __init__(self, fold: Translator) -> None:
         self.fold = fold
-        self._run: Frame | None = None
+        self._run: OpenRun | None = None
         self._dialect = Dialect()
         # Every frame type the dialect has goes to its handler by class (a result, read whole
         # as well, to `result`).
@@ -73,13 +73,13 @@ class HeadlessReader:
             M.HookEventFrame: self._other,
         }
 
-    def _of(self, fr: Frame) -> Dialect:
+    def _of(self, fr: OpenRun) -> Dialect:
         """The dialect state of run `fr` (a new run starts with a fresh one)."""
         if fr is not self._run:
             self._run, self._dialect = fr, Dialect()
         return self._dialect
 
-    def _turn(self, fr: Frame | None, now: float) -> None:
+    def _turn(self, fr: OpenRun | None, now: float) -> None:
         """A headless frame of the model's: the turn it belongs to starts if none is open."""
         if fr is None or not self.fold.in_turn:
             index = len(fr.message_ids) if fr is not None else 0
@@ -171,7 +171,7 @@ class HeadlessReader:
         self._of(fr).tool_ids.update(tools)
         self._turn_end(fr, now, content, "tool_use" if tools else "end_turn", ev.role)
 
-    def _turn_end(self, fr: Frame, now: float, content: list[Any], stop: str, role: str = "assistant") -> None:
+    def _turn_end(self, fr: OpenRun, now: float, content: list[Any], stop: str, role: str = "assistant") -> None:
         """The end of a headless turn: its message frame, or (with partial messages, where
         there is none) the next call's start or the result. The dialect has no usage per turn."""
         st = self._of(fr)
@@ -193,7 +193,7 @@ class HeadlessReader:
         self._frame(ev, now, line)
         self._finish(self._open(now, ev), now, self.fold._stamp(now, ev), ev, whole)
 
-    def _open(self, now: float, ev: M.HeadlessFrame) -> Frame:
+    def _open(self, now: float, ev: M.HeadlessFrame) -> OpenRun:
         """The open frame, or a new one. A headless run's reply is found its own way (see
         _finish), never from the raw events' fallback."""
         fold = self.fold
@@ -208,7 +208,7 @@ class HeadlessReader:
         return fr
 
     def _finish(
-        self, fr: Frame, now: float, t: float, upstream: M.ResultFrame | None = None, whole: dict[str, Any] | None = None
+        self, fr: OpenRun, now: float, t: float, upstream: M.ResultFrame | None = None, whole: dict[str, Any] | None = None
     ) -> None:
         """Close a headless input frame: at the upstream result, or (for Claude Code) at the
         next echoed prompt, when the agent has evidently answered this one."""

@@ -1,6 +1,6 @@
 """The agent's headless stream-json (its "Dialect B", ADR 0025), read as input.
 
-The reader (headless_reader.py) maps its frames onto the fold's moves; this module holds the
+The reader (headless.py) maps its frames onto the fold's moves; this module holds the
 rest of what is specific to the dialect: how its result's subtype maps back to a stop reason.
 (The repair of an upstream result frame is output: translator/encoders/enriched.py.)"""
 
@@ -11,9 +11,9 @@ from typing import Any
 
 from msgspec import Raw
 
+from translator.core.stops import THINKING_BUDGET, UNSTATED
 from translator.encoders.provider_errors import recognise
 from translator.model import ResultFrame, RunEnd, Usage
-from translator.stops import THINKING_BUDGET, UNSTATED
 
 RESULT = "result"  # the type of a run's last frame (snake_case; the raw events' are PascalCase)
 # What the agent writes in a headless result's `error` for the stops that say their cause

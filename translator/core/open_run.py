@@ -3,9 +3,9 @@ own in its reader): what the result will say, and what the clock needs to time i
 
 from __future__ import annotations
 
+from translator.core.stops import variant
 from translator.encoders import RunSummary
 from translator.model import AssistantTextDelta, DeltaRun, Event, RunEnd
-from translator.stops import variant
 
 MAX_MS = 1 << 53  # the largest integer every JSON reader takes exactly
 
@@ -16,7 +16,7 @@ def to_ms(seconds: float) -> int:
     return round(min(ms, MAX_MS)) if ms > 0 else 0
 
 
-class Frame:
+class OpenRun:
     """State of one open input frame (one run). Nothing in it outlives the frame."""
 
     __slots__ = (
@@ -76,7 +76,7 @@ class Frame:
 
 
 def summary(
-    fr: Frame, subtype: str, error: str | None, end: RunEnd | None, duration: float, ttft: float | None, clock: str
+    fr: OpenRun, subtype: str, error: str | None, end: RunEnd | None, duration: float, ttft: float | None, clock: str
 ) -> RunSummary:
     """What the run came to: its state, its end (None when the translator closed it), and how
     long it took by `clock`."""

@@ -15,7 +15,7 @@ import msgspec
 import orjson
 
 PER_MILLION = 1_000_000  # rates are quoted per million tokens
-BUNDLED = os.path.join(os.path.dirname(__file__), "data", "rates.json")
+BUNDLED = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data", "rates.json")
 ENV_CARD = "CALIBAN_RATES_YAML"  # the agent's own override of its card, honoured without --rates
 
 

@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING
 import msgspec
 import orjson
 
-from translator import events as E
 from translator import model as M
-from translator.events import BadLine
-from translator.headless_reader import HINTS as FRAME_HINTS
-from translator.headless_reader import HeadlessReader
+from translator.core import jsonl as E
+from translator.core.headless import HINTS as FRAME_HINTS
+from translator.core.headless import HeadlessReader
+from translator.core.jsonl import BadLine
 from translator.model import RECORDED, Event
 
 if TYPE_CHECKING:
-    from translator.fold import Translator
+    from translator.core.translator import Translator
 
 STAMPED = b'"timestamp":'  # an ISO stamp: read (and its range checked) line by line
 HEADLESS = b'{"type":"'  # then a lower-case letter: a headless frame as the agent writes it

@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import msgspec
 
-from translator.stops import LOST_RUN_END, TRUNCATED
+from translator.core.stops import LOST_RUN_END, TRUNCATED
 
 
 class State:

@@ -1,7 +1,7 @@
 """The sans-I/O core: bytes of one input stream in, output frames and diagnostics out.
 
 `Translator` ties the parts together: chunks become lines (lines.py), lines become events
-(raw_reader.py, headless_reader.py), and the events move the run fold (run_fold.py, states.py);
+(raw.py, headless.py), and the events move the run fold (fold.py, states.py);
 it owns line numbers and per-line error handling. It never reads, writes or looks at a clock: the caller passes each chunk with the time it
 arrived (`now`, monotonic seconds) and collects what came out with `take_output()` and
 `take_diagnostics()`. One input frame is one agent run, closed by its `RunEnd`.
@@ -14,33 +14,33 @@ from itertools import groupby
 from operator import attrgetter
 from typing import Any
 
-from translator import events as E
-from translator import headless as H
 from translator import model as M
+from translator.core import headless_result as H
+from translator.core import jsonl as E
+from translator.core.fold import Options as Options  # re-exported: every shell builds one here
+from translator.core.fold import RunFold
+from translator.core.headless import HeadlessReader
+from translator.core.jsonl import BadLine
+from translator.core.rates import RateCard
+from translator.core.raw import RawReader
+from translator.core.states import Move
+from translator.core.stops import LOST_RUN_END as LOST_RUN_END  # re-exported: callers read them here
+from translator.core.stops import THINKING_BUDGET as THINKING_BUDGET
+from translator.core.stops import TRUNCATED as TRUNCATED
 from translator.diagnostics import Diagnostic
 from translator.encoders import SILENT, Encoder
-from translator.events import BadLine
-from translator.headless_reader import HeadlessReader
 from translator.lines import EXCERPT_BYTES, LineBuffer
 from translator.model import ESTIMATED as ESTIMATED  # re-exported: the clocks are read from here too
 from translator.model import RECORDED as RECORDED
 from translator.model import WALL as WALL
 from translator.model import Delta, DeltaRun
-from translator.rates import RateCard
-from translator.raw_reader import RawReader
-from translator.run_fold import Options as Options  # re-exported: every shell builds one here
-from translator.run_fold import RunFold
-from translator.states import Move
-from translator.stops import LOST_RUN_END as LOST_RUN_END  # re-exported: callers read them here
-from translator.stops import THINKING_BUDGET as THINKING_BUDGET
-from translator.stops import TRUNCATED as TRUNCATED
 
 IS_DELTA = attrgetter("is_delta")
 
 
 class Translator(RunFold):
     """One input stream's translation. Feed bytes; collect frames; `end()` or `cancel()` once.
-    The run fold (run_fold.py) turns events into frames; this adds the bytes, lines and errors."""
+    The run fold (fold.py) turns events into frames; this adds the bytes, lines and errors."""
 
     def __init__(
         self,

@@ -1,7 +1,7 @@
 """JSON Schemas of the output frames, generated from the typed model in `frames.py`, and of the
 input the translator reads, generated from the classes it decodes it into (`model.py`).
 
-`python -m translator.schema` (`make schemas`) writes `translator/data/schema/<format>.schema.json`
+`python -m translator.schema.generate` (`make schemas`) writes `translator/data/schema/<format>.schema.json`
 and `input-raw.schema.json` / `input-headless.schema.json`; the package ships those files, so
 using them needs nothing but a JSON Schema validator.
 """
@@ -14,9 +14,9 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from translator.frames import MODELS
+from translator.schema.frames import MODELS
 
-DIRECTORY = Path(__file__).parent / "data" / "schema"
+DIRECTORY = Path(__file__).parent.parent / "data" / "schema"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 
@@ -64,7 +64,7 @@ def generate(fmt: str) -> dict[str, Any]:
     return {
         "$schema": DIALECT,
         "title": f"translator --format {fmt}: one output frame (one line of stream-json)",
-        "description": "Generated from translator/frames.py by `python -m translator.schema`.",
+        "description": "Generated from translator/schema/frames.py by `python -m translator.schema.generate`.",
         "anyOf": [*frames, passthrough(models)],
         "$defs": defs,
     }
@@ -83,7 +83,7 @@ def generate_input(dialect: str) -> dict[str, Any]:
     return {
         "$schema": DIALECT,
         "title": f"translator input: {title[dialect]}",
-        "description": "Generated from translator/model.py by `python -m translator.schema`.",
+        "description": "Generated from translator/model.py by `python -m translator.schema.generate`.",
         **events[0],
         "$defs": defs,
     }

@@ -285,7 +285,7 @@ def finish(done: list[Done], elapsed: float, results_table: str | None, interrup
     status = summary(done, elapsed, interrupted, signum)
     if results_table is None or interrupted:
         return status
-    from translator import results_table as table
+    from translator.table import parquet as table
 
     try:
         table.write(results_table, [row for d in done for row in d.results])

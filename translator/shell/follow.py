@@ -25,12 +25,13 @@ from translator.diagnostics import stderr as _stderr
 from translator.feed import CHUNK
 from translator.shell.pump import Pump
 from translator.shell.sink import SCARCE, OutputStuck
-from translator.usage import FOLLOW_FIFO
 
 if TYPE_CHECKING:
-    from translator.fold import Translator
+    from translator.core.translator import Translator
     from translator.shell.pump import Shell
 
+# A FIFO has no offset to resume from nor a size to see it cut back: it is read as an input.
+FOLLOW_FIFO = "is a FIFO, not a file to follow (read it as an input: translator FIFO)"
 RECHECK_S = 5.0  # even with inotify, a look this often (a volume remounted, an event missed)
 POLL_S = 0.2  # without inotify
 # inotify(7): what may change the file we follow, seen from its directory.

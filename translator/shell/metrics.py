@@ -29,13 +29,13 @@ from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.process_collector import ProcessCollector
 
 from translator import __version__
+from translator.core.states import TRANSITIONS
 from translator.diagnostics import KINDS, Diagnostic, Notice
 from translator.diagnostics import stderr as _stderr
-from translator.states import TRANSITIONS
 
 if TYPE_CHECKING:
+    from translator.core.translator import Translator
     from translator.encoders import RunSummary
-    from translator.fold import Translator
     from translator.shell.pump import Shell
 
 SUBTYPES = ("success", "error", "max_tokens", "max_turns", "cancelled", "budget_exceeded")

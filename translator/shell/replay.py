@@ -23,11 +23,11 @@ import orjson
 
 from translator import __version__
 from translator.api import make_encoder
+from translator.core.rates import RateCard
+from translator.core.translator import Options
 from translator.encoders import Encoder
 from translator.feed import CHUNK, Feed, new_core, steps
-from translator.fold import Options
-from translator.rates import RateCard
-from translator.results import Recorder
+from translator.table.rows import Recorder
 
 NAMESPACE = uuid.UUID("7b7c2f0e-49a1-4b5e-9c1d-0c6a1e5d2b49")  # this tool's uuid5 namespace
 
@@ -76,7 +76,7 @@ class Done:
     relative: str
     size: int
     diagnostics: list[str] = field(default_factory=list)
-    results: list[dict[str, Any]] = field(default_factory=list)  # one row per run (results.py)
+    results: list[dict[str, Any]] = field(default_factory=list)  # one row per run (table/rows.py)
     skipped: bool = False  # up to date: nothing was read but the marker
     error: str | None = None  # why the file failed
     data_error: bool = False  # it failed on its content, not on I/O

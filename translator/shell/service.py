@@ -35,7 +35,7 @@ from translator.shell.pump import Pump
 from translator.shell.sink import SCARCE
 
 if TYPE_CHECKING:
-    from translator.fold import Translator
+    from translator.core.translator import Translator
     from translator.shell.pump import Shell
 
 FINAL_SEND_S = 5.0  # how long a closing connection may take to accept its last frames

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from translator.core.rates import RateCard
+from translator.core.translator import Options, Translator
 from translator.diagnostics import stderr as _stderr
 from translator.encoders import Encoder
 from translator.feed import Taken, new_core
-from translator.fold import Options, Translator
-from translator.rates import RateCard
 
 if TYPE_CHECKING:
     from translator.shell.metrics import Metrics

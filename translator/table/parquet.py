@@ -1,6 +1,6 @@
 """`--results-table PATH`: every run's result as a row of a Parquet dataset (pyarrow).
 
-The rows come from the pass that translates (results.py); this only writes them. The dataset
+The rows come from the pass that translates (rows.py); this only writes them. The dataset
 is hive-partitioned by the log's day (`date=YYYY-MM-DD/part-0.parquet`: the first recorded
 event's UTC day, else the file's modification day), so DuckDB, pandas or Spark read it as one
 table and prune by date. Each write replaces the partitions it has rows for; a batch's rows

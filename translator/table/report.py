@@ -16,10 +16,10 @@ import os
 from collections import Counter, defaultdict
 from typing import Any
 
+from translator.arguments import Parser
 from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text
 from translator.extras import MissingExtra, need
-from translator.usage import Parser
 
 EX_NOINPUT, EX_IOERR = 66, 74
 

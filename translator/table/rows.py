@@ -75,7 +75,7 @@ class Recorder:
         self.inner.result(run, t)
 
     def row(self, frame: dict[str, Any], run: RunSummary, t: float) -> dict[str, Any]:
-        """The table's columns (results_table.SCHEMA), from the result frame as written."""
+        """The table's columns (table.parquet.COLUMNS), from the result frame as written."""
         recorded = run.duration_source == RECORDED
         first = self._first_t if recorded else None
         usage = frame.get("usage")
