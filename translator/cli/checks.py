@@ -15,7 +15,9 @@ from translator.arguments import EX_NOINPUT, EX_USAGE
 # given), with their defaults, filled in here so that the parser's None tells "not given".
 BATCH = ("out_dir", "results_table")
 MODE_OPTIONS: dict[tuple[str, ...], tuple[str, dict[str, object]]] = {
-    BATCH: ("--out-dir or --results-table", {"jobs": os.cpu_count() or 1, "force": False, "cluster": None}),
+    BATCH: ("--out-dir or --results-table", {
+        "jobs": os.cpu_count() or 1, "force": False, "cluster": None, "store_timeout": None,
+    }),
     ("follow",): ("--follow", {"from_end": False}),
     ("listen",): ("--listen", {
         "max_connections": 64, "idle_timeout": 300.0, "grace": 10.0, "line_timeout": None,
@@ -46,6 +48,20 @@ def given(args: argparse.Namespace, dest: str) -> bool:
     return value is not None and value is not False
 
 
+def store_timeout(given: float | None) -> float:
+    """--store-timeout, else $TRANSLATOR_STORE_TIMEOUT, else the default: positive seconds."""
+    from translator.object_store import ENV, TIMEOUT
+
+    name, text = ("--store-timeout", given) if given is not None else (f"${ENV}", os.environ.get(ENV) or TIMEOUT)
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise UserError(name, "must be a positive number of seconds")
+    return value
+
+
 def check(args: argparse.Namespace) -> None:
     """Raise UserError for what cannot run; fill in the mode options' defaults."""
     modes = []
@@ -68,6 +84,7 @@ def check(args: argparse.Namespace) -> None:
                 raise UserError(flag(dest), f"does not go with {batch}")
         if not args.files:
             raise UserError(batch, "needs input files or directories")
+        args.store_timeout = store_timeout(args.store_timeout)
         if args.out_dir is None:  # the table's rows are the default format's: no frames to shape
             shaping = ["--format claude-code"] if args.format != "enriched" else []
             shaping += [flag(dest) for dest in ("include_partial_messages", "results_only") if given(args, dest)]

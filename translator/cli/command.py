@@ -216,6 +216,12 @@ def build_parser() -> Parser:
         help="batch replay on Dask: tcp://HOST:PORT of a running scheduler, or local[:N] for a "
         "LocalCluster of N worker processes (default: the local process pool)",
     )
+    fleet.add_argument(
+        "--store-timeout", type=float, metavar="S",
+        help="s3:// URLs: how long a connect, and each wait for an answer or the next bytes of a read "
+        "or write, may take before the request is tried again (3 tries, then the file fails, 74) "
+        "(default: $TRANSLATOR_STORE_TIMEOUT, else 30)",
+    )
     p.add_argument("--version", action=Version, version=f"translator {__version__}")
     p.add_argument(
         "--print-completion",
@@ -308,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             format=args.format, partial=partial, results_only=results_only, rates=rates,
             rates_digest=rates.fingerprint(), options=cfg.options, clock=args.clock, force=args.force,
         )
-        return modes.out_dir(args.files, args.out_dir, args.jobs, template, args.results_table, args.cluster)
+        return modes.out_dir(args.files, args.out_dir, args.jobs, template, args.results_table, args.cluster,
+                             args.store_timeout)
     output: OutputFile | None = None
     if args.output not in (None, "-"):
         from translator.shell.output import OutputFile  # only -o FILE needs it

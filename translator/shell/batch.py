@@ -29,6 +29,7 @@ from typing import Any, BinaryIO
 from tqdm import tqdm
 
 from translator.diagnostics import formatted, stderr
+from translator.object_store import TIMEOUT
 from translator.shell.replay import Done, Job, Store, shown, translate_file
 from translator.shell.selection import Found, Input, SelectionError, check_distinct, select, target_name
 from translator.shell.sink import SCARCE
@@ -280,7 +281,7 @@ def stopping(came: list[int]) -> Iterator[None]:
 
 
 def finish(done: list[Done], elapsed: float, results_table: str | None, interrupted: bool = False,
-           signum: int = signal.SIGINT) -> int:
+           signum: int = signal.SIGINT, timeout: float = TIMEOUT) -> int:
     """The summary, and the results table when asked for; the exit status."""
     status = summary(done, elapsed, interrupted, signum)
     if results_table is None or interrupted:
@@ -288,7 +289,7 @@ def finish(done: list[Done], elapsed: float, results_table: str | None, interrup
     from translator.table import parquet as table
 
     try:
-        table.write(results_table, [row for d in done for row in d.results])
+        table.write(results_table, [row for d in done for row in d.results], timeout)
     except OSError as exc:
         stderr([f"translator: --results-table {results_table}: {exc.strerror or exc}"])
         return EX_IOERR

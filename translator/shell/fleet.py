@@ -14,7 +14,9 @@ from __future__ import annotations
 import hashlib
 import io
 import logging
+import multiprocessing
 import os
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -26,6 +28,7 @@ from tqdm import tqdm
 
 from translator.diagnostics import stderr
 from translator.extras import MissingExtra, need
+from translator.object_store import TIMEOUT, StoreError, faults, filesystem
 from translator.shell import batch
 from translator.shell.replay import Done, Job, Store, translate_file
 from translator.shell.selection import EX_USAGE, Found, SelectionError
@@ -51,18 +54,23 @@ def _mtime(info: dict[str, Any]) -> float:
 
 
 class Lister:
-    """Selection over one fsspec filesystem (paths without their protocol)."""
+    """Selection over one fsspec filesystem (paths without their protocol); a store's fault is
+    an I/O error naming what was listed, not a missing input."""
 
-    def __init__(self, fs: Any) -> None:
-        self.fs = fs
+    def __init__(self, fs: Any, scheme: str, timeout: float) -> None:
+        self.fs, self.scheme, self.timeout = fs, scheme, timeout
+
+    def _faults(self, path: str) -> AbstractContextManager[None]:
+        return faults(f"{self.scheme}://{path}", self.timeout)
 
     def absolute(self, name: str) -> str:
         return str(self.fs._strip_protocol(name)).rstrip("/")
 
     def kind(self, path: str) -> str | None:
         try:
-            info = self.fs.info(path)
-        except (FileNotFoundError, OSError):
+            with self._faults(path):
+                info = self.fs.info(path)
+        except FileNotFoundError:
             return None
         return "dir" if info.get("type") == "directory" else "file"
 
@@ -70,21 +78,44 @@ class Lister:
         return Found(str(info["name"]).rstrip("/"), int(info.get("size") or 0), _mtime(info))
 
     def stat(self, path: str) -> Found:
-        return self._found(self.fs.info(path))
+        with self._faults(path):
+            return self._found(self.fs.info(path))
 
     def files_under(self, path: str) -> list[Found]:
-        return [self._found(i) for i in self.fs.find(path, detail=True).values() if i.get("type") != "directory"]
+        with self._faults(path):
+            found = self.fs.find(path, detail=True).values()
+        return [self._found(i) for i in found if i.get("type") != "directory"]
 
     def glob(self, pattern: str) -> list[Found]:
-        return [self._found(i) for i in self.fs.glob(pattern, detail=True).values() if i.get("type") != "directory"]
+        with self._faults(pattern):
+            found = self.fs.glob(pattern, detail=True).values()
+        return [self._found(i) for i in found if i.get("type") != "directory"]
+
+
+class _Reading:
+    """An object being read: its store's faults are StoreErrors naming it."""
+
+    def __init__(self, file: Any, url: str, timeout: float) -> None:
+        self.file, self.url, self.timeout = file, url, timeout
+
+    def read(self, size: int = -1) -> bytes:
+        with faults(self.url, self.timeout):
+            return bytes(self.file.read(size))
+
+    def __enter__(self) -> _Reading:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with suppress(Exception):
+            self.file.close()
 
 
 class _Upload:
     """An object written whole or not at all: held in memory up to SMALL and PUT at commit;
     past that streamed as a multipart upload that only commit() completes."""
 
-    def __init__(self, fs: Any, path: str) -> None:
-        self.fs, self.path = fs, path
+    def __init__(self, fs: Any, path: str, url: str, timeout: float) -> None:
+        self.fs, self.path, self.url, self.timeout = fs, path, url, timeout
         self.buffer = io.BytesIO()
         self.file: Any = None
 
@@ -92,19 +123,22 @@ class _Upload:
         if self.file is None:
             self.buffer.write(data)
             if self.buffer.tell() > SMALL:
-                self.file = self.fs.open(self.path, "wb", autocommit=False)
-                self.file.write(self.buffer.getvalue())
+                with faults(self.url, self.timeout):
+                    self.file = self.fs.open(self.path, "wb", autocommit=False)
+                    self.file.write(self.buffer.getvalue())
                 self.buffer = io.BytesIO()
         else:
-            self.file.write(data)
+            with faults(self.url, self.timeout):
+                self.file.write(data)
         return len(data)
 
     def commit(self) -> None:
-        if self.file is None:
-            self.fs.pipe_file(self.path, self.buffer.getvalue())
-        else:
-            self.file.close()
-            self.file.commit()
+        with faults(self.url, self.timeout):
+            if self.file is None:
+                self.fs.pipe_file(self.path, self.buffer.getvalue())
+            else:
+                self.file.close()
+                self.file.commit()
 
     def discard(self) -> None:
         if self.file is not None:
@@ -114,28 +148,30 @@ class _Upload:
 
 
 class FsspecStore:
-    """Inputs and outputs by URL through fsspec (local paths stay with batch.LocalStore)."""
+    """Inputs and outputs by URL through fsspec (local paths stay with batch.LocalStore), each
+    request waiting `timeout` seconds at most (object_store.filesystem)."""
 
-    def __init__(self) -> None:
+    def __init__(self, timeout: float = TIMEOUT) -> None:
         self.local = batch.LocalStore()
+        self.timeout = timeout
 
-    @staticmethod
-    def _fs(url: str) -> tuple[Any, str]:
-        fs, path = need("fsspec").core.url_to_fs(url)
-        return fs, path
+    def _fs(self, url: str) -> tuple[Any, str]:
+        with faults(url, self.timeout):
+            return filesystem(url, self.timeout)
 
     def open_input(self, path: str) -> AbstractContextManager[Any]:
         if "://" not in path:
             return self.local.open_input(path)
         fs, bare = self._fs(path)
-        return fs.open(bare, "rb")  # type: ignore[no-any-return]
+        with faults(path, self.timeout):
+            return _Reading(fs.open(bare, "rb"), path, self.timeout)
 
     def writer(self, path: str) -> AbstractContextManager[Any]:
         return self.local.writer(path) if "://" not in path else self._upload(path)
 
     @contextmanager
     def _upload(self, path: str) -> Iterator[_Upload]:
-        upload = _Upload(*self._fs(path))
+        upload = _Upload(*self._fs(path), path, self.timeout)
         try:
             yield upload
             upload.commit()
@@ -144,12 +180,15 @@ class FsspecStore:
             raise
 
     def read_marker(self, path: str) -> bytes | None:
+        """The marker's bytes; None if there is none (a fault of the store is raised: the file
+        would fail on it anyway, after the wait)."""
         if "://" not in path:
             return self.local.read_marker(path)
         fs, bare = self._fs(path)
         try:
-            return bytes(fs.cat_file(bare))
-        except (FileNotFoundError, OSError):
+            with faults(path, self.timeout):
+                return bytes(fs.cat_file(bare))
+        except FileNotFoundError:
             return None
 
     def write_marker(self, path: str, data: bytes) -> None:
@@ -157,7 +196,8 @@ class FsspecStore:
             self.local.write_marker(path, data)
         else:
             fs, bare = self._fs(path)
-            fs.pipe_file(bare, data)
+            with faults(path, self.timeout):
+                fs.pipe_file(bare, data)
 
 
 def _task(job: Job, store: Store) -> Done:
@@ -191,7 +231,7 @@ def groups(jobs: list[Job], slots: int) -> list[list[Job]]:
     return [*out, current] if current else out
 
 
-def plan(names: list[str], out_dir: str | None, template: Job) -> tuple[list[Job], Store]:
+def plan(names: list[str], out_dir: str | None, template: Job, timeout: float = TIMEOUT) -> tuple[list[Job], Store]:
     """The jobs and the store that reads and writes them."""
     remote = [n for n in names if "://" in n]
     url: Callable[[str], str] = str
@@ -201,39 +241,67 @@ def plan(names: list[str], out_dir: str | None, template: Job) -> tuple[list[Job
         protocols = {n.split("://", 1)[0] for n in names}
         if len(protocols) > 1 or len(remote) != len(names):
             raise SelectionError("inputs must all be on one store (all local, or all under one URL scheme)", EX_USAGE)
-        fs, _ = FsspecStore._fs(names[0])
-        lister = Lister(fs)
         scheme = protocols.pop()
+        with faults(names[0], timeout):
+            fs, _ = filesystem(names[0], timeout)
+        lister = Lister(fs, scheme, timeout)
         url = lambda path: f"{scheme}://{path}"  # noqa: E731 (named by the annotation above)
-    store: Store = batch.LocalStore() if not remote and "://" not in (out_dir or "") else FsspecStore()
+    store: Store = batch.LocalStore() if not remote and "://" not in (out_dir or "") else FsspecStore(timeout)
     if out_dir is not None and "://" not in out_dir:
         batch.prepare_out_dir(out_dir)
     return batch.plan(names, lister, out_dir, template, url), store
 
 
 def run(names: list[str], out_dir: str | None, workers: int, template: Job,
-        results_table: str | None, cluster: str | None) -> int:
-    """Translate everything under `names` (paths or URLs) on the local pool or on Dask."""
-    try:
-        jobs, store = plan(names, out_dir, template)
-        if cluster is not None:
-            need("distributed")
-    except (SelectionError, MissingExtra) as exc:
-        stderr([f"translator: {exc}"])
-        return exc.status
-    except OSError as exc:  # listing the store failed (credentials, network, no bucket)
-        stderr([f"translator: {' '.join(names)}: {exc.strerror or exc}"])
-        return batch.EX_IOERR
+        results_table: str | None, cluster: str | None, timeout: float = TIMEOUT) -> int:
+    """Translate everything under `names` (paths or URLs) on the local pool or on Dask. A stop
+    signal (SIGINT, SIGTERM, SIGHUP), even while a store keeps a request waiting, ends it with
+    its summary and the signal's status, whether listing, translating or writing the table."""
+    came: list[int] = []
     started = time.monotonic()
-    with tqdm(total=sum(job.size for job in jobs), unit="B", unit_scale=True, file=sys.stderr,
-              disable=not batch.drawn(), desc=f"0/{len(jobs)} files") as bar:
-        if cluster is None:
+    with batch.stopping(came):
+        try:
+            jobs, store = plan(names, out_dir, template, timeout)
+            if cluster is not None:
+                need("distributed")
+        except KeyboardInterrupt:  # listing: nothing done yet
+            return batch.summary([], time.monotonic() - started, True, came[0] if came else signal.SIGINT)
+        except (SelectionError, MissingExtra) as exc:
+            stderr([f"translator: {exc}"])
+            return exc.status
+        except StoreError as exc:  # listing the store failed: it named the object
+            stderr([f"translator: {exc.strerror}"])
+            return batch.EX_IOERR
+        except OSError as exc:  # listing the store failed (credentials, no bucket)
+            stderr([f"translator: {' '.join(names)}: {exc.strerror or exc}"])
+            return batch.EX_IOERR
+        done, interrupted = _translate(jobs, store, cluster, workers)
+        if out_dir is not None and "://" not in out_dir:
+            batch.sweep_temporaries(out_dir)  # a lost worker's, whose file was done again elsewhere
+        try:
+            return batch.finish(done, time.monotonic() - started, results_table, interrupted,
+                                came[0] if came else signal.SIGINT, timeout)
+        except KeyboardInterrupt:  # writing the table: the one there is stays as it was
+            stderr([f"translator: --results-table {results_table}: not written (interrupted)"])
+            return 128 + (came[0] if came else signal.SIGINT)
+
+
+def _translate(jobs: list[Job], store: Store, cluster: str | None, workers: int) -> tuple[list[Done], bool]:
+    """The jobs done on the local pool or on Dask, and whether a stop signal cut them short (the
+    pool's workers are then ended: one a store keeps waiting would hold the exit)."""
+    try:
+        with tqdm(total=sum(job.size for job in jobs), unit="B", unit_scale=True, file=sys.stderr,
+                  disable=not batch.drawn(), desc=f"0/{len(jobs)} files") as bar:
+            if cluster is not None:
+                return run_dask(jobs, store, cluster, workers, bar)
             done, interrupted = batch.run_local(jobs, workers, bar, store)
-        else:
-            done, interrupted = run_dask(jobs, store, cluster, workers, bar)
-    if out_dir is not None and "://" not in out_dir:
-        batch.sweep_temporaries(out_dir)  # a lost worker's, whose file was done again elsewhere
-    return batch.finish(done, time.monotonic() - started, results_table, interrupted)
+    except KeyboardInterrupt:  # starting or leaving the engine
+        done, interrupted = [], True
+    if interrupted:
+        for worker in multiprocessing.active_children():
+            worker.kill()
+            worker.join()
+    return done, interrupted
 
 
 @contextmanager
@@ -244,7 +312,7 @@ def connect(cluster: str, workers: int) -> Iterator[Any]:
     if cluster == "local" or cluster.startswith("local:"):
         n = int(cluster.partition(":")[2] or workers)
         with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                      dashboard_address=":0") as lc, \
+                                      dashboard_address=":0", silence_logs=logging.CRITICAL) as lc, \
                 distributed.Client(lc) as client:
             yield client
     else:
@@ -260,7 +328,8 @@ def settle(work: list[Job] | Job, value: Any) -> list[Done | Job]:
         if isinstance(value, Done):
             return [value]
         exc = value[1] if isinstance(value, tuple) else value  # as_completed's (type, value, traceback)
-        return [Done(work.relative, work.size, error=f"{type(exc).__name__}: {exc}")]
+        said = exc.strerror if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+        return [Done(work.relative, work.size, error=said)]
     if not isinstance(value, list):
         return list(work)
     return [job if d.error is not None and not d.data_error else d for d, job in zip(value, work, strict=True)]

@@ -87,7 +87,7 @@ async def serve(shell: Shell) -> Outcome:
 
 
 def out_dir(names: list[str], out_dir: str | None, workers: int, template: Job,
-            results_table: str | None = None, cluster: str | None = None) -> int:
+            results_table: str | None = None, cluster: str | None = None, store_timeout: float = 30.0) -> int:  # object_store.TIMEOUT
     """`--out-dir`/`--results-table`: translate everything under `names` as `template` says;
     the exit status."""
     if results_table is not None:
@@ -98,10 +98,10 @@ def out_dir(names: list[str], out_dir: str | None, workers: int, template: Job,
         except MissingExtra as exc:
             stderr([f"translator: --results-table: {exc}"])
             return exc.status
-    if cluster is not None or any("://" in n for n in [*names, out_dir or ""]):
+    if cluster is not None or any("://" in n for n in [*names, out_dir or "", results_table or ""]):
         from translator.shell import fleet
 
-        return fleet.run(names, out_dir, workers, template, results_table, cluster)
+        return fleet.run(names, out_dir, workers, template, results_table, cluster, store_timeout)
     from translator.shell import batch
 
     return batch.run(names, out_dir, workers, template, results_table)

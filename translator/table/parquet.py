@@ -5,13 +5,25 @@ is hive-partitioned by the log's day (`date=YYYY-MM-DD/part-0.parquet`: the firs
 event's UTC day, else the file's modification day), so DuckDB, pandas or Spark read it as one
 table and prune by date. Each write replaces the partitions it has rows for; a batch's rows
 include those of up-to-date files (kept in their markers), so a rerun rewrites the same table.
+
+A partition's file is made whole beside its place (a `.part-0.parquet.<pid>.tmp` no reader
+takes for a part) and renamed over it; on an object store it is one PUT, which replaces an
+object whole. A kill at any moment leaves each partition as it was or as it is to be: before,
+the old files were deleted first, and a kill while writing lost the partition.
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from translator.extras import need
+from translator.object_store import TIMEOUT, faults, filesystem
+
+PART = "part-0.parquet"
+ROW_GROUP = 128 * 1024  # runs per row group: one file per partition, read in few, large groups
+NO_DATE = "__HIVE_DEFAULT_PARTITION__"  # what hive partitioning calls a null partition value
 
 # Column, Arrow type, meaning. The README's schema table is this list.
 COLUMNS: list[tuple[str, str, str]] = [
@@ -59,19 +71,76 @@ def table(rows: list[dict[str, Any]]) -> Any:
     return pa.table(columns, schema=schema())
 
 
-def write(path: str, rows: list[dict[str, Any]]) -> None:
-    """Write (or rewrite the touched partitions of) the dataset at `path`, local or a URL."""
+def write(path: str, rows: list[dict[str, Any]], timeout: float = TIMEOUT) -> None:
+    """Write (or rewrite the touched partitions of) the dataset at `path`, local or a URL
+    (through fsspec, configured as for the inputs: credentials, endpoint, --store-timeout)."""
     pa = need("pyarrow")
-    import pyarrow.dataset as ds
-    from pyarrow import fs as pafs
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
 
-    if "://" in path:  # through fsspec, configured as for the inputs (credentials, endpoint)
-        filesystem, root = need("fsspec").core.url_to_fs(path)
-        filesystem = pafs.PyFileSystem(pafs.FSSpecHandler(filesystem))
-    else:
-        filesystem, root = pafs.LocalFileSystem(), path
-    ds.write_dataset(
-        table(rows), root, filesystem=filesystem, format="parquet",
-        partitioning=ds.partitioning(pa.schema([("date", pa.string())]), flavor="hive"),
-        basename_template="part-{i}.parquet", existing_data_behavior="delete_matching",
-    )
+    data = table(rows)
+    put = _Local(path).put if "://" not in path else _Remote(path, timeout).put
+    for date in sorted({d for d in data.column("date").to_pylist()}, key=lambda d: d or ""):
+        mask = pc.is_null(data["date"]) if date is None else pc.equal(data["date"], date)
+        sink = pa.BufferOutputStream()
+        pq.write_table(data.filter(mask).drop_columns(["date"]), sink, row_group_size=ROW_GROUP)
+        put(f"date={date or NO_DATE}", sink.getvalue().to_pybytes())
+
+
+class _Local:
+    """A dataset on local disk."""
+
+    def __init__(self, root: str) -> None:
+        self.root = Path(root)
+
+    def put(self, partition: str, data: bytes) -> None:
+        """The partition's new file, synced, renamed over the old; then its other parts (an
+        older writer's) and the temporaries of writers that were killed are removed."""
+        folder = self.root / partition
+        folder.mkdir(parents=True, exist_ok=True)
+        for stale in folder.glob(f".{PART}.*.tmp"):
+            if _gone(stale):
+                stale.unlink(missing_ok=True)
+        tmp = folder / f".{PART}.{os.getpid()}.tmp"
+        try:
+            with open(tmp, "wb") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp, folder / PART)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        for other in folder.glob("*.parquet"):
+            if other.name != PART:
+                other.unlink(missing_ok=True)
+
+
+def _gone(tmp: Path) -> bool:
+    """Whether the writer of a temporary (its pid is in its name) is no longer running."""
+    try:
+        os.kill(int(tmp.name.split(".")[-2]), 0)
+    except ProcessLookupError:
+        return True
+    except (ValueError, OSError):
+        return False
+    return False
+
+
+class _Remote:
+    """A dataset on an object store: a partition's file is one PUT (the object is replaced
+    whole, or not at all), then its other parts are deleted."""
+
+    def __init__(self, url: str, timeout: float) -> None:
+        self.url, self.timeout = url.rstrip("/"), timeout
+        with faults(url, timeout):
+            self.fs, root = filesystem(url, timeout)
+        self.root = str(root).rstrip("/")
+
+    def put(self, partition: str, data: bytes) -> None:
+        with faults(f"{self.url}/{partition}/{PART}", self.timeout):
+            self.fs.pipe_file(f"{self.root}/{partition}/{PART}", data)
+            others = [p for p in self.fs.find(f"{self.root}/{partition}")
+                      if str(p).endswith(".parquet") and str(p).rsplit("/", 1)[-1] != PART]
+            if others:
+                self.fs.rm(others)
