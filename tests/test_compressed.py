@@ -96,13 +96,18 @@ def test_the_library_reads_compressed_input_split_anywhere() -> None:
 
 def test_plain_input_that_begins_like_a_magic_number_is_plain() -> None:
     decoder = Decoder()
-    assert decoder.feed(b"\x28") == b""  # could still be zstd
-    assert decoder.feed(b"\xb5") == b""
-    assert decoder.feed(b"x\n") == b"\x28\xb5x\n" and decoder.kind is None
+    decoder.push(b"\x28")
+    assert decoder.pull() == b""  # could still be zstd
+    decoder.push(b"\xb5")
+    assert decoder.pull() == b""
+    decoder.push(b"x\n")
+    assert decoder.pull() == b"\x28\xb5x\n" and decoder.kind is None
     short = Decoder()
-    assert short.feed(b"\x1f") == b"" and short.finish() == b"\x1f"
+    short.push(b"\x1f")
+    assert short.pull() == b"" and short.finish() == b"\x1f"
     broken = Decoder()
-    broken.feed(gzip.compress(b"abc")[:5])
+    broken.push(gzip.compress(b"abc")[:5])
+    assert broken.pull() == b""
     with pytest.raises(CorruptInput, match="cut short"):
         broken.finish()
 
@@ -110,8 +115,10 @@ def test_plain_input_that_begins_like_a_magic_number_is_plain() -> None:
 def test_plain_input_pays_one_look() -> None:
     decoder = Decoder()
     chunk = b'{"type":"TurnStart"}\n'
-    assert decoder.feed(chunk) is not None and decoder.kind is None
-    assert decoder.feed(chunk) is chunk  # passed through untouched, not copied
+    decoder.push(chunk)
+    assert decoder.pull() == chunk and decoder.kind is None
+    decoder.push(chunk)
+    assert decoder.pull() is chunk  # passed through untouched, not copied
 
 
 def test_a_socket_client_may_send_gzip_over_tcp() -> None:

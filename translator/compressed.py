@@ -4,7 +4,10 @@ A `Decoder` stands between what is read and the core: plain input passes through
 (after one look at its first bytes), compressed input is inflated as it arrives, member after
 member (several gzip members or zstd frames, as `cat a.gz b.gz` makes, are one stream).
 Nothing is buffered beyond what the decompressor holds, so a growing .gz can be followed and a
-compressed pipe stays live.
+compressed pipe stays live. It is inflated a piece at a time, each no longer than a read of
+plain input, so that a small input that expands to gigabytes (a compression bomb) is held a
+piece at a time, its reader can act on a signal between pieces, and past a line's budget it is
+cut off once it expands more than MAX_RATIO times.
 """
 
 from __future__ import annotations
@@ -16,6 +19,11 @@ from typing import Any, Protocol
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 MAGICS = (GZIP_MAGIC, ZSTD_MAGIC)
+PIECE = 1 << 18  # the most one pull inflates: what a read of plain input takes (feed.CHUNK)
+# Past the first --max-line-bytes, how many times its compressed size an input may expand.
+# Event logs compress 10 to 30 times (bench/gen.py's stream: 14 with zstd -3, 22 with -19);
+# deflate cannot pass 1032; a stream of zeros or newlines packs 30,000 times with zstd.
+MAX_RATIO = 1000
 
 
 class CorruptInput(Exception):
@@ -28,7 +36,7 @@ class Decompressor(Protocol):
     @property
     def unused_data(self) -> bytes: ...
 
-    def decompress(self, data: bytes, /) -> bytes: ...
+    def decompress(self, data: bytes, max_length: int = ..., /) -> bytes: ...
 
 
 def _zstd() -> Any:
@@ -57,30 +65,51 @@ def kind_of(head: bytes) -> str | None:
 
 
 class Inflater:
-    """Incremental decompression of one input, across members (gzip) or frames (zstd)."""
+    """Incremental decompression of one input, across members (gzip) or frames (zstd), a piece
+    at a time: `push()` what was read, then `pull()` until it gives b"". No piece is longer
+    than PIECE, however much the input expands, and past `floor` bytes the data may not
+    expand more than `ratio` times its compressed size (a compression bomb is cut off)."""
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, floor: int, ratio: int) -> None:
         self.kind = kind
+        self.floor = floor
+        self.ratio = ratio  # 0: no limit
+        self.taken = 0  # compressed bytes pushed
+        self.given = 0  # inflated bytes pulled
         self._d = _decompressor(kind)
         self._error: type[Exception] = zlib.error if kind == "gzip" else _zstd().ZstdError
+        self._input = b""  # compressed bytes not yet handed to the decompressor
         self._between = False  # a member ended: what follows must be another (or zero padding)
 
-    def feed(self, data: bytes) -> bytes:
-        out: list[bytes] = []
+    def push(self, data: bytes) -> None:
+        self.taken += len(data)
+        self._input = self._input + data if self._input else data
+
+    def pull(self) -> bytes:
+        """The next piece (at most PIECE bytes); b"" once what was pushed is all inflated."""
         try:
-            while data:
+            while True:
                 if self._between:
-                    data = data.lstrip(b"\0")  # zero padding after a member, as gzip(1) allows
-                    if not data:
-                        break
+                    self._input = self._input.lstrip(b"\0")  # zero padding after a member, as gzip(1) allows
+                    if not self._input:
+                        return b""
                     self._d, self._between = _decompressor(self.kind), False
-                out.append(self._d.decompress(data))
-                data = b""
+                out = self._d.decompress(self._input, PIECE)
+                # zlib keeps what it did not take for the next call; zstd keeps it inside
+                self._input = getattr(self._d, "unconsumed_tail", b"")
                 if self._d.eof:
-                    data, self._between = self._d.unused_data, True
+                    self._input, self._between = self._d.unused_data, True
+                if out or not self._between:
+                    break
         except self._error as exc:
             raise CorruptInput(f"{self.kind}: {exc}") from None
-        return b"".join(out)
+        self.given += len(out)
+        if self.ratio and self.given > self.floor and self.given > self.ratio * self.taken:
+            raise CorruptInput(
+                f"{self.kind}: the data expands more than {self.ratio} times ({self.given} bytes from "
+                f"{self.taken}): a compression bomb? Not read further (--max-inflate-ratio)"
+            )
+        return out
 
     def finish(self) -> None:
         """The input ended: it must not end inside a member."""
@@ -89,30 +118,48 @@ class Inflater:
 
 
 class Decoder:
-    """The bytes an input holds, from the bytes read: `feed()` each chunk as read, `finish()`
-    at the end. Plain input costs one look at its first bytes, then one test per chunk."""
+    """The bytes an input holds, from the bytes read: `push()` each chunk as read, then `pull()`
+    pieces until b"", and `finish()` at the end. Plain input costs one look at its first bytes,
+    then one test per chunk, and is pulled as the chunk it came in. `floor` and `ratio`: the
+    compressed input's limit (see Inflater)."""
 
-    def __init__(self) -> None:
+    def __init__(self, floor: int = 64 << 20, ratio: int = MAX_RATIO) -> None:
         self.kind: str | None = None  # gzip, zstd or None (plain), once known
+        self._floor, self._ratio = floor, ratio
         self._inflater: Inflater | None = None
         self._head: bytes | None = b""  # the first bytes, while they may begin a magic number
+        self._plain = b""  # plain bytes pushed, not yet pulled
 
-    def feed(self, data: bytes) -> bytes:
+    def push(self, data: bytes) -> None:
         if self._head is None:
-            return data if self._inflater is None else self._inflater.feed(data)
+            if self._inflater is None:
+                self._plain = self._plain + data if self._plain else data
+            else:
+                self._inflater.push(data)
+            return
         head = self._head + data
         if kind_of(head) is None and any(len(head) < len(m) and m.startswith(head) for m in MAGICS):
             self._head = head  # too short to tell (a pipe written byte by byte)
-            return b""
+            return
         self._head = None
         self.kind = kind_of(head)
         if self.kind is None:
-            return head
-        self._inflater = Inflater(self.kind)
-        return self._inflater.feed(head)
+            self._plain = head
+            return
+        self._inflater = Inflater(self.kind, self._floor, self._ratio)
+        self._inflater.push(head)
+
+    def pull(self) -> bytes:
+        """The next piece of what was pushed (b"": nothing more until the next push); raises
+        CorruptInput for damaged data or a bomb."""
+        if self._inflater is not None:
+            return self._inflater.pull()
+        plain, self._plain = self._plain, b""
+        return plain
 
     def finish(self) -> bytes:
-        """What is left at the end of the input; raises CorruptInput for a cut-short stream."""
+        """What is left at the end of the input (after every piece was pulled); raises
+        CorruptInput for a cut-short stream."""
         if self._inflater is not None:
             self._inflater.finish()
         head, self._head = self._head or b"", None

@@ -83,7 +83,7 @@ class Feed:
 
     def __init__(self, core: Translator) -> None:
         self.core = core
-        self.decoder = Decoder()
+        self.decoder = Decoder(core.options.max_line_bytes, core.options.max_inflate_ratio)
         self.broken: str | None = None  # why the compressed input broke (`gzip: <why>`), once it has
         self._unsaid: str | None = None  # the diagnostic line for it, until taken
 
@@ -94,12 +94,28 @@ class Feed:
         return self.broken is not None or self.core.stopped
 
     def feed(self, data: bytes, now: float) -> int:
-        """A chunk that arrived at `now` (monotonic seconds), inflated, to the core; how many
-        bytes that gave it. Damaged compressed data ends what can be read (see `over`)."""
+        """A chunk that arrived at `now` (monotonic seconds), inflated, to the core, all of it
+        at once; how many bytes that gave it (the library's Stream.feed: a shell takes what
+        came back after each `step()`). Damaged compressed data ends what can be read."""
+        self.push(data)
+        size = 0
+        while step := self.step(now):
+            size += step
+        return size
+
+    def push(self, data: bytes) -> None:
+        """A chunk as read: its pieces go to the core with `step()`."""
+        if not self.over:
+            self.decoder.push(data)
+
+    def step(self, now: float) -> int:
+        """The next piece of what was pushed (at most a read's worth, however much a compressed
+        input expands) to the core at `now`: how many bytes it held; 0 when nothing is left
+        until the next push, or the stream is over (see `over`)."""
         if self.over:
             return 0
         try:
-            data = self.decoder.feed(data)
+            data = self.decoder.pull()
         except CorruptInput as exc:
             self._break(exc)
             return 0
@@ -141,14 +157,16 @@ def steps(
     input or the stream is over, what its end gave. A replay's chunks all arrive at `now`: its
     times come from its events (or the estimate), not from how fast it is read. A shell reading
     as it goes passes its `clock` (each chunk is timed when it is fed), and `cancelled`, asked
-    once the chunks stop: True (a signal stopped them) closes an open run as cancelled."""
+    between the pieces of a chunk and once the chunks stop: True (a signal stopped them)
+    closes an open run as cancelled."""
     for chunk in chunks:
-        feed.feed(chunk, now if clock is None else clock())
-        if feed.broken is not None:
-            break  # said with what the end gives
-        yield feed.take()
-        if feed.over:
-            break
+        feed.push(chunk)
+        while feed.step(now if clock is None else clock()):
+            yield feed.take()  # a piece at a time: a compression bomb is never held whole
+            if feed.over or (cancelled is not None and cancelled()):
+                break
+        if feed.over or (cancelled is not None and cancelled()):
+            break  # (a break of the compressed data is said with what the end gives)
     end = now if clock is None else clock()
     if cancelled is not None and cancelled():
         feed.cancel(end)

@@ -104,6 +104,8 @@ def check(args: argparse.Namespace) -> None:
     for dest, low in (("max_line_bytes", 1), ("jobs", 1), ("max_connections", 1)):
         if getattr(args, dest) < low:
             raise UserError(flag(dest), f"must be at least {low}")
+    if args.max_inflate_ratio < 0:
+        raise UserError("--max-inflate-ratio", "must not be negative (0: no limit)")
     if args.max_pending_bytes is not None and args.max_pending_bytes < 1:
         raise UserError("--max-pending-bytes", "must be at least 1")
     for dest in ("idle_timeout", "line_timeout"):

@@ -14,6 +14,7 @@ from translator.api import FORMATS, make_encoder
 from translator.arguments import EX_CONFIG, EX_IOERR, EX_NOINPUT, Parser, Version
 from translator.cli.checks import UserError, check
 from translator.cli.completion import SHELLS
+from translator.compressed import MAX_RATIO
 from translator.core.rates import ENV_CARD, RateCard
 from translator.core.translator import Options
 from translator.diagnostics import stderr as _stderr
@@ -131,6 +132,14 @@ def build_parser() -> Parser:
         default=64 << 20,
         metavar="N",
         help="longer lines are reported and skipped (default: 64 MiB)",
+    )
+    p.add_argument(
+        "--max-inflate-ratio",
+        type=int,
+        default=MAX_RATIO,
+        metavar="N",
+        help=f"gzip or zstd input that expands more than N times its size, past its first "
+        f"--max-line-bytes, is cut off as a compression bomb (exit 65; default: {MAX_RATIO}; 0: no limit)",
     )
     p.add_argument(
         "--strict",
@@ -292,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             strict=args.strict,
             stop_on_invalid=args.on_invalid == "fail",
             max_line_bytes=args.max_line_bytes,
+            max_inflate_ratio=args.max_inflate_ratio,
         ),
         clock=args.clock,
         session_id=args.session_id,

@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 import orjson
 
+from translator.compressed import MAX_RATIO
 from translator.core import jsonl as E
 from translator.core.clock import Clock, Source
 from translator.core.open_run import OpenRun, summary
@@ -42,6 +43,7 @@ class Options(msgspec.Struct):
     strict: bool = False  # also reject fields serde does not write
     stop_on_invalid: bool = False  # --on-invalid fail
     max_line_bytes: int = 64 << 20
+    max_inflate_ratio: int = MAX_RATIO  # compressed input: how far it may expand (0: no limit)
     epoch: float = 0.0  # wall-clock seconds at monotonic 0, for the timestamps frames carry
 
 

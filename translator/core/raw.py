@@ -11,6 +11,7 @@ and reason, or handed to the headless reader, unwrapped, or passed through.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -26,6 +27,8 @@ from translator.model import RECORDED, Event
 if TYPE_CHECKING:
     from translator.core.translator import Translator
 
+NEWLINE = 0x0A
+TEXT = re.compile(rb"[^\n]")  # where a run of blank lines ends
 STAMPED = b'"timestamp":'  # an ISO stamp: read (and its range checked) line by line
 HEADLESS = b'{"type":"'  # then a lower-case letter: a headless frame as the agent writes it
 # msgspec raises RecursionError, not a DecodeError, past ~1000 levels (orjson stops at 1024).
@@ -86,8 +89,24 @@ class RawReader:
         self._all_raw = True
 
     def block(self, data: bytes, pos: int, end: int, now: float) -> None:
-        """The hot path: complete lines `data[pos:end]` (each ends with a newline), `end` just
-        past the chunk's last newline."""
+        """Complete lines `data[pos:end]` (each ends with a newline), `end` just past the
+        chunk's last newline. Blank lines are counted, nothing more (a run of them is one
+        search in C); the stretches between them go to the hot path, each a batch."""
+        fold = self.fold
+        while pos < end and not fold.stopped:
+            if data[pos] == NEWLINE:  # blank lines
+                text = TEXT.search(data, pos, end)
+                stop = end if text is None else text.start()
+                fold.line_no += stop - pos
+            else:
+                blank = data.find(b"\n\n", pos, end)
+                stop = end if blank < 0 else blank + 1
+                self._stretch(data, pos, stop, now, stop == end)
+            pos = stop
+
+    def _stretch(self, data: bytes, pos: int, end: int, now: float, last: bool) -> None:
+        """The hot path: lines `data[pos:end]`, none of them blank (`last`: the chunk's last
+        newline ends them)."""
         fold = self.fold
         if (
             self._batch
@@ -98,7 +117,9 @@ class RawReader:
             # Each line decoded on its own (in C, one call per line): a batch takes exactly
             # what the lines one by one would. (`decode_lines` would take two events on one
             # line, and a blank line elsewhere in the chunk would hide them from a count.)
-            lines = data.split(b"\n")[data.count(b"\n", 0, pos) : -1]  # (no copy of the chunk first)
+            # (the last stretch, most often the whole chunk, split without a copy of it first)
+            lines = (data.split(b"\n")[data.count(b"\n", 0, pos) : -1] if last
+                     else data[pos:end].split(b"\n")[:-1])
             try:
                 if self._strict:
                     list(map(M.STRICT.decode, lines))

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from types import FrameType
 
 import anyio
+import anyio.lowlevel
 
 from translator.core.translator import Translator
 from translator.diagnostics import stderr as _stderr
@@ -60,8 +61,8 @@ class Output(Stdout):
 class Pump:
     """One input stream's loop, source → core → sink, written once for every shell (as
     httpcore's `_receive_event` feeds h11): the steps of feed.py's `steps()`, awaited. A chunk
-    read is handed to the core, decompressed, with its arrival time; what came back (frames,
-    diagnostics, rejected lines) goes out at once. The shell brings its own `read` and, if not
+    read is handed to the core, decompressed a piece at a time, with its arrival time; what came
+    back (frames, diagnostics, rejected lines) goes out after each piece. The shell brings its own `read` and, if not
     stdout, its own `write`."""
 
     def __init__(self, shell: Shell, core: Translator, write: Callable[[bytes], Awaitable[None]] | None = None) -> None:
@@ -75,14 +76,16 @@ class Pump:
         stopped). `fed` runs after each chunk is in the core, before its output goes out."""
         shell, feed = self.shell, self.feed
         while data := await read():
-            size = feed.feed(data, time.monotonic())
-            if feed.broken is not None:
-                break
-            if shell.metrics is not None:
-                shell.metrics.read(size)
-            if fed is not None:
-                fed()
-            await shell.put(feed.take(), feed.core, self.write)
+            feed.push(data)
+            while size := feed.step(time.monotonic()):
+                if shell.metrics is not None:
+                    shell.metrics.read(size)
+                if fed is not None:
+                    fed()
+                await shell.put(feed.take(), feed.core, self.write)
+                if feed.over:
+                    break
+                await anyio.lowlevel.checkpoint()  # a compressed chunk's pieces: a signal (a cancel) is heard between them
             if feed.over:
                 break
         return data is not None
