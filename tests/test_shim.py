@@ -379,8 +379,8 @@ def test_stream_json_in_and_out_are_required() -> None:
     assert done.returncode == 64 and done.stdout == b""
     assert (
         done.stderr.decode()
-        == "caliban-claude: --output-format stream-json is required (this is the Agent SDK's protocol; "
-        "from a shell: caliban -p PROMPT --output-format stream-json | translator --format claude-code)\n"
+        == "caliban-claude: --output-format stream-json is required without -p (the Agent SDK's protocol); "
+        "a prompt: caliban-claude -p PROMPT\n"
     )
 
 

@@ -30,9 +30,10 @@ def api_key_source() -> str:
     return "ANTHROPIC_API_KEY" if os.environ.get("ANTHROPIC_API_KEY") else "none"
 
 
-def initialize(mode: str, hooks_sent: bool) -> dict[str, Any]:
-    """Claude Code's initialize keys with neutral values. `hook_on_failure_supported: false`
-    makes the SDK refuse hooks that must block on failure (they would never run here)."""
+def initialize(mode: str, hooks_sent: bool, applied: dict[str, bool] | None = None) -> dict[str, Any]:
+    """Claude Code's initialize keys with neutral values, then the `*_applied` keys of the fields
+    sent. `hook_on_failure_supported: false` makes the SDK refuse hooks that must block on
+    failure (they would never run here)."""
     return {
         "commands": [],
         "agents": [],
@@ -48,6 +49,7 @@ def initialize(mode: str, hooks_sent: bool) -> dict[str, Any]:
         "fast_mode_state": "off",
         "session_state": "idle",
         "capabilities": [],
+        **(applied or {}),
     }
 
 

@@ -19,17 +19,20 @@ VALUE_FLAGS = frozenset(
         "--session-id", "--settings", "--add-dir", "--mcp-config", "--resume-session-at",
         "--resume-drops-turn", "--setting-sources", "--plugin-dir", "--thinking",
         "--thinking-display", "--max-thinking-tokens", "--effort", "--json-schema", "--agents",
+        "--agent", "--append-system-prompt-file", "--debug-file", "--managed-settings", "--initialize-fields",
+        "--permission-prompts", "--channels", "--project-config-root", "--plugin-dir-no-mcp",
     }
 )  # fmt: skip
 # Flags that may be given more than once (every value kept).
-REPEATED = frozenset({"--add-dir", "--plugin-dir", "--mcp-config"})
+REPEATED = frozenset({"--add-dir", "--plugin-dir", "--plugin-dir-no-mcp", "--mcp-config", "--channels"})
 # Flags without a value.
 BOOL_FLAGS = frozenset(
     {
         "--verbose", "--continue", "--include-partial-messages", "--include-hook-events",
         "--strict-mcp-config", "--fork-session", "--session-mirror", "--replay-user-messages",
         "--debug-to-stderr", "--print", "--debug", "--dangerously-skip-permissions",
-        "--allow-dangerously-skip-permissions",
+        "--allow-dangerously-skip-permissions", "--no-session-persistence", "--await-initialize",
+        "--managed-settings-in-initialize",
     }
 )  # fmt: skip
 SHORT = {"-p": "--print", "-c": "--continue", "-r": "--resume", "-d": "--debug"}
@@ -62,6 +65,9 @@ def parse(argv: list[str]) -> ClaudeArgs:
     while i < len(argv):
         token = argv[i]
         i += 1
+        if token == "--":  # the rest are arguments (`--print -- PROMPT`)
+            args.positional += argv[i:]
+            break
         if not token.startswith("-") or token == "-":
             args.positional.append(token)
             continue

@@ -15,6 +15,7 @@ import shutil
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 import orjson
@@ -23,7 +24,7 @@ from translator import __version__, stdio
 from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text
 from translator.feed import CHUNK
-from translator.shim import control
+from translator.shim import configure, control, initialize, printing
 from translator.shim.conversation import Conversation
 from translator.shim.flags import parse
 from translator.shim.mapping import PERMISSION_MODES, Plan, plan, resolve_model, run_argv
@@ -59,14 +60,23 @@ def prompt_text(message: dict[str, Any]) -> tuple[str, int]:
     return "\n".join(texts), len(blocks) - len(texts)
 
 
+def _unchanged(frames: list[bytes]) -> list[bytes]:
+    return frames
+
+
 class Shim:
-    def __init__(self, binary: str, p: Plan, session: Session) -> None:
+    def __init__(
+        self, binary: str, p: Plan, session: Session, shape: Callable[[list[bytes]], list[bytes]] = _unchanged
+    ) -> None:
         self.binary, self.plan, self.session = binary, p, session
+        self.shape = shape  # what of the frames is written as they come (print mode holds some back)
         self.model = p.model
         self.mode = p.permission_mode
         self.conversation = Conversation(session.id, partial=p.partial, mode=self.mode)
         self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.current: CalibanRun | None = None
+        self.initialize = initialize.Initialize()  # what the SDK's initialize asked for (none yet)
+        self.prefix = p.prefix if session.new else ""  # goes before the first message's text
         self.stopping = threading.Event()
         self.signal: int | None = None
         self._out = threading.Lock()
@@ -76,7 +86,10 @@ class Shim:
     # ------------------------------------------------------------------ output
 
     def write(self, frames: list[bytes]) -> None:
-        data = memoryview(b"".join(frames))
+        self.write_bytes(b"".join(self.shape(frames)))
+
+    def write_bytes(self, raw: bytes) -> None:
+        data = memoryview(raw)
         with self._out:
             while data and not self._closed:
                 try:
@@ -136,13 +149,12 @@ class Shim:
         """Answer at once: the SDK blocks on every control request."""
         subtype = request.get("subtype")
         if subtype == "initialize":
-            hooks = bool(request.get("hooks"))
-            if hooks:
-                warn("SDK hook callbacks cannot be bridged: caliban -p will not call them")
-            for key in ("agents", "skills"):
-                if request.get(key):
-                    warn(f"SDK {key} cannot be passed to caliban; ignored")
-            self.send(control.success(rid, control.initialize(self.mode, hooks)))
+            self.initialize = init = initialize.read(request)
+            applied, warnings = configure.apply(self.plan, init)  # (no run has started: the reader runs first)
+            self.prefix = self.plan.prefix if self.session.new else ""
+            for message in warnings:
+                warn(message)
+            self.send(control.success(rid, control.initialize(self.mode, init.hooks_sent, applied)))
         elif subtype == "interrupt":
             self.send(control.success(rid, {"still_queued": []}))
             run = self.current
@@ -183,6 +195,8 @@ class Shim:
         prompt, dropped = prompt_text(msg)
         if dropped:
             warn(f"{dropped} non-text content block(s) (images, documents) dropped: caliban -p takes text only")
+        if self.prefix:
+            prompt, self.prefix = f"{self.prefix}\n\n{prompt}", ""
         conv = self.conversation
         if self.plan.replay_user:
             self.send(control.user_echo(msg, self.session.id))
@@ -198,10 +212,12 @@ class Shim:
 
     # ------------------------------------------------------------------ lifetime
 
-    def serve(self) -> int:
+    def serve(self, read_input: bool = True) -> int:
+        """Until the input's messages are done (`read_input` False: the inbox holds them all)."""
         for signum in stdio.stop_signals():  # (nohup's SIGHUP stays ignored)
             signal.signal(signum, self._on_signal)
-        threading.Thread(target=self.read_stdin, name="stdin", daemon=True).start()
+        if read_input:
+            threading.Thread(target=self.read_stdin, name="stdin", daemon=True).start()
         worker = threading.Thread(target=self.work, name="runs", daemon=True)
         worker.start()
         stdout = select.poll()
@@ -236,13 +252,15 @@ class Shim:
                 worker.join(1.0)
 
 
-# What a `claude -p` script runs instead: caliban's own headless mode, translated.
-SHELL_WAY = "from a shell: caliban -p PROMPT --output-format stream-json | translator --format claude-code"
-USAGE = f"""usage: {PROG} --output-format stream-json --input-format stream-json [CLAUDE CODE OPTIONS]
+USAGE = f"""usage: {PROG} -p [PROMPT] [--output-format text|json|stream-json --verbose] [CLAUDE CODE OPTIONS]
+       {PROG} --output-format stream-json --input-format stream-json --verbose [CLAUDE CODE OPTIONS]
 
-A `claude`-compatible command for the Claude Agent SDKs that runs caliban:
-  ClaudeAgentOptions(cli_path="{PROG}")
-Not for `claude -p PROMPT` in scripts; {SHELL_WAY}.
+A `claude`-compatible command that runs caliban: Claude Code's print mode, and the protocol
+the Claude Agent SDKs (Python, TypeScript) speak with the CLI.
+  {PROG} -p "how many files are here?"
+  git diff | {PROG} -p "review this" --output-format json | jq -r .result
+  ClaudeAgentOptions(cli_path="{PROG}")                (Python SDK)
+  query({{prompt, options: {{pathToClaudeCodeExecutable: "{PROG}"}}}})   (TypeScript SDK)
 Environment: CALIBAN_BIN (default: caliban on PATH), CALIBAN_SESSIONS_DIR, CALIBAN_CLAUDE_MODELS,
 CALIBAN_CLAUDE_ARGS, CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT=1. See the README, "Use it from the Agent SDK".
 """
@@ -255,10 +273,21 @@ def main(argv: list[str] | None = None) -> int:
         return stdout_text(f"{control.CLI_VERSION} (Claude Code; {PROG} {__version__})\n", PROG)
     if asked & {"-h", "--help"}:
         return stdout_text(USAGE, PROG)
-    for flag in ("--output-format", "--input-format"):
-        if args.get(flag) != "stream-json":
-            say(f"{flag} stream-json is required (this is the Agent SDK's protocol; {SHELL_WAY})")
-            return EX_USAGE
+    text_input = args.get("--input-format") in (None, "text")
+    if "--print" in args.flags:
+        refused = printing.refusal(args, strict=text_input)
+        if refused:
+            _stderr([refused])  # Claude Code's own line and status
+            return 1
+    else:
+        for flag in ("--output-format", "--input-format"):
+            if args.get(flag) != "stream-json":
+                say(f"{flag} stream-json is required without -p (the Agent SDK's protocol); a prompt: {PROG} -p PROMPT")
+                return EX_USAGE
+    prompt = printing.prompt(args) if text_input else None
+    if text_input and prompt is None:
+        _stderr([printing.NO_INPUT])
+        return 1
     binary = os.environ.get("CALIBAN_BIN") or "caliban"
     if os.sep not in binary and shutil.which(binary) is None:
         warn(f"{binary} not found on PATH (set CALIBAN_BIN); every message will get an error result")
@@ -266,7 +295,18 @@ def main(argv: list[str] | None = None) -> int:
     session = Session(args, p.warnings)
     for message in p.warnings:
         warn(message)
-    return Shim(binary, p, session).serve()
+    try:
+        if prompt is None:
+            return Shim(binary, p, session).serve()
+        printer = printing.Printer(args)
+        shim = Shim(binary, p, session, printer.take)
+        shim.inbox.put(printing.user_message(prompt))
+        shim.inbox.put(None)
+        status = shim.serve(read_input=False)
+        shim.write_bytes(printer.end())
+        return status
+    finally:
+        session.close()
 
 
 def run() -> NoReturn:

@@ -41,10 +41,10 @@ PERMISSION_MODES = {
 }
 # Flags caliban has no equivalent for: warned about, then ignored.
 IGNORED = {
-    "--append-system-prompt": "caliban has no appended system prompt",
     "--add-dir": "caliban has no extra directories",
     "--betas": "caliban sends no beta headers",
     "--plugin-dir": "caliban loads its own plugins",
+    "--plugin-dir-no-mcp": "caliban loads its own plugins",
     "--thinking": "caliban has no thinking switch",
     "--thinking-display": "caliban has no thinking display option",
     "--max-thinking-tokens": "caliban has no thinking budget flag",
@@ -54,8 +54,12 @@ IGNORED = {
     "--resume-session-at": "caliban resumes whole sessions only",
     "--resume-drops-turn": "caliban resumes whole sessions only",
     "--strict-mcp-config": "caliban always adds its own MCP configuration",
-    "--debug-to-stderr": "use caliban's --debug-file instead",
+    "--debug-to-stderr": "caliban's --debug writes where caliban writes it",
     "--agents": "SDK agents cannot be passed to caliban",
+    "--agent": "caliban has no named agents to run as",
+    "--permission-prompts": "caliban -p asks no permission prompts",
+    "--channels": "caliban has no channels",
+    "--project-config-root": "caliban finds its own project configuration",
 }
 SETTINGS_KEPT = ("permissions", "model")
 RULE_KINDS = ("allow", "ask", "deny")
@@ -64,9 +68,15 @@ MCP_KEYS = ("type", "command", "args", "env", "url", "headers")
 
 @dataclass
 class Plan:
-    """The per-conversation part of every caliban command line, and what could not be mapped."""
+    """The per-conversation part of every caliban command line, and what could not be mapped.
+    `initialize` (the SDK's first request) can still change it before the first run."""
 
     static: list[str] = field(default_factory=list)
+    system: list[str] = field(default_factory=list)  # caliban's system prompt flags (none: its default)
+    keep_system_prompt: bool = False  # an empty SDK prompt keeps caliban's default (an operator's choice)
+    prefix: str = ""  # an appended system prompt: caliban has none, it goes before the first message
+    overlay: dict[str, Any] = field(default_factory=dict)  # caliban's --settings overlay
+    json_schema: str | None = None
     model: str | None = None  # caliban's model name (aliases resolved)
     fallback_model: str | None = None
     permission_mode: str = "default"  # as Claude Code names it (reported back to the app)
@@ -134,7 +144,7 @@ def permission_args(mode: str) -> list[str]:
     return args
 
 
-def _load_json(value: str, what: str, warnings: list[str]) -> Any:
+def load_json(value: str, what: str, warnings: list[str]) -> Any:
     """A flag value that is JSON or the path of a JSON file."""
     try:
         if value.lstrip().startswith("{"):
@@ -146,58 +156,96 @@ def _load_json(value: str, what: str, warnings: list[str]) -> Any:
         return None
 
 
-def _overlay(args: ClaudeArgs, warnings: list[str]) -> dict[str, Any]:
-    """`--settings` and external `--mcp-config` servers as one caliban settings overlay."""
+def settings_overlay(value: dict[str, Any] | str, what: str, warnings: list[str]) -> tuple[dict[str, Any], bool]:
+    """Claude Code settings (an object, JSON text or a path) as caliban overlay keys, and
+    whether all of it was taken (what was not is warned about)."""
+    settings = load_json(value, what, warnings) if isinstance(value, str) else value
+    if not isinstance(settings, dict):
+        if settings is not None:
+            warnings.append(f"{what}: not a JSON object; ignored")
+        return {}, False
     overlay: dict[str, Any] = {}
-    raw = args.get("--settings")
-    settings = _load_json(raw, "--settings", warnings) if raw is not None else None
-    if isinstance(settings, dict):
-        dropped = sorted(k for k in settings if k not in SETTINGS_KEPT)
-        if dropped:
-            warnings.append(f"--settings: {', '.join(dropped)} not supported by caliban; ignored")
-        perms = settings.get("permissions")
-        if isinstance(perms, dict):
-            kept = {
-                kind: [convert_rule(r) for r in perms[kind] if isinstance(r, str)]
-                for kind in RULE_KINDS
-                if isinstance(perms.get(kind), list)
-            }
-            if kept:
-                overlay["permissions"] = kept
-        if isinstance(settings.get("model"), str):
-            model = resolve_model(settings["model"])
-            if model:
-                overlay["model"] = model
-    servers: dict[str, Any] = {}
-    for value in args.lists.get("--mcp-config", []):
-        config = _load_json(value, "--mcp-config", warnings)
-        found = config.get("mcpServers") if isinstance(config, dict) else None
-        for name, server in (found or {}).items() if isinstance(found, dict) else ():
-            if not isinstance(server, dict):
-                continue
-            if server.get("type") == "sdk":
-                warnings.append(f"MCP server {name!r}: in-process SDK servers cannot be reached from caliban; skipped")
-                continue
-            entry = {k: server[k] for k in MCP_KEYS if k in server}
-            entry.setdefault("type", "stdio")
-            servers[name] = entry
-    if servers:
-        overlay["mcp_servers"] = servers
-    return overlay
+    dropped = sorted(k for k in settings if k not in SETTINGS_KEPT)
+    perms = settings.get("permissions")
+    if isinstance(perms, dict):
+        dropped += [f"permissions.{k}" for k in perms if k not in RULE_KINDS]
+        kept = {
+            kind: [convert_rule(r) for r in perms[kind] if isinstance(r, str)]
+            for kind in RULE_KINDS
+            if isinstance(perms.get(kind), list)
+        }
+        if kept:
+            overlay["permissions"] = kept
+    if isinstance(settings.get("model"), str):
+        model = resolve_model(settings["model"])
+        if model:
+            overlay["model"] = model
+    if dropped:
+        warnings.append(f"{what}: {', '.join(dropped)} not supported by caliban; ignored")
+    return overlay, not dropped
+
+
+def mcp_overlay(servers: dict[str, Any], warnings: list[str]) -> tuple[dict[str, Any], bool]:
+    """External MCP servers as caliban's `mcp_servers`, and whether every one was taken."""
+    found: dict[str, Any] = {}
+    complete = True
+    for name, server in servers.items():
+        if not isinstance(server, dict):
+            complete = False
+            warnings.append(f"MCP server {name!r}: not an object; skipped")
+            continue
+        if server.get("type") == "sdk":
+            complete = False
+            warnings.append(f"MCP server {name!r}: in-process SDK servers cannot be reached from caliban; skipped")
+            continue
+        entry = {k: server[k] for k in MCP_KEYS if k in server}
+        entry.setdefault("type", "stdio")
+        found[name] = entry
+    return found, complete
+
+
+def merge(overlay: dict[str, Any], top: dict[str, Any]) -> None:
+    """Add `top` to `overlay`: rule lists and servers are joined, `top`'s model wins."""
+    for kind, rules in top.get("permissions", {}).items():
+        overlay.setdefault("permissions", {}).setdefault(kind, []).extend(rules)
+    if "model" in top:
+        overlay["model"] = top["model"]
+    if top.get("mcp_servers"):
+        overlay.setdefault("mcp_servers", {}).update(top["mcp_servers"])
+
+
+def system_flags(prompt: str | None, keep_default: bool) -> list[str]:
+    """caliban's flags for a Claude Code system prompt ("" is the SDKs' almost empty one)."""
+    if prompt:
+        return ["--system", prompt]
+    if prompt is not None and not keep_default:
+        return ["--no-system"]
+    return []
+
+
+def _read_text(path: str, what: str, warnings: list[str]) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as exc:
+        warnings.append(f"{what}: cannot read {path!r} ({exc.strerror or exc}); ignored")
+        return ""
 
 
 def plan(args: ClaudeArgs, keep_system_prompt: bool = False) -> Plan:
     """The caliban flags that stay the same for every run of this conversation."""
-    p = Plan()
+    p = Plan(keep_system_prompt=keep_system_prompt)
     static = p.static
     static += ["-p", "-", "--output-format", "stream-json"]
-    system = args.get("--system-prompt")
     if args.get("--system-prompt-file") is not None:
-        static += ["--system-file", args.values["--system-prompt-file"]]
-    elif system:
-        static += ["--system", system]
-    elif system is not None and not keep_system_prompt:
-        static.append("--no-system")  # the SDK's default: Claude Code's almost empty prompt
+        p.system = ["--system-file", args.values["--system-prompt-file"]]
+    else:
+        p.system = system_flags(args.get("--system-prompt"), keep_system_prompt)
+    p.prefix = args.get("--append-system-prompt") or ""
+    if args.get("--append-system-prompt-file"):
+        p.prefix = _read_text(args.values["--append-system-prompt-file"], "--append-system-prompt-file", p.warnings)
+    if p.prefix:
+        p.warnings.append("--append-system-prompt: caliban has no appended system prompt; it goes before the first message")
     tools = args.get("--tools")
     if tools == "":
         static.append("--no-tools")
@@ -208,9 +256,10 @@ def plan(args: ClaudeArgs, keep_system_prompt: bool = False) -> Plan:
         static += ["--allow", convert_rule(rule)]
     for rule in split_rules(args.get("--disallowedTools") or ""):
         static += ["--deny", convert_rule(rule)]
-    for flag in ("--max-turns", "--max-budget-usd", "--json-schema"):
+    for flag in ("--max-turns", "--max-budget-usd"):
         if args.get(flag) is not None:
             static += [flag, args.values[flag]]
+    p.json_schema = args.get("--json-schema")
     if args.get("--setting-sources"):
         static += ["--setting-sources", args.values["--setting-sources"]]
     p.partial = "--include-partial-messages" in args.flags
@@ -218,9 +267,19 @@ def plan(args: ClaudeArgs, keep_system_prompt: bool = False) -> Plan:
         static.append("--include-partial-messages")
     if "--include-hook-events" in args.flags:
         static.append("--include-hook-events")
-    overlay = _overlay(args, p.warnings)
-    if overlay:
-        static += ["--settings", json.dumps(overlay, separators=(",", ":"))]
+    if "--debug" in args.flags:
+        static.append("--debug")
+    if args.get("--debug-file"):
+        static += ["--debug-file", args.values["--debug-file"]]
+    if args.get("--settings") is not None:
+        merge(p.overlay, settings_overlay(args.values["--settings"], "--settings", p.warnings)[0])
+    if args.get("--managed-settings") is not None:
+        merge(p.overlay, settings_overlay(args.values["--managed-settings"], "--managed-settings", p.warnings)[0])
+    for value in args.lists.get("--mcp-config", []):
+        config = load_json(value, "--mcp-config", p.warnings)
+        found = config.get("mcpServers") if isinstance(config, dict) else None
+        if isinstance(found, dict):
+            merge(p.overlay, {"mcp_servers": mcp_overlay(found, p.warnings)[0]})
     p.model = resolve_model(args.get("--model"))
     p.fallback_model = resolve_model(args.get("--fallback-model"))
     p.permission_mode = args.get("--permission-mode") or "default"
@@ -237,13 +296,19 @@ def plan(args: ClaudeArgs, keep_system_prompt: bool = False) -> Plan:
         p.warnings.append(f"CALIBAN_CLAUDE_ARGS: {exc}; ignored")
     p.warnings += [f"{flag}: {why}; ignored" for flag, why in IGNORED.items() if args.has(flag)]
     p.warnings += [f"unknown option {u!r} ignored" for u in args.unknown]
-    p.warnings += [f"argument {a!r} ignored: prompts come on stdin, as stream-json" for a in args.positional]
+    if args.get("--input-format") == "stream-json":
+        p.warnings += [f"argument {a!r} ignored: prompts come on stdin, as stream-json" for a in args.positional]
     return p
 
 
 def run_argv(binary: str, p: Plan, model: str | None, mode: str, session: list[str]) -> list[str]:
     """One run's full caliban command line."""
-    argv = [binary, *p.static, *session, *permission_args(mode)]
+    argv = [binary, *p.static, *p.system]
+    if p.json_schema is not None:
+        argv += ["--json-schema", p.json_schema]
+    if p.overlay:
+        argv += ["--settings", json.dumps(p.overlay, separators=(",", ":"))]
+    argv += [*session, *permission_args(mode)]
     if model:
         argv += ["--model", model]
     if p.fallback_model:

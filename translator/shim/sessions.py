@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -30,7 +32,13 @@ class Session:
     def __init__(self, args: ClaudeArgs, warnings: list[str]) -> None:
         self.dir = sessions_dir()
         self.resume_pending = False  # the next run must find the session (--resume)
+        # --no-session-persistence: the runs share a session in a directory of their own,
+        # removed at the end (caliban's --no-save would lose each message's turn for the next).
+        self.scratch: Path | None = None
+        if "--no-session-persistence" in args.flags:
+            self.scratch = Path(tempfile.mkdtemp(prefix="caliban-claude-"))
         resume, given = args.get("--resume"), args.get("--session-id")
+        self.new = not resume and "--continue" not in args.flags  # not one resumed or continued
         if resume:
             self.id = resume
             self.resume_pending = True
@@ -43,12 +51,28 @@ class Session:
             self.id = latest or given or str(uuid.uuid4())
         else:
             self.id = given or str(uuid.uuid4())
+        if self.scratch is not None:
+            self._copy_into_scratch()
 
     def args(self) -> list[str]:
         flags = ["--resume" if self.resume_pending else "--session", self.id]
-        if os.environ.get("CALIBAN_SESSIONS_DIR"):
+        if self.scratch is not None:
+            flags += ["--sessions-dir", str(self.scratch)]
+        elif os.environ.get("CALIBAN_SESSIONS_DIR"):
             flags += ["--sessions-dir", str(self.dir)]
         return flags
+
+    def close(self) -> None:
+        """The end of the conversation: a session that must not persist is removed."""
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def _copy_into_scratch(self) -> None:
+        """A session resumed without persistence is read from the store, never written back."""
+        assert self.scratch is not None
+        source = self.dir / f"{self.id}.json"
+        if source.exists():
+            shutil.copyfile(source, self.scratch / source.name)
 
     def ran(self, got_result: bool) -> None:
         """A run ended. Once caliban got past loading the session, later runs just continue it."""
