@@ -296,3 +296,12 @@ def tracked_copy(dest: Path) -> None:
         if src.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Tests skipped for a missing tool are said plainly at the end, not only counted."""
+    for report in terminalreporter.stats.get("skipped", []):
+        reason = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""
+        if "SKIPPED:" in reason:
+            terminalreporter.write_line(reason.removeprefix("Skipped: "))
+            return

@@ -1,0 +1,213 @@
+"""The real TypeScript Agent SDK (`@anthropic-ai/claude-agent-sdk` from npm, run by node) drives
+`caliban-claude`, which drives the fake caliban. Skipped, and said so, where node is not
+installed (`.ci/run` installs it, so CI always runs them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FIXTURES
+
+VERSION = "0.3.333"
+PACKAGE = "@anthropic-ai/claude-agent-sdk"
+CACHE = Path(os.environ.get("CALIBAN_CLAUDE_TS_SDK_CACHE") or Path.home() / ".cache" / "caliban-claude-ts-sdk")
+DRIVE = Path(__file__).with_name("ts_sdk") / "drive.mjs"
+SHIM = str(Path(sys.executable).with_name("caliban-claude"))
+FAKE = Path(__file__).with_name("fake_caliban.py")
+SKIPPED = "the TypeScript Agent SDK tests were SKIPPED: node and npm are not installed (.ci/run installs them)"
+
+
+@pytest.fixture(scope="module")
+def sdk() -> Path:
+    """The SDK's entry module, installed once into the cache (without the optional native CLI)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip(SKIPPED)
+    entry = CACHE / "node_modules" / PACKAGE / "sdk.mjs"
+    manifest = entry.with_name("package.json")
+    if not manifest.exists() or json.loads(manifest.read_text())["version"] != VERSION:
+        CACHE.mkdir(parents=True, exist_ok=True)
+        if not (CACHE / "package.json").exists():
+            (CACHE / "package.json").write_text('{"name": "caliban-claude-ts-sdk-cache", "private": true}\n')
+        subprocess.run(
+            [npm, "install", "--omit=optional", "--no-audit", "--no-fund", f"{PACKAGE}@{VERSION}"],
+            cwd=CACHE, check=True, capture_output=True, timeout=600,
+        )  # fmt: skip
+    return entry
+
+
+@dataclass
+class Session:
+    """What one SDK session gave: the app's messages, the init result, an exception, and
+    what caliban was run with."""
+
+    events: list[dict[str, Any]]
+    calls: list[dict[str, Any]]
+
+    def of(self, kind: str) -> list[Any]:
+        return [e["data"] for e in self.events if e["kind"] == kind]
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.of("msg")
+
+    @property
+    def kinds(self) -> list[str]:
+        return [m["type"] + (f"/{m['subtype']}" if m["type"] in ("system", "result") else "") for m in self.messages]
+
+    @property
+    def stderr(self) -> str:
+        return "".join(self.of("stderr"))
+
+    def argv(self, n: int = 0) -> list[str]:
+        return list(self.calls[n]["argv"])
+
+
+@pytest.fixture
+def drive(sdk: Path, tmp_path: Path) -> Any:
+    wrapper = tmp_path / "caliban"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
+    wrapper.chmod(0o755)
+
+    def run(spec: dict[str, Any], *scripts: str, env: dict[str, str] | None = None) -> Session:
+        spec = {**spec, "options": {"pathToClaudeCodeExecutable": SHIM, "cwd": str(tmp_path), **spec.get("options", {})}}
+        environ = {**os.environ, "CALIBAN_BIN": str(wrapper), "CALIBAN_SESSIONS_DIR": str(tmp_path / "sessions"),
+                   "FAKE_CALIBAN_LOG": str(tmp_path / "calls.jsonl"), "CALIBAN_CLAUDE_ARGS": "",
+                   "FAKE_CALIBAN_SCRIPTS": json.dumps([{"file": str(FIXTURES / "caliban" / s)} for s in scripts]),
+                   **(env or {})}  # fmt: skip
+        done = subprocess.run(["node", str(DRIVE), str(sdk), json.dumps(spec)], capture_output=True, env=environ,
+                              timeout=90, check=False)  # fmt: skip
+        events = [json.loads(line) for line in done.stdout.splitlines()]
+        assert events and events[-1]["kind"] == "done", done.stderr.decode()
+        log = tmp_path / "calls.jsonl"
+        calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        return Session(events, calls)
+
+    return run
+
+
+def has(argv: list[str], *tokens: str) -> bool:
+    return any(argv[i : i + len(tokens)] == list(tokens) for i in range(len(argv)))
+
+
+TOOL_RUN = ["system/init", "assistant", "assistant", "user", "assistant", "result/success"]
+PROMPT = "how many files are here?"
+
+
+def test_query_with_a_tool_call(drive: Any) -> None:
+    got = drive({"prompt": PROMPT}, "tool_use_two_turns.jsonl")
+    assert got.kinds == TOOL_RUN and got.of("exception") == []
+    result = got.messages[-1]
+    assert (result["result"], result["num_turns"], result["is_error"]) == ("There are 3 files.", 2, False)
+    (init,) = got.of("init_result")
+    assert init["claude_code_version"] == "2.1.332" and init["account"]["apiProvider"] == "firstParty"
+    (call,) = got.calls
+    assert call["stdin"] == PROMPT and "--no-system" in call["argv"]  # the SDK's default systemPrompt [""]
+
+
+def test_a_system_prompt_string_reaches_caliban(drive: Any) -> None:
+    got = drive({"prompt": PROMPT, "options": {"systemPrompt": "You are a pirate."}}, "benign_text.jsonl")
+    assert got.kinds == ["system/init", "assistant", "result/success"]
+    assert has(got.argv(), "--system", "You are a pirate.")
+
+
+def test_the_preset_with_an_append_reaches_caliban(drive: Any) -> None:
+    options = {"systemPrompt": {"type": "preset", "preset": "claude_code", "append": "Be terse."}}
+    got = drive({"prompt": PROMPT, "options": options}, "benign_text.jsonl")
+    assert got.kinds == ["system/init", "assistant", "result/success"]
+    assert "--system" not in got.argv() and "--no-system" not in got.argv()  # caliban's own prompt
+    assert got.calls[0]["stdin"] == f"Be terse.\n\n{PROMPT}"
+    assert "appendSystemPrompt: caliban has no appended system prompt" in got.stderr
+
+
+def test_an_external_mcp_server_in_the_default_delivery(drive: Any) -> None:
+    server = {"type": "stdio", "command": "/usr/bin/python3", "args": ["echo_server.py"]}
+    got = drive({"prompt": "echo hello mcp", "options": {"mcpServers": {"ext": server},
+                                                         "allowedTools": ["mcp__ext__echo"]}}, "benign_text.jsonl")  # fmt: skip
+    assert got.kinds == ["system/init", "assistant", "result/success"] and got.of("exception") == []
+    assert got.of("init_result")[0]["mcp_servers_applied"] is True
+    argv = got.argv()
+    assert json.loads(argv[argv.index("--settings") + 1]) == {"mcp_servers": {"ext": server}}
+    assert has(argv, "--allow", "mcp__ext__echo")
+
+
+def test_persist_session_false_leaves_no_session(drive: Any, tmp_path: Path) -> None:
+    got = drive({"prompt": PROMPT, "options": {"persistSession": False}}, "benign_text.jsonl")
+    assert got.kinds[-1] == "result/success"
+    argv = got.argv()
+    assert "--sessions-dir" in argv and not Path(argv[argv.index("--sessions-dir") + 1]).exists()
+    assert not (tmp_path / "sessions").exists()
+    again = drive({"prompt": PROMPT}, "benign_text.jsonl")  # (and a normal one does keep it)
+    assert list((tmp_path / "sessions").glob("*.json"))
+    assert again.kinds[-1] == "result/success"
+
+
+def test_settings_and_disallowed_tools_by_initialize(drive: Any) -> None:
+    options = {"settings": {"permissions": {"allow": ["Bash(touch d.txt)"]}}, "settingsDelivery": "initialize",
+               "disallowedTools": ["WebFetch", "WebSearch"], "disallowedToolsDelivery": "initialize"}  # fmt: skip
+    got = drive({"prompt": PROMPT, "options": options}, "tool_use_two_turns.jsonl")
+    assert got.kinds == TOOL_RUN and got.of("exception") == []
+    init = got.of("init_result")[0]
+    assert init["settings_applied"] is True and init["disallowed_tools_applied"] is True
+    argv = got.argv()
+    assert json.loads(argv[argv.index("--settings") + 1]) == {"permissions": {"allow": ["Bash(touch d.txt)"]}}
+    assert has(argv, "--deny", "WebFetch", "--deny", "WebSearch")
+
+
+def test_settings_caliban_cannot_take_are_refused_by_the_sdk(drive: Any) -> None:
+    options = {"settings": {"env": {"A": "1"}}, "settingsDelivery": "initialize"}
+    got = drive({"prompt": PROMPT, "options": options}, "benign_text.jsonl")
+    (exception,) = got.of("exception")
+    assert "did not confirm the settings" in exception and got.calls == []  # nothing ran
+    assert "settings: env not supported by caliban; ignored" in got.stderr
+
+
+def test_managed_settings_by_initialize(drive: Any) -> None:
+    options = {"managedSettings": {"permissions": {"deny": ["WebFetch"]}}, "managedSettingsDelivery": "initialize"}
+    got = drive({"prompt": PROMPT, "options": options}, "benign_text.jsonl")
+    assert got.kinds[-1] == "result/success" and got.of("init_result")[0]["managed_settings_applied"] is True
+    argv = got.argv()
+    assert json.loads(argv[argv.index("--settings") + 1]) == {"permissions": {"deny": ["WebFetch"]}}
+
+
+def test_max_turns_ends_in_the_sdks_error(drive: Any) -> None:
+    got = drive({"prompt": PROMPT, "options": {"maxTurns": 1}}, "max_turns.jsonl")
+    assert got.kinds[-1] == "result/error_max_turns" and has(got.argv(), "--max-turns", "1")
+    assert got.of("exception") == ["Claude Code returned an error result: Reached maximum number of turns (1)"]
+
+
+def test_two_streamed_messages_are_two_runs_of_one_session(drive: Any) -> None:
+    got = drive({"prompt": ["hi", "what is 2+2?"]}, "benign_text.jsonl", "hi.jsonl")
+    assert got.kinds == ["system/init", "assistant", "result/success"] * 2
+    results = [m for m in got.messages if m["type"] == "result"]
+    assert [r["result_index"] for r in results] == [0, 1] and [r["result"] for r in results] == ["ok", "Hello! How can I help?"]
+    assert [c["stdin"] for c in got.calls] == ["hi", "what is 2+2?"]
+    assert got.argv(0)[got.argv(0).index("--session") + 1] == got.argv(1)[got.argv(1).index("--session") + 1]
+
+
+def test_hooks_are_said_to_be_unbridged(drive: Any) -> None:
+    got = drive({"prompt": PROMPT, "hooks": True}, "tool_use_two_turns.jsonl")
+    assert got.kinds == TOOL_RUN and got.of("hook") == []  # caliban -p cannot call them
+    assert "SDK hook callbacks cannot be bridged" in got.stderr
+
+
+def test_a_hook_that_must_block_is_refused_by_the_sdk(drive: Any) -> None:
+    got = drive({"prompt": PROMPT, "hooks": True, "blockingHook": True}, "tool_use_two_turns.jsonl")
+    (exception,) = got.of("exception")
+    assert "onFailure" in exception and got.messages == []
+
+
+def test_resume_continues_the_session(drive: Any) -> None:
+    first = drive({"prompt": "hi"}, "benign_text.jsonl")
+    session = first.messages[-1]["session_id"]
+    again = drive({"prompt": "more", "options": {"resume": session}}, "hi.jsonl")
+    assert again.kinds == ["system/init", "assistant", "result/success"]
+    assert again.messages[-1]["session_id"] == session and has(again.argv(1), "--resume", session)
