@@ -14,8 +14,8 @@ from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 from fake_caliban import Usage, check
 
-from translator.shim.flags import parse
-from translator.shim.mapping import CALIBAN_TOOLS, convert_rule, plan, run_argv, split_rules
+from translator.shim.flags import BOOL_FLAGS, CANONICAL, VALUE_FLAGS, parse
+from translator.shim.mapping import CALIBAN_TOOLS, IGNORED, MAPPED, convert_rule, plan, run_argv, split_rules
 from translator.shim.sessions import Session
 
 
@@ -112,6 +112,19 @@ def test_mapping(
         assert any(text in w for w in warned), (text, warned)
     if not warnings:
         assert warned == []
+
+
+def test_every_flag_the_shim_knows_is_mapped_or_warned() -> None:
+    known = {CANONICAL.get(flag, flag) for flag in VALUE_FLAGS | BOOL_FLAGS}  # (one spelling each)
+    assert known == MAPPED | set(IGNORED) | {"--permission-prompt-tool"}
+    for flag in [*IGNORED, "--permission-prompt-tool"]:
+        given = [flag, "x"] if flag in VALUE_FLAGS else [flag]
+        assert any(flag in w or "can_use_tool" in w for w in plan(parse(given)).warnings), flag
+
+
+def test_dangerously_skip_permissions_is_the_bypass_mode() -> None:
+    argv, _, _ = caliban_argv(ClaudeAgentOptions(extra_args={"dangerously-skip-permissions": None}))
+    assert has(argv, "--permission-mode", "bypassPermissions", "--allow-dangerously-skip-permissions")
 
 
 def test_tools_list_denies_every_other_caliban_tool() -> None:

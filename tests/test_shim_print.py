@@ -202,3 +202,9 @@ def test_a_session_is_kept_and_resumed(env: dict[str, str]) -> None:
     assert (Path(env["CALIBAN_SESSIONS_DIR"]) / f"{session}.json").exists()
     again = bash(f"{SHIM} -p more --resume {session} --output-format json </dev/null", script(env, "hi.jsonl"))
     assert json.loads(again.stdout)["session_id"] == session and again.returncode == 0
+
+
+def test_arguments_after_the_prompt_are_said_to_be_ignored(env: dict[str, str]) -> None:
+    got = bash(f"{SHIM} -p hi there </dev/null", script(env, "hi.jsonl"))
+    assert got.stdout == "Hello! How can I help?\n"
+    assert got.stderr == "caliban-claude: warning: arguments after the prompt ignored: 'there'\n"

@@ -16,6 +16,9 @@ from typing import Any
 import pytest
 from conftest import FIXTURES
 
+from translator.shim.flags import BOOL_FLAGS, CANONICAL, VALUE_FLAGS
+from translator.shim.mapping import MAPPED
+
 VERSION = "0.3.333"
 PACKAGE = "@anthropic-ai/claude-agent-sdk"
 CACHE = Path(os.environ.get("CALIBAN_CLAUDE_TS_SDK_CACHE") or Path.home() / ".cache" / "caliban-claude-ts-sdk")
@@ -211,3 +214,33 @@ def test_resume_continues_the_session(drive: Any) -> None:
     again = drive({"prompt": "more", "options": {"resume": session}}, "hi.jsonl")
     assert again.kinds == ["system/init", "assistant", "result/success"]
     assert again.messages[-1]["session_id"] == session and has(again.argv(1), "--resume", session)
+
+
+def test_every_flag_the_sdk_writes_is_mapped_or_warned(drive: Any, tmp_path: Path) -> None:
+    logger = tmp_path / "claude"  # the SDK's executable: notes its argv, then runs the shim
+    logger.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > "{tmp_path}/argv"\nexec "{SHIM}" "$@"\n')
+    logger.chmod(0o755)
+    options = {
+        "pathToClaudeCodeExecutable": str(logger), "thinking": {"type": "adaptive", "display": "summarized"},
+        "effort": "high", "maxTurns": 5, "maxBudgetUsd": 1, "taskBudget": {"total": 5}, "model": "sonnet",
+        "fallbackModel": "haiku", "agent": "reviewer", "betas": ["context-1m-2025-08-07"], "debug": True,
+        "allowedTools": ["Bash(ls:*)"], "disallowedTools": ["WebFetch"], "tools": ["Bash", "Read"],
+        "mcpServers": {"ext": {"type": "stdio", "command": "echo"}}, "mcpServersDelivery": "argv",
+        "settingSources": ["user"], "strictMcpConfig": True, "permissionMode": "default", "includeHookEvents": True,
+        "includePartialMessages": True, "additionalDirectories": [str(tmp_path)], "persistSession": False,
+        "plugins": [{"type": "local", "path": str(tmp_path)}], "settings": {"permissions": {"deny": ["Write"]}},
+        "managedSettings": {"permissions": {"deny": ["Edit"]}}, "extraArgs": {"replay-user-messages": None},
+        "outputFormat": {"type": "json_schema", "schema": {"type": "object"}},
+    }  # fmt: skip
+    got = drive({"prompt": PROMPT, "options": options}, "benign_text.jsonl")
+    assert got.kinds[-1] == "result/success", got.of("exception")
+    written = [a.split("=")[0] for a in (tmp_path / "argv").read_text().splitlines() if a.startswith("--")]
+    known = {CANONICAL.get(f, f) for f in VALUE_FLAGS | BOOL_FLAGS}
+    assert set(written) <= known, set(written) - known  # no flag the shim does not know
+    for flag in set(written) - MAPPED:
+        assert flag in got.stderr, flag  # each one caliban cannot take is said
+    assert "unknown option" not in got.stderr
+    argv = got.argv()
+    for run in (("--model", "claude-sonnet-4-5"), ("--max-turns", "5"), ("--debug",), ("--allow", "Bash(ls*)"),
+                ("--deny", "WebFetch"), ("--json-schema", '{"type":"object"}'), ("--setting-sources", "user")):
+        assert has(argv, *run), (run, argv)  # fmt: skip

@@ -9,8 +9,9 @@ out and named in `problems`, never fatal (the SDK waits for an answer either way
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 # What the shim reads; every other key the SDK sent with a value is listed in `Initialize.other`.
 KNOWN = frozenset(
@@ -21,8 +22,7 @@ KNOWN = frozenset(
 )  # fmt: skip
 
 
-@dataclass(frozen=True)
-class HookMatcher:
+class HookMatcher(msgspec.Struct, frozen=True):
     """One matcher of one hook event: the SDK calls back `callback_ids` (`hook_callback`)."""
 
     matcher: str | None
@@ -31,9 +31,9 @@ class HookMatcher:
     on_failure: str | None = None  # "block": the SDK requires `hook_on_failure_supported`
 
 
-@dataclass(frozen=True)
-class Initialize:
-    """What one `initialize` request asked for. None: the field was not sent."""
+class Initialize(msgspec.Struct, frozen=True, kw_only=True):
+    """What one `initialize` request asked for. None: the field was not sent. (A Struct, as
+    every class the shim builds at start: cheaper to define than a dataclass.)"""
 
     system_prompt: tuple[str, ...] | None = None  # the TS SDK's default is ("",): an empty prompt
     append_system_prompt: str | None = None
@@ -44,7 +44,7 @@ class Initialize:
     agents: dict[str, Any] | None = None
     sdk_mcp_servers: tuple[str, ...] = ()
     json_schema: dict[str, Any] | None = None
-    hooks: dict[str, tuple[HookMatcher, ...]] = field(default_factory=dict)
+    hooks: dict[str, tuple[HookMatcher, ...]] = {}
     other: tuple[str, ...] = ()  # other keys sent with a value, in the order sent
     problems: tuple[str, ...] = ()  # fields left out because they had the wrong shape
 

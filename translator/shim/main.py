@@ -292,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
     if os.sep not in binary and shutil.which(binary) is None:
         warn(f"{binary} not found on PATH (set CALIBAN_BIN); every message will get an error result")
     p = plan(args, keep_system_prompt=os.environ.get("CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT") == "1")
+    if text_input and len(args.positional) > 1:
+        p.warnings.append(f"arguments after the prompt ignored: {' '.join(map(repr, args.positional[1:]))}")
     session = Session(args, p.warnings)
     for message in p.warnings:
         warn(message)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 import os
 import shlex
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from translator.shim.flags import ClaudeArgs
 
@@ -61,29 +62,42 @@ IGNORED = {
     "--channels": "caliban has no channels",
     "--project-config-root": "caliban finds its own project configuration",
 }
+# Flags the shim maps (onto caliban's command line, the session, or its own behaviour).
+MAPPED = frozenset(
+    {
+        "--output-format", "--input-format", "--verbose", "--print", "--system-prompt", "--system-prompt-file",
+        "--append-system-prompt", "--append-system-prompt-file", "--tools", "--allowedTools", "--disallowedTools",
+        "--max-turns", "--max-budget-usd", "--json-schema", "--setting-sources", "--include-partial-messages",
+        "--include-hook-events", "--debug", "--debug-file", "--settings", "--managed-settings", "--mcp-config",
+        "--model", "--fallback-model", "--permission-mode", "--dangerously-skip-permissions",
+        "--allow-dangerously-skip-permissions", "--replay-user-messages", "--resume",
+        "--session-id", "--continue", "--fork-session", "--no-session-persistence",
+        # initialize is read before any run whatever these say: they need nothing more
+        "--await-initialize", "--initialize-fields", "--managed-settings-in-initialize",
+    }
+)  # fmt: skip
 SETTINGS_KEPT = ("permissions", "model")
 RULE_KINDS = ("allow", "ask", "deny")
 MCP_KEYS = ("type", "command", "args", "env", "url", "headers")
 
 
-@dataclass
-class Plan:
+class Plan(msgspec.Struct, kw_only=True):
     """The per-conversation part of every caliban command line, and what could not be mapped.
     `initialize` (the SDK's first request) can still change it before the first run."""
 
-    static: list[str] = field(default_factory=list)
-    system: list[str] = field(default_factory=list)  # caliban's system prompt flags (none: its default)
+    static: list[str] = []
+    system: list[str] = []  # caliban's system prompt flags (none: its default)
     keep_system_prompt: bool = False  # an empty SDK prompt keeps caliban's default (an operator's choice)
     prefix: str = ""  # an appended system prompt: caliban has none, it goes before the first message
-    overlay: dict[str, Any] = field(default_factory=dict)  # caliban's --settings overlay
+    overlay: dict[str, Any] = {}  # caliban's --settings overlay
     json_schema: str | None = None
     model: str | None = None  # caliban's model name (aliases resolved)
     fallback_model: str | None = None
     permission_mode: str = "default"  # as Claude Code names it (reported back to the app)
     partial: bool = False
     replay_user: bool = False
-    warnings: list[str] = field(default_factory=list)
-    extra: list[str] = field(default_factory=list)  # CALIBAN_CLAUDE_ARGS: the operator's own caliban flags
+    warnings: list[str] = []
+    extra: list[str] = []  # CALIBAN_CLAUDE_ARGS: the operator's own caliban flags
 
 
 def model_aliases() -> dict[str, str | None]:
@@ -283,6 +297,8 @@ def plan(args: ClaudeArgs, keep_system_prompt: bool = False) -> Plan:
     p.model = resolve_model(args.get("--model"))
     p.fallback_model = resolve_model(args.get("--fallback-model"))
     p.permission_mode = args.get("--permission-mode") or "default"
+    if "--dangerously-skip-permissions" in args.flags:  # Claude Code's older spelling of the mode
+        p.permission_mode = "bypassPermissions"
     if p.permission_mode not in PERMISSION_MODES:
         p.warnings.append(f"--permission-mode {p.permission_mode}: unknown; caliban runs in default mode")
     if args.get("--permission-prompt-tool") is not None:

@@ -9,21 +9,24 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import tempfile
 import uuid
-from pathlib import Path
 
 from translator.shim.flags import ClaudeArgs
 
 
-def sessions_dir() -> Path:
+def sessions_dir() -> str:
     """Where caliban keeps sessions: CALIBAN_SESSIONS_DIR (also passed on as --sessions-dir),
-    else caliban's default, `$XDG_DATA_HOME/caliban/sessions`."""
+    else caliban's default, `$XDG_DATA_HOME/caliban/sessions`. (Paths as strings: pathlib
+    would cost every start ~3 ms.)"""
     explicit = os.environ.get("CALIBAN_SESSIONS_DIR")
     if explicit:
-        return Path(explicit)
+        return explicit
     data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return Path(data) / "caliban" / "sessions"
+    return os.path.join(data, "caliban", "sessions")
+
+
+def _file(folder: str, name: str) -> str:
+    return os.path.join(folder, f"{name}.json")
 
 
 class Session:
@@ -34,9 +37,11 @@ class Session:
         self.resume_pending = False  # the next run must find the session (--resume)
         # --no-session-persistence: the runs share a session in a directory of their own,
         # removed at the end (caliban's --no-save would lose each message's turn for the next).
-        self.scratch: Path | None = None
+        self.scratch: str | None = None
         if "--no-session-persistence" in args.flags:
-            self.scratch = Path(tempfile.mkdtemp(prefix="caliban-claude-"))
+            import tempfile  # (only here: it is not cheap to import)
+
+            self.scratch = tempfile.mkdtemp(prefix="caliban-claude-")
         resume, given = args.get("--resume"), args.get("--session-id")
         self.new = not resume and "--continue" not in args.flags  # not one resumed or continued
         if resume:
@@ -57,9 +62,9 @@ class Session:
     def args(self) -> list[str]:
         flags = ["--resume" if self.resume_pending else "--session", self.id]
         if self.scratch is not None:
-            flags += ["--sessions-dir", str(self.scratch)]
+            flags += ["--sessions-dir", self.scratch]
         elif os.environ.get("CALIBAN_SESSIONS_DIR"):
-            flags += ["--sessions-dir", str(self.dir)]
+            flags += ["--sessions-dir", self.dir]
         return flags
 
     def close(self) -> None:
@@ -70,9 +75,9 @@ class Session:
     def _copy_into_scratch(self) -> None:
         """A session resumed without persistence is read from the store, never written back."""
         assert self.scratch is not None
-        source = self.dir / f"{self.id}.json"
-        if source.exists():
-            shutil.copyfile(source, self.scratch / source.name)
+        source = _file(self.dir, self.id)
+        if os.path.exists(source):
+            shutil.copyfile(source, _file(self.scratch, self.id))
 
     def ran(self, got_result: bool) -> None:
         """A run ended. Once caliban got past loading the session, later runs just continue it."""
@@ -81,18 +86,21 @@ class Session:
 
     def _latest(self) -> str | None:
         try:
-            found = sorted(self.dir.glob("*.json"), key=lambda p: p.stat().st_mtime)
+            with os.scandir(self.dir) as entries:
+                found = sorted((e.stat().st_mtime, e.name) for e in entries if e.name.endswith(".json"))
         except OSError:
             return None
-        return found[-1].stem if found else None
+        return found[-1][1].removesuffix(".json") if found else None
 
     def _fork(self, source: str, new: str, warnings: list[str]) -> str:
         """Copy the session under a new name (the name inside the file too, or caliban would
         save the fork over its source). A missing source stays missing: --resume reports it."""
         try:
-            data = json.loads((self.dir / f"{source}.json").read_text(encoding="utf-8"))
+            with open(_file(self.dir, source), encoding="utf-8") as fh:
+                data = json.load(fh)
             data["name"] = new
-            (self.dir / f"{new}.json").write_text(json.dumps(data), encoding="utf-8")
+            with open(_file(self.dir, new), "w", encoding="utf-8") as fh:
+                json.dump(data, fh)
         except (OSError, ValueError, TypeError) as exc:
             warnings.append(f"--fork-session: cannot copy session {source!r} ({exc.__class__.__name__})")
         return new
