@@ -117,6 +117,8 @@ def check(args: argparse.Namespace) -> None:
         address = getattr(args, dest, None)
         if address is not None:
             check_address(flag(dest), address, unix=dest == "listen")
+    if not any(given(args, dest) for dest in BATCH):
+        check_outputs(args)
     if args.follow is not None:
         try:
             kind = os.stat(args.follow).st_mode
@@ -128,6 +130,34 @@ def check(args: argparse.Namespace) -> None:
             from translator.shell.follow import FOLLOW_FIFO  # (what the follower says of one, too)
 
             raise UserError(f"--follow {args.follow}", FOLLOW_FIFO, EX_NOINPUT)
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """An output (-o, --reject-file) that is an input, or the followed file, is refused before
+    anything is opened for writing: it would be emptied as it is read (`--follow y -o y`),
+    replaced by its own translation (`-o x x`), or fed its own rejects."""
+    inputs = [args.follow] if args.follow is not None else args.files or ["-"]
+    for dest in ("output", "reject_file"):
+        path = getattr(args, dest, None)
+        if path is None or (path == "-" and dest == "output"):
+            continue
+        try:
+            out = os.stat(path)
+        except OSError:  # not there (yet): only the followed file may come to be it
+            if args.follow is not None and os.path.realpath(path) == os.path.realpath(args.follow):
+                raise UserError(f"{flag(dest)} {path}", "is the file followed; it would read its own output") from None
+            continue
+        if not stat.S_ISREG(out.st_mode):  # a FIFO, a device, a terminal: nothing to destroy
+            continue
+        for name in inputs:
+            try:
+                st = os.fstat(0) if name == "-" else os.stat(name)
+            except OSError:
+                continue
+            if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
+                what = "the file followed" if args.follow is not None else f"the input {'<stdin>' if name == '-' else name}"
+                harm = "overwrite" if dest == "output" else "append its rejects to"
+                raise UserError(f"{flag(dest)} {path}", f"is {what}; it would {harm} what it reads")
 
 
 def check_address(name: str, address: str, unix: bool) -> None:

@@ -335,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as exc:
             _stderr([f"translator: --output {args.output}: {exc.strerror}"])
             return os_status(exc, EX_CANTCREAT)
+        cfg.output_in_place = output.in_place
     try:
         outcome = modes.run(cfg, 1 if output is None else output.fd)
     except OSError as exc:  # what the shell opens to start: the reject file, a pipe, an event loop
@@ -347,16 +348,17 @@ def main(argv: list[str] | None = None) -> int:
         if output is not None:
             output.abort()
         return status
+    status = exit_status(outcome, args.exit_status, args.format == "claude-code")
     if output is not None:
-        if outcome.io_error or outcome.out_of_resources:
-            output.abort()  # FILE stays as it was
+        if outcome.io_error or outcome.out_of_resources or (status != EX_OK and not output.written):
+            output.abort()  # FILE stays as it was: the run failed, or failed before its first frame
         else:
             try:
                 output.commit()
             except OSError as exc:
                 _stderr([f"translator: --output {args.output}: {exc.strerror}"])
                 return EX_IOERR
-    return exit_status(outcome, args.exit_status, args.format == "claude-code")
+    return status
 
 
 def os_status(exc: OSError, status: int) -> int:

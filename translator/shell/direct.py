@@ -120,11 +120,13 @@ class Signals:
 class Output(Stdout):
     """stdout, its writes waited on beside the signals when it is a pipe or socket."""
 
-    def __init__(self, fd: int, signals: Signals) -> None:
-        super().__init__(fd)
+    def __init__(self, fd: int, signals: Signals, empty_first: bool = False) -> None:
+        super().__init__(fd, empty_first)
         self.signals = signals
 
     def write(self, data: bytes) -> None:
+        if self.empty_first:
+            self.begin()
         view = memoryview(data)
         while view:
             try:
@@ -187,7 +189,7 @@ def translate(cfg: Config, out_fd: int = 1) -> Outcome:
     try:
         signals = Signals()
         try:
-            out = Output(out_fd, signals)
+            out = Output(out_fd, signals, cfg.output_in_place)
             try:
                 with sink.output_trouble():
                     for name in cfg.sources:

@@ -31,12 +31,14 @@ class Output(Stdout):
     """stdout, its writes awaited when it is a pipe or socket, so a slow consumer never stalls
     signal handling."""
 
-    def __init__(self, fd: int) -> None:
-        super().__init__(fd)
+    def __init__(self, fd: int, empty_first: bool = False) -> None:
+        super().__init__(fd, empty_first)
         self._scope: anyio.CancelScope | None = None
         self._deadline: float | None = None
 
     async def write(self, data: bytes) -> None:
+        if self.empty_first:
+            self.begin()
         view = memoryview(data)
         with anyio.CancelScope(shield=True) as scope:
             self._scope = scope
@@ -107,7 +109,7 @@ class Shell(Sink):
 
     def __init__(self, cfg: Config, out_fd: int) -> None:
         super().__init__(cfg)
-        self.out = Output(out_fd)
+        self.out = Output(out_fd, cfg.output_in_place)
         self.read_scope: anyio.CancelScope | None = None
 
     async def emit(self, core: Translator, write: Callable[[bytes], Awaitable[None]] | None = None) -> None:

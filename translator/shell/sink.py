@@ -53,6 +53,7 @@ class Config(msgspec.Struct):
     max_pending_bytes: int = 128 << 20  # unfinished lines held for all service connections together
     socket_mode: int = 0o600  # of the service's unix socket
     metrics: str | None = None  # --metrics ADDRESS: serve /metrics and /healthz there
+    output_in_place: bool = False  # -o FILE written in place: emptied by the first write (Stdout.begin)
 
 
 class Outcome(msgspec.Struct):
@@ -98,8 +99,9 @@ class Stdout:
     """stdout as a file descriptor. Pipes and sockets are made non-blocking, so that a shell
     can wait for them beside its signals; their flags are restored on close."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, empty_first: bool = False) -> None:
         self.fd = fd
+        self.empty_first = empty_first  # a file written in place (-o with --follow): emptied by the first write
         try:
             mode = os.fstat(fd).st_mode
         except OSError:  # closed (>&-): said by the first write, as the output's trouble
@@ -108,6 +110,13 @@ class Stdout:
         if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
             self._was_blocking = os.get_blocking(fd)
             os.set_blocking(fd, False)
+
+    def begin(self) -> None:
+        """Before the first write: a file written in place is emptied now, not when opened, so
+        that a run that fails before its first frame leaves it as it was."""
+        if self.empty_first:
+            self.empty_first = False
+            os.ftruncate(self.fd, 0)
 
     def close(self) -> None:
         if self._was_blocking is not None:
