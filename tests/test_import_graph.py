@@ -5,8 +5,12 @@ And the suite's own: no module of tests/ imports a test module (shared helpers l
 conftest.py and the support_*.py modules, which hold no tests).
 
 Read from the source with `ast` (nothing is imported): every `import`/`from` of a translator
-module counts, at module level or inside a function (a lazy import is still an edge), except
-those under `if TYPE_CHECKING:`, which exist for the type checker only."""
+module counts, at module level or inside a function (a lazy import is still an edge); those
+under `if TYPE_CHECKING:` count for the type checker's graph, which must be a tree as well.
+
+And no module reaches into another object's private members (`obj._x` where `obj` is not
+`self`, `cls` or a module): the few that must (a library's own, with no public door) say why
+on their line, after `# reach-in:`."""
 
 from __future__ import annotations
 
@@ -23,13 +27,13 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def runtime_imports(tree: ast.AST, name: str, is_package: bool, modules: set[str]) -> set[str]:
+def runtime_imports(tree: ast.AST, name: str, is_package: bool, modules: set[str], typing: bool = False) -> set[str]:
     """The modules `name` imports when it runs (`from pkg import mod` imports mod; `from pkg
-    import thing` imports pkg)."""
+    import thing` imports pkg); with `typing`, those the type checker reads too."""
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if not typing and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             for child in node.orelse:
                 visit(child)
             return
@@ -52,12 +56,12 @@ def runtime_imports(tree: ast.AST, name: str, is_package: bool, modules: set[str
     return found
 
 
-def graph() -> dict[str, set[str]]:
+def graph(typing: bool = False) -> dict[str, set[str]]:
     paths = {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
     edges: dict[str, set[str]] = {}
     for name, path in paths.items():
         tree = ast.parse(path.read_text(), str(path))
-        targets = runtime_imports(tree, name, path.name == "__init__.py", set(paths))
+        targets = runtime_imports(tree, name, path.name == "__init__.py", set(paths), typing)
         edges[name] = {t for t in targets if t in paths and t != name}
     return edges
 
@@ -108,18 +112,24 @@ def beyond_the_model(edges: dict[str, set[str]]) -> dict[str, list[str]]:
 
 
 def test_the_graph_is_read() -> None:
-    """Lazy imports count, type-only ones do not (else the tests below could pass on nothing)."""
+    """Lazy imports count, type-only ones only in the type checker's graph (else the tests
+    below could pass on nothing)."""
     edges = graph()
+    assert "translator.shell.metrics" not in edges["translator.shell.sink"]  # under TYPE_CHECKING only
+    assert "translator.shell.metrics" in graph(typing=True)["translator.shell.sink"]
     assert {"translator.shell.modes", "translator.shell.replay"} <= edges["translator.cli.command"]  # one lazy
     assert "translator.core.translator" in edges["translator.api"]
     assert "translator.core.jsonl" in edges["translator.core.translator"]  # `from translator.core import jsonl as E`
-    assert "translator.core.translator" not in edges["translator.core.raw"]  # under TYPE_CHECKING only
     assert "translator.model" in edges["translator.encoders.enriched"]
     assert "translator.encoders.provider_errors" in edges["translator.encoders.claude_code.frames"]
 
 
 def test_no_import_cycles() -> None:
     assert cycle(graph()) is None
+
+
+def test_no_import_cycles_for_the_type_checker_either() -> None:
+    assert cycle(graph(typing=True)) is None
 
 
 def test_a_cycle_is_found() -> None:
@@ -155,6 +165,48 @@ def test_an_encoder_importing_more_is_found() -> None:
         "translator.encoders.x": ["translator.core.jsonl"],
         "translator.encoders.y.z": ["translator.core.headless_result"],
     }
+
+
+def reach_ins(source: str) -> list[tuple[int, str]]:
+    """Each `obj._x` of a module's source where `obj` is not `self`, `cls` or a module it
+    imports (a dunder is no private member), as (line, expression); a line that says why,
+    after `# reach-in:`, is left out."""
+    tree = ast.parse(source)
+    modules = {(alias.asname or alias.name).split(".")[0] for node in ast.walk(tree)
+               if isinstance(node, ast.Import) for alias in node.names}
+    modules |= {alias.asname or alias.name for node in ast.walk(tree)
+                if isinstance(node, ast.ImportFrom) for alias in node.names}  # modules among them
+    lines = source.splitlines()
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")):
+            continue
+        if isinstance(node.value, ast.Name) and node.value.id in {"self", "cls", *modules}:
+            continue
+        if "# reach-in: " not in lines[node.lineno - 1]:
+            found.append((node.lineno, ast.unparse(node)))
+    return sorted(found)
+
+
+def test_no_object_reaches_into_another_s_private_members() -> None:
+    found = {str(path.relative_to(ROOT)): hits for path in sorted(ROOT.rglob("*.py"))
+             if (hits := reach_ins(path.read_text()))}
+    assert found == {}
+    justified = sum(path.read_text().count("# reach-in: ") for path in ROOT.rglob("*.py"))
+    assert 0 < justified <= 3
+
+
+def test_a_reach_in_is_found() -> None:
+    source = (
+        "import os\nfrom x import mod\n"
+        "class A:\n"
+        "    def f(self, fold):\n"
+        "        self._a, os._exit, mod._b, type(self).__name__\n"
+        "        fold._bad(1)\n"
+        "        self.fold._frame\n"
+        "        fold._ok  # reach-in: a library's own\n"
+    )
+    assert reach_ins(source) == [(6, "fold._bad"), (7, "self.fold._frame")]
 
 
 TESTS = Path(__file__).parent

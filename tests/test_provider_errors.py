@@ -7,7 +7,9 @@ import orjson
 import pytest
 from conftest import claude_code, drive, run_end
 
-from translator.encoders.provider_errors import KINDS, api_error, recognise
+from translator.encoders.provider_errors import api_error
+from translator.model import PROVIDER_ERRORS as KINDS
+from translator.model import provider_error as recognise
 
 # One message per kind, as the agent's Display impls write them: (message, status, type, category)
 MESSAGES = [

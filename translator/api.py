@@ -237,7 +237,7 @@ def translate_bytes(
 
         on_diagnostic = logging.getLogger("translator").warning
     report = on_diagnostic
-    for taken in steps(stream._feed, _chunks(data)):
+    for taken in steps(stream._feed, _chunks(data)):  # reach-in: this module's own Stream, whose steps these are
         yield from taken.frames
         for line in taken.said:
             report(line)

@@ -179,6 +179,23 @@ class RunEnd(Event, tag=True, **_CONFIG):
             raise ValueError(f"'stopped_for' {kind} out of range") from None
 
 
+# The agent's provider errors (its `provider/src/error.rs`, caliban f33a2d0), by the start of
+# their `Display` text, with the HTTP status each kind implies (None: none known; a server
+# error's is in its message; "context too long" is Anthropic's 400). What a `ProviderError`
+# stop, or a headless result's `error`, holds. No prefix starts another.
+PROVIDER_ERRORS: tuple[tuple[str, int | None], ...] = (
+    ("server error (HTTP ", None), ("authentication failed: ", 401), ("rate limit exceeded", 429),
+    ("invalid request: ", 400), ("context too long: ", 400), ("model unavailable: ", 404),
+    ("upstream server fault: ", None), ("content filter triggered: ", None), ("network error: ", None),
+    ("stream interrupted mid-response", None), ("operation cancelled", None), ("adapter error: ", None),
+    ("stream idle for ", None),
+)  # fmt: skip
+
+
+def provider_error(error: object) -> bool:
+    """Whether an error text is one of the agent's provider errors."""
+    return isinstance(error, str) and error.startswith(tuple(prefix for prefix, _ in PROVIDER_ERRORS))
+
 def _writable(value: Any, name: str) -> None:
     """A value decoded whole is written out again: it must hold nothing JSON writers refuse (an
     integer beyond 64 bits, which JSON allows and msgspec decodes)."""

@@ -14,7 +14,7 @@ DIRECTORIES = ("out_dir",)
 def script(parser: argparse.ArgumentParser, shell: str) -> str:
     import shtab
 
-    for action in parser._actions:
+    for action in parser._actions:  # reach-in: argparse lists its actions nowhere public
         if action.dest == "files":  # or `report`, a first word the parser never sees (bash)
             setattr(action, "complete", {**shtab.FILE, "bash": "_translator_files_or_report"})  # noqa: B010
         elif action.dest in FILES:

@@ -9,7 +9,7 @@ is kept here, per run, so that the fold's run state stays the same for both dial
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, cast
 
 import msgspec
 import orjson
@@ -17,12 +17,9 @@ from msgspec import Raw
 
 from translator import model as M
 from translator.core import headless_result as H
-from translator.core.open_run import OpenRun
-from translator.core.states import Move
-from translator.core.stops import classify
-
-if TYPE_CHECKING:
-    from translator.core.translator import Translator
+from translator.core.fold import RunFold
+from translator.core.open_run import OpenRun, Totals
+from translator.core.reading import Headless
 
 # What a range-checked field of a frame must hold, for the diagnostic.
 _COUNT = f" (a whole number 0 to {M.U32_MAX})"
@@ -39,6 +36,21 @@ HINTS = {
 }
 
 
+class HeadlessOutput(Protocol):
+    """What the headless reader needs of an output format besides its moves (the Encoder
+    protocol's): every encoder has it; the knowledge of the dialect stays here."""
+
+    # Whether headless input is translated (its echoed prompt then answers the run before it,
+    # as Claude Code frames runs) or passed through (see headless_frame).
+    translates_headless: bool
+
+    # Every headless frame as read, before the moves the reader makes of it (`moves`: whether
+    # it makes any). An encoder that passes headless input through writes the frames and
+    # ignores the moves of their run until its result (given `upstream`); one that translates
+    # writes the moves, and the frames of which none are made.
+    def headless_frame(self, frame: M.HeadlessFrame, line: bytes, t: float, moves: bool) -> None: ...
+
+
 class Dialect:
     """What the headless dialect keeps for one run."""
 
@@ -53,15 +65,15 @@ class Dialect:
 
 
 class HeadlessReader:
-    """Headless frames → the fold's handlers, as raw events would have driven them."""
+    """Headless frames → the fold's public moves, as raw events would have made them."""
 
-    def __init__(self, fold: Translator) -> None:
+    def __init__(self, fold: RunFold) -> None:
         self.fold = fold
         self._run: OpenRun | None = None
         self._dialect = Dialect()
         # Every frame type the dialect has goes to its handler by class (a result, read whole
-        # as well, to `result`).
-        self.handlers: dict[type, Callable[[Any, float, bytes], None]] = {
+        # as well, to `_result`).
+        self._handlers: dict[type, Callable[[Any, float, bytes], None]] = {
             M.SystemFrame: self._system,
             M.UserFrame: self._user,
             M.TextFrame: self._delta,
@@ -73,6 +85,20 @@ class HeadlessReader:
             M.HookEventFrame: self._other,
         }
 
+    def read(self, item: Headless, now: float) -> None:
+        """One headless frame, which arrived at `now`, made into the fold's moves."""
+        frame = item.frame
+        if type(frame) is M.ResultFrame:
+            assert item.whole is not None
+            self._result(frame, now, item.line, item.whole)
+        else:
+            self._handlers[type(frame)](frame, now, item.line)
+
+    def _output(self) -> HeadlessOutput:
+        """The encoder the fold writes through now (nothing while a failed run's rest is
+        read), as the output of this dialect: every encoder is one."""
+        return cast(HeadlessOutput, self.fold.runs.encoder)
+
     def _of(self, fr: OpenRun) -> Dialect:
         """The dialect state of run `fr` (a new run starts with a fresh one)."""
         if fr is not self._run:
@@ -83,8 +109,8 @@ class HeadlessReader:
         """A headless frame of the model's: the turn it belongs to starts if none is open."""
         if fr is None or not self.fold.in_turn:
             index = len(fr.message_ids) if fr is not None else 0
-            start = M.TurnStart(turn_index=index, message_id="", model=self.fold.model or "")
-            self.fold._turn_start(start, now, False)
+            start = M.TurnStart(turn_index=index, message_id="", model=self.fold.runs.model or "")
+            self.fold.turn_start(start, now, numbered=False)
 
     def _system(self, ev: M.SystemFrame, now: float, line: bytes) -> None:
         if ev.subtype != "init":
@@ -92,28 +118,26 @@ class HeadlessReader:
             return
         fold = self.fold
         if ev.model is not None:
-            fold.model = ev.model.rsplit("/", 1)[-1]  # "provider/model"
-        fold._end_orphan()
-        if fold._frame is not None and fold._frame.saw_turn:
-            fold._move(Move.NEW_RUN, now)  # the open run's result was lost: the table closes it
+            fold.runs.model = ev.model.rsplit("/", 1)[-1]  # "provider/model"
+        fold.new_run(now)  # an open run that had a turn lost its result: the table closes it
         self._frame(ev, now, line)
         self._open(now, ev)
 
     def _user(self, ev: M.UserFrame, now: float, line: bytes) -> None:
         """An echoed prompt: for Claude Code, a new input frame, the previous one answered."""
         fold = self.fold
-        if not fold.encoder.translates_headless:
+        if not self._output().translates_headless:
             self._other(ev, now, line)
             return
         self._frame(ev, now, line)
-        fr = fold._frame
+        fr = fold.run
         if fr is not None and fr.saw_turn:
-            self._finish(fr, now, fold._stamp(now, ev))
+            self._finish(fr, now, fold.runs.stamp(now, ev))
         self._open(now, ev)
 
     def _delta(self, ev: M.TextFrame | M.ThinkingFrame, now: float, line: bytes) -> None:
         fold = self.fold
-        fr = fold._frame
+        fr = fold.run
         if fr is not None and self._of(fr).block[0] is M.ToolResultFrame:
             self._turn_end(fr, now, [], "tool_use")  # a tool's result: the next call began
         self._frame(ev, now, line)
@@ -128,7 +152,7 @@ class HeadlessReader:
         delta = cls(turn_index=0, content_block_index=st.block[1], text=ev.delta)
         if kind is M.TextFrame:
             st.since_tool.append(ev.delta)
-        fold._deltas(M.DeltaRun([delta]), now, True)
+        fold.deltas(M.DeltaRun([delta]), now, one_by_one=True)
 
     def _tool_use(self, ev: M.ToolUseFrame, now: float, line: bytes) -> None:
         """Written when the tool call ends (after it ran), with its whole input. Without
@@ -141,8 +165,8 @@ class HeadlessReader:
         st.since_tool.clear()
         st.block = (M.ToolUseFrame, st.block[1] + 1)
         if st.streamed:
-            self.fold._tool_start(M.ToolCallStart(turn_index=0, tool_use_id=ev.id, name=ev.name), now)
-        fr.tools[ev.id] = (ev.name, [bytes(ev.input).decode()])
+            self.fold.tool_start(M.ToolCallStart(turn_index=0, tool_use_id=ev.id, name=ev.name), now)
+        self.fold.tool_use(ev.id, ev.name, bytes(ev.input).decode())
 
     def _tool_result(self, ev: M.ToolResultFrame, now: float, line: bytes) -> None:
         self._frame(ev, now, line)
@@ -151,13 +175,13 @@ class HeadlessReader:
         st.since_tool.clear()
         st.block = (M.ToolResultFrame, st.block[1])
         if ev.t_ms:
-            fr.api_s -= ev.t_ms / 1000  # the tool's own run time is not API time
+            self.fold.tool_ran(ev.t_ms / 1000)
         content = ev.content
         if bytes(memoryview(content)[:1]) == b'"':  # a plain text: one text block
             content = Raw(orjson.dumps([{"type": "text", "text": msgspec.json.decode(content, type=str)}]))
         if st.streamed:
             end = M.ToolCallEnd(turn_index=0, tool_use_id=ev.tool_use_id, is_error=ev.is_error, content=content)
-            self.fold._tool_end(end, now)
+            self.fold.tool_end(end, now)
         else:
             block = {"type": "tool_result", "tool_use_id": ev.tool_use_id, "is_error": ev.is_error}
             st.results.append(block | {"content": orjson.Fragment(bytes(content))})
@@ -185,55 +209,40 @@ class HeadlessReader:
         st.results = []
         st.block = (None, -1)
         st.streamed = False
-        self.fold._turn_end(turn_end, now)
+        self.fold.turn_end(turn_end, now)
 
-    def result(self, ev: M.ResultFrame, now: float, line: bytes, whole: dict[str, Any]) -> None:
+    def _result(self, ev: M.ResultFrame, now: float, line: bytes, whole: dict[str, Any]) -> None:
         """The run's upstream result: `ev` typed and checked, `whole` the frame as the reader
         decoded it whole (every key, in order), which the repair starts from."""
         self._frame(ev, now, line)
-        self._finish(self._open(now, ev), now, self.fold._stamp(now, ev), ev, whole)
+        self._finish(self._open(now, ev), now, self.fold.runs.stamp(now, ev), ev, whole)
 
     def _open(self, now: float, ev: M.HeadlessFrame) -> OpenRun:
-        """The open frame, or a new one. A headless run's reply is found its own way (see
-        _finish), never from the raw events' fallback."""
-        fold = self.fold
-        fr = fold._frame
-        if fr is None:
-            fold._move(Move.RUN_START, now)
-            fold._frame_for(now, ev)
-            fr = fold._frame
-            assert fr is not None
-            fr.fallback = None
-        fr.last_now = now
-        return fr
+        """The open run, or a new one (its reply found its own way: see _finish)."""
+        return self.fold.open_run(now, ev)
 
     def _finish(
         self, fr: OpenRun, now: float, t: float, upstream: M.ResultFrame | None = None, whole: dict[str, Any] | None = None
     ) -> None:
         """Close a headless input frame: at the upstream result, or (for Claude Code) at the
         next echoed prompt, when the agent has evidently answered this one."""
-        fold = self.fold
         st = self._of(fr)
         if st.streamed:  # with partial messages the last call ends here
             self._turn_end(fr, now, [], "end_turn")
-        fold._close_turn_span(fr, now, None)
-        if fr.answer is None and st.since_tool:
-            fr.answer = "".join(st.since_tool)  # partial messages: no message frames
         end = H.run_end(upstream if upstream is not None else M.ResultFrame(subtype="success", turns=fr.turns))
-        subtype, error = classify(end.stopped_for)
-        run = fold._summary(fr, now, subtype, error, end)
-        run.usage = end.total_usage.counts()  # the dialect reports tokens once, at its end
-        if upstream is not None:  # repaired key by key, keeping its order and every key it has
-            run.upstream = whole
-            if upstream.total_cost_usd is not None:  # the agent's figure is the run's cost
-                run.cost_usd = upstream.total_cost_usd
-        run.tool_calls = len(st.tool_ids)
-        fold._finish(run, t)
+        totals = Totals(
+            usage=end.total_usage.counts(),  # the dialect reports tokens once, at its end
+            tool_calls=len(st.tool_ids),
+            answer="".join(st.since_tool) if st.since_tool else None,  # partial messages: no message frames
+            upstream=whole if upstream is not None else None,
+            cost_usd=upstream.total_cost_usd if upstream is not None else None,
+        )
+        self.fold.close_run(end, now, t, totals)
 
     def _frame(self, ev: M.HeadlessFrame, now: float, line: bytes, moves: bool = True) -> None:
         """The frame as read, to the encoder, before the moves made of it (`moves`: none are):
         it writes either the frame or those moves."""
-        self.fold.encoder.headless_frame(ev, line.strip(), self.fold._stamp(now, ev), moves)
+        self._output().headless_frame(ev, line.strip(), self.fold.runs.stamp(now, ev), moves)
 
     def _other(self, ev: M.HeadlessFrame, now: float, line: bytes) -> None:
         """Frames with no raw-event counterpart (retries, warnings, hooks, echoed prompts)."""

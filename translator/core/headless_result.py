@@ -12,8 +12,7 @@ from typing import Any
 from msgspec import Raw
 
 from translator.core.stops import THINKING_BUDGET, UNSTATED
-from translator.encoders.provider_errors import recognise
-from translator.model import ResultFrame, RunEnd, Usage
+from translator.model import ResultFrame, RunEnd, Usage, provider_error
 
 RESULT = "result"  # the type of a run's last frame (snake_case; the raw events' are PascalCase)
 # What the agent writes in a headless result's `error` for the stops that say their cause
@@ -46,7 +45,7 @@ def stopped_for(result: ResultFrame) -> Any:
     idle = IDLE.fullmatch(error)
     if idle:  # before the provider's messages: one of them starts alike
         return {"StreamIdle": {"secs": int(idle[1]), "nanos": 0}}
-    if recognise(error):
+    if provider_error(error):
         return {"ProviderError": error}
     if error == THINKING_BUDGET:
         return "ThinkingBudgetExhausted"

@@ -16,11 +16,13 @@ from translator import model as M
 
 
 class BadLine(Exception):
-    """A line that cannot be used; `reason` is what the diagnostic says."""
+    """A line that cannot be used: `reason` is what the diagnostic says, `line` its bytes
+    (where known). Raised inside a decode, returned by the readers as a value."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, line: bytes = b"") -> None:
         super().__init__(reason)
         self.reason = reason
+        self.line = line
 
 
 def loads(line: bytes) -> Any:

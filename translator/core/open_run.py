@@ -1,11 +1,17 @@
 """The state of one open run, the same for both input dialects (the headless reader keeps its
-own in its reader): what the result will say, and what the clock needs to time it."""
+own in its reader): what the result will say, and what the clock needs to time it. The fold
+changes it through the bookkeeping here; readers only read it."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import msgspec
+
+from translator.core import jsonl as E
 from translator.core.stops import variant
 from translator.encoders import RunSummary
-from translator.model import AssistantTextDelta, DeltaRun, Event, RunEnd
+from translator.model import AssistantTextDelta, DeltaRun, Event, RunEnd, TurnEnd, TurnStart
 
 MAX_MS = 1 << 53  # the largest integer every JSON reader takes exactly
 
@@ -73,6 +79,61 @@ class OpenRun:
         self.stop_reason: str | None = None  # the last turn's
         self.message_ids: list[str] = []
         self.last_text: str | None = None  # the last non-empty text block of any turn
+
+    def start_turn(self, ev: TurnStart, retry: bool) -> None:
+        """A turn starts, or (`retry`) the open one is sent again: the agent's max_tokens or
+        drain retry, nothing of whose abandoned attempt is the reply (its deltas still count
+        as API time)."""
+        self.saw_turn = True
+        self.turn_model = ev.model
+        self.message_ids.append(ev.message_id)
+        if retry:
+            self.attempts += 1
+            if self.fallback is not None:
+                del self.fallback[self.fallback_mark :]
+            self.tools.clear()
+            return
+        self.open_index = ev.turn_index
+        self.attempts = 0
+        self.fallback_mark = len(self.fallback) if self.fallback is not None else 0
+        self.turn_deltas = 0
+
+    def end_turn(self, ev: TurnEnd, cost: float) -> None:
+        """What a turn's end adds to the run (the turn is closed by `turn_closed`, after the move)."""
+        self.turns += 1
+        if self.first_ttft is None:
+            self.first_ttft = ev.ttft.seconds if ev.ttft is not None else 0.0
+        ev.usage.add_to(self.usage)
+        self.cost += cost
+        text, last_block = E.reply(ev.assistant_message.content)
+        if text:
+            self.answer = text
+            self.fallback = None
+            self.last_text = last_block
+        self.stop_reason = ev.stop_reason
+
+    def turn_closed(self) -> None:
+        self.open_index = None
+        self.turn_deltas = 0
+        self.tools.clear()
+
+    def tool_input(self, tool_use_id: str, partial_json: str) -> None:
+        """A piece of a tool call's input (its ToolCallStart may not have been seen)."""
+        self.turn_deltas += 1
+        tool = self.tools.get(tool_use_id)
+        if tool is None:
+            self.tools[tool_use_id] = tool = (None, [])
+        tool[1].append(partial_json)
+
+
+class Totals(msgspec.Struct):
+    """What a headless run reports once, at its end (the fold's `close_run` takes it)."""
+
+    usage: dict[str, int]
+    tool_calls: int
+    answer: str | None = None  # the reply, where no message frame gave one (partial messages)
+    upstream: dict[str, Any] | None = None  # the agent's own result frame, as read
+    cost_usd: float | None = None
 
 
 def summary(

@@ -1,34 +1,30 @@
-"""Lines of input → the fold's typed events: every line decoded and checked in C.
+"""Lines of input → typed events: every line decoded and checked in C.
 
 The hot path decodes a chunk's complete lines as one batch, each line on its own but all in
 C (`map` of the decoder over the lines, so a batch takes exactly what the lines one by one
-would), into the model's classes (model.py), and hands the fold the list: a run of deltas, the bulk of a stream, is
-then passed on whole (a `DeltaRun`), never one by one. When the batch does not decode — a bad
-line, a headless frame, an envelope, an event of a type this build does not know — the same
-lines are taken one at a time, where each is decoded alone, reported with its own line number
-and reason, or handed to the headless reader, unwrapped, or passed through.
+would), into the model's classes (model.py), and returns the list (the facade hands each run
+of deltas in it, the bulk of a stream, to the fold whole). When the batch does not decode — a
+bad line, a headless frame, an envelope, an event of a type this build does not know — the
+same lines are read one at a time, each into what it is (reading.py): an event, a headless
+frame, a `BadLine` with its reason, or a line to pass through; an envelope's events each so.
+The reader makes no move and says nothing itself: it returns values (after h11's readers).
 """
 
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import msgspec
 import orjson
 
 from translator import model as M
 from translator.core import jsonl as E
+from translator.core.fold import Options
 from translator.core.headless import HINTS as FRAME_HINTS
-from translator.core.headless import HeadlessReader
 from translator.core.jsonl import BadLine
+from translator.core.reading import Headless, Item, Passthrough
 from translator.model import RECORDED, Event
 
-if TYPE_CHECKING:
-    from translator.core.translator import Translator
-
-NEWLINE = 0x0A
-TEXT = re.compile(rb"[^\n]")  # where a run of blank lines ends
 STAMPED = b'"timestamp":'  # an ISO stamp: read (and its range checked) line by line
 HEADLESS = b'{"type":"'  # then a lower-case letter: a headless frame as the agent writes it
 # msgspec raises RecursionError, not a DecodeError, past ~1000 levels (orjson stops at 1024).
@@ -76,41 +72,30 @@ def utf8(data: bytes | memoryview) -> bool:
 
 
 class RawReader:
-    """A stream's lines, decoded and checked, into the fold (see the module)."""
+    """A stream's lines, decoded and checked, into values (see the module). `recorded` is
+    called once if `--clock auto` finds the stream's first event stamped."""
 
-    def __init__(self, fold: Translator, headless: HeadlessReader) -> None:
-        self.fold = fold
-        self.headless = headless
-        self._strict = fold.options.strict
+    def __init__(self, options: Options, recorded: Callable[[], None]) -> None:
+        self._options = options
+        self._strict = options.strict
+        self._on_recorded = recorded
+        self._recorded = options.clock == RECORDED  # whether stamps are read
         self._seen_first = False
         # False after a chunk held lines the batch cannot take (a headless stream): the next
         # chunk goes line by line at once, until one holds nothing but raw events again.
         self._batch = True
         self._all_raw = True
+        self._lined = False  # the last chunk was read line by line
 
-    def block(self, data: bytes, pos: int, end: int, now: float) -> None:
-        """Complete lines `data[pos:end]` (each ends with a newline), `end` just past the
-        chunk's last newline. Blank lines are counted, nothing more (a run of them is one
-        search in C); the stretches between them go to the hot path, each a batch."""
-        fold = self.fold
-        while pos < end and not fold.stopped:
-            if data[pos] == NEWLINE:  # blank lines
-                text = TEXT.search(data, pos, end)
-                stop = end if text is None else text.start()
-                fold.line_no += stop - pos
-            else:
-                blank = data.find(b"\n\n", pos, end)
-                stop = end if blank < 0 else blank + 1
-                self._stretch(data, pos, stop, now, stop == end)
-            pos = stop
-
-    def _stretch(self, data: bytes, pos: int, end: int, now: float, last: bool) -> None:
-        """The hot path: lines `data[pos:end]`, none of them blank (`last`: the chunk's last
-        newline ends them)."""
-        fold = self.fold
+    def chunk(self, data: bytes, pos: int, end: int, last: bool) -> tuple[list[M.TurnEvent], list[bytes]] | None:
+        """The hot path: complete lines `data[pos:end]`, none of them blank (each ends with a
+        newline; `last`: the chunk's last newline ends them), as one batch of raw events with
+        their lines; None when the batch does not decode (then each line is `read` on its own)."""
+        if self._lined:  # what the lines read one by one were
+            self._batch, self._lined = self._all_raw, False
         if (
             self._batch
-            and end - pos <= fold.options.max_line_bytes
+            and end - pos <= self._options.max_line_bytes
             and not (self._may_read_stamps() and data.find(STAMPED, pos, end) >= 0)
             and (data.isascii() or utf8(memoryview(data)[pos:end]))  # (the whole chunk: a C scan)
         ):
@@ -129,62 +114,46 @@ class RawReader:
             if evs is not None:
                 if not self._seen_first:
                     self._first_event(evs[0])
-                first_no = fold.line_no + 1
-                fold.line_no += len(lines)
-                fold.events(evs, first_no, now, lines.__getitem__)
-                return
-        self._all_raw = True
-        start = pos
-        while start < end and not fold.stopped:
-            nl = data.index(b"\n", start, end)
-            fold._line(data[start:nl], now)
-            start = nl + 1
-        self._batch = self._all_raw
+                return evs, lines
+        self._all_raw, self._lined = True, True
+        return None
 
-    def content(self, line: bytes, now: float) -> None:
-        """One event's bytes (a line, or an event out of an envelope line)."""
+    def read(self, line: bytes) -> list[Item]:
+        """One event's bytes (a line, or an event out of an envelope line): what it is."""
         if line[9:10].islower() and line.startswith(HEADLESS):  # no raw event: not tried as one
-            self._untyped(line, now, None)
-            return
+            return self._untyped(line, None)
         try:
             if self._strict:
                 M.STRICT.decode(line)
             ev = M.DECODER.decode(line)
         except msgspec.ValidationError as exc:
-            self._untyped(line, now, str(exc))
-            return
+            return self._untyped(line, str(exc))
         except msgspec.DecodeError:
-            self._untyped(line, now, None)
-            return
+            return self._untyped(line, None)
         except RecursionError:
-            self.fold._bad(line, TOO_DEEP)
-            return
-        if self._usable(ev, line):
-            self.fold.event(ev, now)
+            return [BadLine(TOO_DEEP, line)]
+        bad = self._unusable(ev, line)
+        return [ev] if bad is None else [bad]
 
-    def _usable(self, ev: Event, line: bytes) -> bool:
+    def _unusable(self, ev: Event, line: bytes) -> BadLine | None:
         """The checks a decoded event (of either dialect) still needs: its bytes are UTF-8
         (a `Raw` value, or a field nobody reads, is checked as JSON only) and an ISO stamp that
-        is read is in range; false when its line was reported."""
-        fold = self.fold
+        is read is in range; what is wrong with its line, if anything is."""
         if not utf8(line):
-            fold._bad(line, "invalid UTF-8")
-            return False
+            return BadLine("invalid UTF-8", line)
         if ev.timestamp is not None and self._may_read_stamps():  # only then is it read
             try:
                 E.stamp_s(ev.ts, ev.timestamp)
             except BadLine as exc:  # (a first event so rejected decides no clock: the next one does)
-                fold._bad(line, exc.reason)
-                return False
+                return BadLine(exc.reason, line)
         if not self._seen_first:
             self._first_event(ev)
-        return True
+        return None
 
-    def _untyped(self, line: bytes, now: float, error: str | None) -> None:
+    def _untyped(self, line: bytes, error: str | None) -> list[Item]:
         """A line that is not one of the raw events: which of the rest it is."""
-        fold = self.fold
         if not line.strip():
-            return
+            return []
         frame_error = None
         try:
             if self._strict:
@@ -195,62 +164,48 @@ class RawReader:
         except msgspec.DecodeError:
             pass
         except RecursionError:
-            fold._bad(line, TOO_DEEP)
-            return
+            return [BadLine(TOO_DEEP, line)]
         else:  # a headless frame
             self._all_raw = False
+            whole = None
             if type(frame) is M.ResultFrame:  # the repair reads it whole (a Raw field, an unknown one)
                 try:
                     whole = E.loads(line)
                 except BadLine as exc:
-                    fold._bad(line, exc.reason)
-                    return
-                if self._usable(frame, line):
-                    self.headless.result(frame, now, line, whole)
-            elif self._usable(frame, line):
-                self.headless.handlers[type(frame)](frame, now, line)
-            return
+                    return [BadLine(exc.reason, line)]
+            bad = self._unusable(frame, line)
+            return [Headless(frame, line, whole)] if bad is None else [bad]
         try:
             value = E.loads(line)
         except BadLine as exc:
-            fold._bad(line, exc.reason)
-            return
+            return [BadLine(exc.reason, line)]
         etype = value.get("type") if type(value) is dict else None
         if type(etype) is str:
             if etype in M.TYPES:  # a raw event that did not decode: the decoder said why
-                fold._bad(line, reason(etype, error or "invalid JSON"))
-                return
+                return [BadLine(reason(etype, error or "invalid JSON"), line)]
             self._all_raw = False
             if etype in M.HEADLESS_TYPES:  # a headless frame that did not decode: its decoder said why
-                fold._bad(line, reason(etype, frame_error or "invalid JSON", FRAME_HINTS))
-                return
-            fold.encoder.passthrough(line.strip())
-            return
+                return [BadLine(reason(etype, frame_error or "invalid JSON", FRAME_HINTS), line)]
+            return [Passthrough(line.strip())]
         try:
             inner = E.unwrap(value)
         except BadLine as exc:
-            fold._bad(line, exc.reason)
-            return
+            return [BadLine(exc.reason, line)]
         if inner is None:
-            fold._bad(line, E.not_an_event(value))
-            return
+            return [BadLine(E.not_an_event(value), line)]
         self._all_raw = False
-        for item in inner:
-            self.content(orjson.dumps(item), now)
-            if fold.stopped:
-                break
+        return [item for event in inner for item in self.read(orjson.dumps(event))]
 
     def _may_read_stamps(self) -> bool:
         """Whether stamps are (or, the clock not decided yet, may be) read."""
-        fold = self.fold
-        return fold.clock == RECORDED or (not self._seen_first and fold.options.detect_recorded)
+        return self._recorded or (not self._seen_first and self._options.detect_recorded)
 
     def _first_event(self, ev: Event) -> None:
         """The stream's first event decides the clock under `--clock auto`."""
-        fold = self.fold
         self._seen_first = True
-        if not fold.options.detect_recorded:
+        if not self._options.detect_recorded:
             return
         stamp = E.timestamp_s(ev.ts, ev.timestamp)
         if stamp is not None:
-            fold._use_recorded_clock()
+            self._recorded = True
+            self._on_recorded()

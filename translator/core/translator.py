@@ -1,18 +1,21 @@
 """The sans-I/O core: bytes of one input stream in, output frames and diagnostics out.
 
-`Translator` ties the parts together: chunks become lines (lines.py), lines become events
-(raw.py, headless.py), and the events move the run fold (fold.py, states.py);
-it owns line numbers and per-line error handling. It never reads, writes or looks at a clock: the caller passes each chunk with the time it
-arrived (`now`, monotonic seconds) and collects what came out with `take_output()` and
+`Translator` is the facade over the parts: chunks become lines (lines.py), lines become values
+(raw.py: events, headless frames, bad lines, lines to pass through; reading.py), headless frames
+become the fold's moves (headless.py), and events move the run fold it owns (fold.py). It owns
+the line numbers and the one error policy (`_bad` for a bad line, `_fault` for what nothing
+foresaw; as jc's streaming parsers, errors come back as values and one place decides what each
+costs). It never reads, writes or looks at a clock: the caller passes each chunk with the time
+it arrived (`now`, monotonic seconds) and collects what came out with `take_output()` and
 `take_diagnostics()`. One input frame is one agent run, closed by its `RunEnd`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from itertools import groupby
 from operator import attrgetter
-from typing import Any
 
 from translator import model as M
 from translator.core import headless_result as H
@@ -23,12 +26,12 @@ from translator.core.headless import HeadlessReader
 from translator.core.jsonl import BadLine
 from translator.core.rates import RateCard
 from translator.core.raw import RawReader
-from translator.core.states import Move
+from translator.core.reading import Headless, Item, Passthrough, Reader
 from translator.core.stops import LOST_RUN_END as LOST_RUN_END  # re-exported: callers read them here
 from translator.core.stops import THINKING_BUDGET as THINKING_BUDGET
 from translator.core.stops import TRUNCATED as TRUNCATED
 from translator.diagnostics import Diagnostic
-from translator.encoders import SILENT, Encoder
+from translator.encoders import Encoder, RunSummary
 from translator.lines import EXCERPT_BYTES, LineBuffer
 from translator.model import ESTIMATED as ESTIMATED  # re-exported: the clocks are read from here too
 from translator.model import RECORDED as RECORDED
@@ -36,11 +39,13 @@ from translator.model import WALL as WALL
 from translator.model import Delta, DeltaRun
 
 IS_DELTA = attrgetter("is_delta")
+NEWLINE = 0x0A
+TEXT = re.compile(rb"[^\n]")  # where a run of blank lines ends
 
 
-class Translator(RunFold):
+class Translator:
     """One input stream's translation. Feed bytes; collect frames; `end()` or `cancel()` once.
-    The run fold (fold.py) turns events into frames; this adds the bytes, lines and errors."""
+    The run fold (`fold`, fold.py) turns events into frames; this adds the bytes, lines and errors."""
 
     def __init__(
         self,
@@ -51,25 +56,24 @@ class Translator(RunFold):
         started_at: float = 0.0,
         source: str = "<stdin>",
     ) -> None:
-        super().__init__(encoder, rates=rates, options=options or Options(), started_at=started_at)
-        opts = self.options
+        self.options = opts = options or Options()
         self.source = source
         self.line_no = 0
         self.bad_lines = 0
         self.frames_written = 0  # output frames taken so far
         self.stopped = False  # after --on-invalid fail, or end()/cancel()
+        self._out = encoder.out
+        self._diags: list[str] = []
         self._rejects: list[bytes] = []
-        self._lines = LineBuffer(opts.max_line_bytes, self._reject, self._skipped)
-        self._reader = RawReader(self, HeadlessReader(self))
-        # Every event but the deltas (which move as runs) goes to its handler by class.
-        self._handlers: dict[type, Callable[[Any, float], None]] = {
-            M.TurnStart: self._turn_start,
-            M.ToolCallStart: self._tool_start,
-            M.ToolCallInputDelta: self._tool_input,
-            M.ToolCallEnd: self._tool_end,
-            M.TurnEnd: self._turn_end,
-            M.RunEnd: self._run_end,
-        }
+        self.fold = RunFold(
+            encoder, rates=rates, options=opts, started_at=started_at, source=source,
+            line_no=lambda: self.line_no, diags=self._diags,
+        )  # fmt: skip
+        self._runs = self.fold.runs
+        self._moves = self.fold.moves
+        self._lines = LineBuffer(opts.max_line_bytes, self._rejects.append, self._skipped)
+        self._raw: Reader = RawReader(opts, self._runs.use_recorded_clock)
+        self._headless = HeadlessReader(self.fold)
 
     # ------------------------------------------------------------------ public API
 
@@ -91,7 +95,7 @@ class Translator(RunFold):
             return
         last_nl = rest.rfind(b"\n")
         if last_nl >= pos and not self.stopped:
-            self._reader.block(rest, pos, last_nl + 1, now)
+            self._block(rest, pos, last_nl + 1, now)
         tail = rest[max(last_nl + 1, pos) :]
         if tail and not self.stopped:
             self._lines.hold(tail)
@@ -107,9 +111,6 @@ class Translator(RunFold):
         """How many bytes of an unfinished line are held."""
         return self._lines.pending_bytes
 
-    def _reject(self, piece: bytes) -> None:
-        self._rejects.append(piece)
-
     def _skipped(self, reason: str, excerpt: bytes) -> None:
         """A line the buffer skipped has ended: it is reported as a line of its own."""
         self.line_no += 1
@@ -124,7 +125,7 @@ class Translator(RunFold):
             if line is not None:
                 self._line(line, now)
             if not self.stopped:
-                self._move(Move.INPUT_END, now)
+                self._runs.input_end(now)
         except Exception as exc:
             self._fault(exc, None, now)
         self.stopped = True
@@ -133,7 +134,7 @@ class Translator(RunFold):
         """A signal stopped us: the open frame ends as `cancelled`."""
         if not self.stopped:
             try:
-                self._close(now, "cancelled", None)
+                self._runs.close(now, "cancelled", None)
             except Exception as exc:
                 self._fault(exc, None, now)
             self.stopped = True
@@ -160,33 +161,107 @@ class Translator(RunFold):
     def take_reject_pieces(self) -> list[bytes]:
         """The rejected bytes as they were kept (an over-long line in the pieces it came in),
         for a writer that need not join them."""
-        pieces = self._rejects
-        self._rejects = []
+        pieces = self._rejects[:]
+        self._rejects.clear()
         return pieces
 
     @property
     def frame_open(self) -> bool:
-        return self._frame is not None
+        return self._runs.run is not None
+
+    # What the fold knows of the stream's runs, read here by the shells and the library.
+    @property
+    def encoder(self) -> Encoder:
+        return self._runs.encoder
+
+    @property
+    def clock(self) -> str:
+        """The clock the stream is timed by (`--clock auto` decides at the first event)."""
+        return self._runs.clock.kind
+
+    @property
+    def frames_closed(self) -> int:
+        return self._runs.frames_closed
+
+    @property
+    def last_subtype(self) -> str | None:
+        return self._runs.last_subtype
+
+    @property
+    def closed(self) -> list[tuple[RunSummary, str | None]] | None:
+        """Each closed run with its last turn's model, once a shell sets it to [] (metrics)."""
+        return self._runs.closed
+
+    @closed.setter
+    def closed(self, runs: list[tuple[RunSummary, str | None]] | None) -> None:
+        self._runs.closed = runs
 
     # ------------------------------------------------------------------ lines
 
+    def _block(self, data: bytes, pos: int, end: int, now: float) -> None:
+        """Complete lines `data[pos:end]` (each ends with a newline), `end` just past the
+        chunk's last newline. Blank lines are counted, nothing more (a run of them is one
+        search in C); the stretches between them go to the hot path, each a batch."""
+        while pos < end and not self.stopped:
+            if data[pos] == NEWLINE:  # blank lines
+                text = TEXT.search(data, pos, end)
+                stop = end if text is None else text.start()
+                self.line_no += stop - pos
+            else:
+                blank = data.find(b"\n\n", pos, end)
+                stop = end if blank < 0 else blank + 1
+                self._stretch(data, pos, stop, now, stop == end)
+            pos = stop
+
+    def _stretch(self, data: bytes, pos: int, end: int, now: float, last: bool) -> None:
+        """Lines `data[pos:end]`, none of them blank (`last`: the chunk's last newline ends
+        them): one batch when they all decode (the hot path), else one by one."""
+        batch = self._raw.chunk(data, pos, end, last)
+        if batch is not None:
+            evs, lines = batch
+            first_no = self.line_no + 1
+            self.line_no += len(lines)
+            self._events(evs, first_no, now, lines.__getitem__)
+            return
+        start = pos
+        while start < end and not self.stopped:
+            nl = data.index(b"\n", start, end)
+            self._line(data[start:nl], now)
+            start = nl + 1
+
     def _line(self, line: bytes, now: float) -> None:
-        """One line, decoded on its own."""
+        """One line, read on its own, and what it was applied."""
         self.line_no += 1
         try:
             if len(line) > self.options.max_line_bytes:
-                self._bad(line, f"line longer than {self.options.max_line_bytes} bytes ({len(line)} bytes)")
+                self._bad(BadLine(f"line longer than {self.options.max_line_bytes} bytes ({len(line)} bytes)", line))
             else:
-                self._reader.content(line, now)
+                self._apply(self._raw.read(line), now)
         except Exception as exc:
             self._fault(exc, line, now)
 
-    def events(self, evs: list[M.TurnEvent], first_no: int, now: float, line_of: Callable[[int], bytes]) -> None:
+    def _apply(self, items: list[Item], now: float) -> None:
+        """What a line was read into, in order, until the stream stops."""
+        for item in items:
+            if isinstance(item, BadLine):
+                self._bad(item)
+            elif isinstance(item, Headless):
+                self._headless.read(item, now)
+            elif isinstance(item, Passthrough):
+                self._runs.encoder.passthrough(item.line)
+            elif item.is_delta:
+                self.fold.deltas(DeltaRun([item]), now)  # type: ignore[list-item]  # (is_delta: a Delta)
+            else:
+                self._moves[type(item)](item, now)
+            if self.stopped:
+                return
+
+    def _events(self, evs: list[M.TurnEvent], first_no: int, now: float, line_of: Callable[[int], bytes]) -> None:
         """A batch of events, one per line from line `first_no` on, every one checked: each
         run of deltas in it moves the fold as one. `line_of(k)`: the k-th line's bytes, for
         the reject file if its event makes the fold fail. The runs are found in C (`groupby`):
         a run costs one step here, not one a delta."""
-        handlers = self._handlers
+        moves, deltas_move = self._moves, self.fold.deltas
         k = 0  # the next event's place in the batch
         for deltas, group in groupby(evs, IS_DELTA):
             if deltas:
@@ -194,7 +269,7 @@ class Translator(RunFold):
                 k += len(run)
                 self.line_no = first_no + k - 1
                 try:
-                    self._deltas(DeltaRun(run), now)
+                    deltas_move(DeltaRun(run), now)
                 except Exception as exc:
                     self._fault(exc, line_of(k - 1), now)
                 if self.stopped:
@@ -203,31 +278,27 @@ class Translator(RunFold):
             for ev in group:
                 self.line_no = first_no + k
                 try:
-                    handlers[type(ev)](ev, now)
+                    moves[type(ev)](ev, now)
                 except Exception as exc:
                     self._fault(exc, line_of(k), now)
                 if self.stopped:
                     return
                 k += 1
 
-    def event(self, ev: M.TurnEvent, now: float) -> None:
-        """One event of the line just read."""
-        if ev.is_delta:
-            self._deltas(DeltaRun([ev]), now)  # type: ignore[list-item]
-        else:
-            self._handlers[type(ev)](ev, now)
+    # ------------------------------------------------------------------ the error policy
 
-    def _bad(self, line: bytes, reason: str, line_no: int | None = None) -> None:
-        self._rejects.append(line + b"\n")
-        self._report(reason, line, line_no)
+    def _bad(self, bad: BadLine) -> None:
+        """A bad line (a reader's value): rejected as it came, reported with its reason."""
+        self._rejects.append(bad.line + b"\n")
+        self._report(bad.reason, bad.line)
 
-    def _report(self, reason: str, line: bytes, line_no: int | None = None) -> None:
+    def _report(self, reason: str, line: bytes) -> None:
+        """A line said on stderr at its number; under --on-invalid fail the stream stops."""
         self.bad_lines += 1
         excerpt = line[:EXCERPT_BYTES].decode("utf-8", "backslashreplace").rstrip("\r")
-        where = self.line_no if line_no is None else line_no
-        self._diags.append(Diagnostic(self.source, where, reason, excerpt))
+        self._diags.append(Diagnostic(self.source, self.line_no, reason, excerpt))
         if self.options.stop_on_invalid and not self.stopped:
-            self._abort(self._now_guess(), f"input rejected at line {self.line_no}: {reason}")
+            self._runs.abort(self._runs.now_guess(), f"input rejected at line {self.line_no}: {reason}")
             self.stopped = True
 
     def _fault(self, exc: Exception, line: bytes | None, now: float) -> None:
@@ -237,10 +308,10 @@ class Translator(RunFold):
         if line is not None:
             self._rejects.append(line + b"\n")
         self._report(f"cannot be translated (internal error, {type(exc).__name__}: {exc})", line or b"")
-        self._abort(now, f"internal error at line {self.line_no}: {type(exc).__name__}")
-        if self._orphan_of is None and not (line is not None and ends_run(line)):
-            # The rest of the failed run is read into nothing, so that it has one result.
-            self._orphan_of, self.encoder = self.encoder, SILENT
+        self._runs.abort(now, f"internal error at line {self.line_no}: {type(exc).__name__}")
+        if not (line is not None and ends_run(line)):
+            self._runs.skip_rest()  # the rest of the failed run is read into nothing: it has one result
+
 
 def ends_run(line: bytes) -> bool:
     """Whether a line is a run's last event (a RunEnd, or a headless result)."""

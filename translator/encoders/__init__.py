@@ -15,7 +15,6 @@ from translator.model import (
     AssistantTextDelta,
     AssistantThinkingDelta,
     DeltaRun,
-    HeadlessFrame,
     ToolCallEnd,
     ToolCallInputDelta,
     ToolCallStart,
@@ -66,9 +65,6 @@ class Encoder(Protocol):
     # Whether any frame it writes carries the times (`t`) it is told: when none does, the fold
     # does not work them out (on the recorded clock it still reads each event's stamp) and tells 0.0.
     timed: bool
-    # Whether headless stream-json input is translated (its echoed prompt then answers the run
-    # before it, as Claude Code frames runs) or passed through (see headless_frame).
-    translates_headless: bool
 
     def frame_start(self, model: str | None, t: float) -> None: ...
     def turn_start(self, ev: TurnStart, t: float) -> None: ...
@@ -83,11 +79,6 @@ class Encoder(Protocol):
     def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None: ...
     def result(self, run: RunSummary, t: float) -> None: ...
     def passthrough(self, line: bytes) -> None: ...
-    # Every headless frame as read, before the moves the reader makes of it (`moves`: whether
-    # it makes any). An encoder that passes headless input through writes the frames and
-    # ignores the moves of their run until its result (given `upstream`); one that translates
-    # writes the moves, and the frames of which none are made.
-    def headless_frame(self, frame: HeadlessFrame, line: bytes, t: float, moves: bool) -> None: ...
 
 
 class _Silent:

@@ -2,10 +2,10 @@
 
 A run that failed in the provider ends with `{"ProviderError": msg}` (raw events) or a headless
 result whose `error` is that message; `msg` is the `Display` text of one of the kinds in the
-agent's `provider/src/error.rs` (caliban f33a2d0). `recognise` says whether an error text is
-one of them, `api_error` what Claude Code reports for it: the HTTP status where the kind
-implies or states one, Anthropic's error type for that status, the `error` category of its
-synthetic assistant message, and its `API Error: …` text.
+agent's `provider/src/error.rs` (caliban f33a2d0), which the model knows (`PROVIDER_ERRORS`,
+`provider_error`: the input reads them too). `api_error` says what Claude Code reports for
+one: the HTTP status where the kind implies or states one, Anthropic's error type for that
+status, the `error` category of its synthetic assistant message, and its `API Error: …` text.
 """
 
 from __future__ import annotations
@@ -15,23 +15,8 @@ import re
 import msgspec
 import orjson
 
-# (message prefix, HTTP status the kind implies, or None where none is known). Order matters
-# only where one prefix starts another (none do).
-KINDS: tuple[tuple[str, int | None], ...] = (
-    ("server error (HTTP ", None),  # the status is in the message
-    ("authentication failed: ", 401),
-    ("rate limit exceeded", 429),  # "rate limit exceeded (retry after Some(2s))"
-    ("invalid request: ", 400),
-    ("context too long: ", 400),  # Anthropic answers an over-long prompt with a 400
-    ("model unavailable: ", 404),
-    ("upstream server fault: ", None),
-    ("content filter triggered: ", None),
-    ("network error: ", None),
-    ("stream interrupted mid-response", None),
-    ("operation cancelled", None),
-    ("adapter error: ", None),
-    ("stream idle for ", None),
-)
+from translator.model import PROVIDER_ERRORS
+
 # Anthropic's error type for an HTTP status (used when the body does not name one).
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -57,17 +42,12 @@ class ApiError(msgspec.Struct, frozen=True):
     text: str  # its text, and the result's `result`
 
 
-def recognise(error: object) -> bool:
-    """Whether an error text is one of the agent's provider errors."""
-    return isinstance(error, str) and error.startswith(tuple(prefix for prefix, _ in KINDS))
-
-
 def api_error(message: str) -> ApiError:
     """Claude Code's report of a provider error, e.g. `server error (HTTP 500):
     {"type":"error","error":{"type":"api_error","message":"…"}}`, `invalid request: {…}`,
     `authentication failed: invalid x-api-key`, `network error: …`."""
-    status = next((code for prefix, code in KINDS if message.startswith(prefix)), None)
-    match = _STATUS.search(message) if message.startswith(KINDS[0][0]) else None
+    status = next((code for prefix, code in PROVIDER_ERRORS if message.startswith(prefix)), None)
+    match = _STATUS.search(message) if message.startswith(PROVIDER_ERRORS[0][0]) else None
     if match:
         status = int(match.group(1))
     err_type = detail = None

@@ -64,7 +64,7 @@ class Lister:
         return faults(f"{self.scheme}://{path}", self.timeout)
 
     def absolute(self, name: str) -> str:
-        return str(self.fs._strip_protocol(name)).rstrip("/")
+        return str(self.fs._strip_protocol(name)).rstrip("/")  # reach-in: fsspec's own way to a bare path
 
     def kind(self, path: str) -> str | None:
         try:

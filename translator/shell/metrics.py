@@ -36,7 +36,6 @@ from translator.diagnostics import stderr as _stderr
 if TYPE_CHECKING:
     from translator.core.translator import Translator
     from translator.encoders import RunSummary
-    from translator.shell.pump import Shell
 
 SUBTYPES = ("success", "error", "max_tokens", "max_turns", "cancelled", "budget_exceeded")
 # The usage counted, as the agent reports it (its input_tokens includes both cache counters).
@@ -69,14 +68,16 @@ class Metrics:
     scrape by `collect`; `health` says whether the input is being read."""
 
     @classmethod
-    def serve(cls, shell: Shell, address: str) -> Metrics:
-        """Metrics for this shell's mode, served at `address` from now on (OSError, ValueError:
-        it cannot be)."""
-        cfg = shell.cfg
-        metrics = cls("follow" if cfg.follow else "service" if cfg.listen else "pipe", cfg.follow)
-        metrics.limit = cfg.max_connections
-        metrics.reading = lambda: shell.read_scope is not None
-        metrics.stopping = lambda: shell.outcome.signal is not None
+    def serve(
+        cls, address: str, mode: str, follow_path: str | None, limit: int,
+        reading: Callable[[], bool], stopping: Callable[[], bool],
+    ) -> Metrics:
+        """Metrics for a shell's `mode`, served at `address` from now on (OSError, ValueError:
+        it cannot be); `reading` and `stopping` ask the shell whether it reads its input and
+        whether a signal has come."""
+        metrics = cls(mode, follow_path)
+        metrics.limit = limit
+        metrics.reading, metrics.stopping = reading, stopping
         host, port = parse_address(address)
         metrics.server = Server(metrics.app(), host, port)
         where = f"[{host}]" if ":" in host else host

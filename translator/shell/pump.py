@@ -132,7 +132,12 @@ class Shell(Sink):
         from translator.shell.metrics import Metrics
 
         try:
-            self.metrics = Metrics.serve(self, self.cfg.metrics or "")
+            cfg = self.cfg
+            mode = "follow" if cfg.follow else "service" if cfg.listen else "pipe"
+            self.metrics = Metrics.serve(
+                cfg.metrics or "", mode, cfg.follow, cfg.max_connections,
+                reading=lambda: self.read_scope is not None, stopping=lambda: self.outcome.signal is not None,
+            )  # fmt: skip
         except (OSError, ValueError) as exc:
             _stderr([f"translator: --metrics {self.cfg.metrics}: {getattr(exc, 'strerror', None) or exc}"])
             self.outcome.io_error = True
