@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,11 +81,11 @@ def drive(sdk: Path, tmp_path: Path) -> Any:
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
     wrapper.chmod(0o755)
 
-    def run(spec: dict[str, Any], *scripts: str, env: dict[str, str] | None = None) -> Session:
+    def run(spec: dict[str, Any], *scripts: str | dict[str, Any], env: dict[str, str] | None = None) -> Session:
         spec = {**spec, "options": {"pathToClaudeCodeExecutable": SHIM, "cwd": str(tmp_path), **spec.get("options", {})}}
         environ = {**os.environ, "CALIBAN_BIN": str(wrapper), "CALIBAN_SESSIONS_DIR": str(tmp_path / "sessions"),
                    "FAKE_CALIBAN_LOG": str(tmp_path / "calls.jsonl"), "CALIBAN_CLAUDE_ARGS": "",
-                   "FAKE_CALIBAN_SCRIPTS": json.dumps([{"file": str(FIXTURES / "caliban" / s)} for s in scripts]),
+                   "FAKE_CALIBAN_SCRIPTS": json.dumps([script(s) for s in scripts]),
                    **(env or {})}  # fmt: skip
         done = subprocess.run(["node", str(DRIVE), str(sdk), json.dumps(spec)], capture_output=True, env=environ,
                               timeout=90, check=False)  # fmt: skip
@@ -95,6 +96,12 @@ def drive(sdk: Path, tmp_path: Path) -> Any:
         return Session(events, calls)
 
     return run
+
+
+def script(given: str | dict[str, Any]) -> dict[str, Any]:
+    """A fake caliban run: a fixture's name, or its script (`pause_after`, ...)."""
+    run = {"file": given} if isinstance(given, str) else given
+    return {**run, "file": str(FIXTURES / "caliban" / run["file"])}
 
 
 def has(argv: list[str], *tokens: str) -> bool:
@@ -244,3 +251,39 @@ def test_every_flag_the_sdk_writes_is_mapped_or_warned(drive: Any, tmp_path: Pat
     for run in (("--model", "claude-sonnet-4-5"), ("--max-turns", "5"), ("--debug",), ("--allow", "Bash(ls*)"),
                 ("--deny", "WebFetch"), ("--json-schema", '{"type":"object"}'), ("--setting-sources", "user")):
         assert has(argv, *run), (run, argv)  # fmt: skip
+
+
+def test_partial_messages(drive: Any) -> None:
+    got = drive({"prompt": PROMPT, "options": {"includePartialMessages": True}}, "tool_use_two_turns.partial.jsonl")
+    assert "stream_event" in got.kinds and got.kinds[-1] == "result/success"
+    events = [m["event"]["type"] for m in got.messages if m["type"] == "stream_event"]
+    assert events[0] == "message_start" and "content_block_delta" in events and events[-1] == "message_stop"
+    assert "--include-partial-messages" in got.argv()
+
+
+def test_interrupt_then_the_next_message(drive: Any) -> None:
+    spec = {"prompt": [PROMPT, "what is 2+2?"], "options": {"includePartialMessages": True}, "interrupt": True}
+    got = drive(spec, {"file": "tool_use_two_turns.partial.jsonl", "pause_after": 3}, "benign_text.jsonl")
+    assert got.of("interrupt") == [{"still_queued": []}]
+    results = [m for m in got.messages if m["type"] == "result"]
+    assert [r["subtype"] for r in results] == ["error_during_execution", "success"]
+    interrupted = next(m for m in got.messages if m["type"] == "user")
+    assert interrupted["message"]["content"] == [{"type": "text", "text": "[Request interrupted by user]"}]
+    assert len(got.calls) == 2 and got.of("exception") == []
+
+
+def test_set_model_reaches_the_next_run(drive: Any) -> None:
+    got = drive({"prompt": ["hi", "again"], "setModel": "haiku"}, "benign_text.jsonl", "hi.jsonl")
+    assert got.kinds[-1] == "result/success" and got.of("set_model") == [None]
+    assert "--model" not in got.argv(0) and has(got.argv(1), "--model", "claude-haiku-4-5")
+
+
+def test_abort_ends_the_shim_and_caliban(drive: Any) -> None:
+    got = drive({"prompt": PROMPT, "abort": True}, {"file": "tool_use_two_turns.jsonl", "pause_after": 1})
+    (exception,) = got.of("exception")
+    assert "abort" in exception.lower()
+    (call,) = got.calls
+    deadline = time.monotonic() + 10
+    while os.path.exists(f"/proc/{call['pid']}") and time.monotonic() < deadline:  # the SDK does not wait
+        time.sleep(0.05)
+    assert not os.path.exists(f"/proc/{call['pid']}") or "Z" in Path(f"/proc/{call['pid']}/stat").read_text().split()[2]

@@ -1,14 +1,18 @@
 // Drives the real @anthropic-ai/claude-agent-sdk against caliban-claude, for tests/test_shim_ts_sdk.py.
 // Usage: node drive.mjs SDK_ENTRY SPEC_JSON
 //   SPEC_JSON: {"prompt": "text" | [user message texts, each sent after the previous result],
-//               "options": {...query options...}, "hooks": true?, "blockingHook": true?, "interrupt": true?}
+//               "options": {...query options...}, "hooks": true?, "blockingHook": true?,
+//               "interrupt": true? (once the first run is under way), "setModel": name? (after the first
+//               result), "abort": true? (abort the query once the first run is under way)}
 // stdout: one JSON object a line, {"kind": "msg" | "init_result" | "exception" | "hook" | "done", "data": ...}
 const [entry, specText] = process.argv.slice(2);
 const { query } = await import(entry);
 const spec = JSON.parse(specText);
-const emit = (kind, data) => process.stdout.write(JSON.stringify({ kind, data }) + '\n');
+const emit = (kind, data) => process.stdout.write(JSON.stringify({ kind, data: data ?? null }) + '\n');
 setTimeout(() => { emit('exception', 'no end after 60 s'); process.exit(124); }, 60000).unref();
 const options = { ...spec.options, stderr: (d) => emit('stderr', String(d)) };
+const abort = new AbortController();
+if (spec.abort) options.abortController = abort;
 if (spec.hooks) {
   const hook = async (input) => { emit('hook', input.hook_event_name); return {}; };
   options.hooks = { PreToolUse: [{ matcher: 'Bash', hooks: [hook], ...(spec.blockingHook ? { onFailure: 'block' } : {}) }] };
@@ -34,6 +38,13 @@ try {
       first = false;
       emit('init_result', await q.initializationResult());
     }
+    const underway = m.type === 'stream_event' || (m.type === 'system' && m.subtype === 'status');
+    if (spec.interrupt && underway && !spec.interrupted) {
+      spec.interrupted = true;
+      emit('interrupt', await q.interrupt());
+    }
+    if (spec.abort && m.type === 'system' && m.subtype === 'init') abort.abort();
+    if (m.type === 'result' && spec.setModel && results === 0) emit('set_model', await q.setModel(spec.setModel));
     if (m.type === 'result') gates[results++]?.open();
   }
 } catch (e) {
