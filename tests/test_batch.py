@@ -164,6 +164,20 @@ def test_a_failing_file_is_named_and_the_others_finish(tmp_path: Path) -> None:
     assert listing(out) == ["one.enriched.jsonl", "team", "team/two.enriched.jsonl"]
 
 
+def test_an_output_that_cannot_be_committed_fails_its_file_alone(tmp_path: Path) -> None:
+    """Outputs of a chunk are committed together: one that cannot be (a folder in its place)
+    is named, gets no marker and leaves no temporary; the others of its chunk are written."""
+    src, out = logs(tmp_path), tmp_path / "out"
+    (out / "one.enriched.jsonl" / "inside").mkdir(parents=True)
+    proc = batch("--out-dir", str(out), "--jobs", "1", str(src))
+    assert proc.returncode == 74
+    lines = proc.stderr.decode().splitlines()
+    assert lines[0].startswith("translator: 1 translated, 0 skipped (up to date), 1 failed;")
+    assert lines[1] == "translator: failed: one.ndjson: Is a directory"
+    assert (out / "team" / "two.enriched.jsonl").is_file() and (out / "team" / ".two.enriched.jsonl.done").is_file()
+    assert not (out / ".one.enriched.jsonl.done").exists() and not list(out.rglob("*.tmp"))
+
+
 class Exploding:
     """A store whose input fails in the middle with an exception the core never expects:
     the last-resort guard of a worker, proven by injecting the failure."""

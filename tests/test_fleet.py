@@ -292,3 +292,20 @@ def test_a_local_cluster_dies_with_the_batch(tmp_path: Path) -> None:
     poll(lambda: not any(running(pid) for pid in family), 60)
 
 
+
+
+def test_the_cluster_gets_a_task_per_chunk_of_files(cluster: Any, tmp_path: Path) -> None:
+    """Counted on the scheduler: 600 small sessions are a few dozen tasks, not 600."""
+    from translator.shell.packing import CHUNK_FILES
+
+    for n in range(600):
+        (tmp_path / "logs" / f"s{n}").mkdir(parents=True)
+        shutil.copy(FIXTURES / "tool_use_two_turns.events.jsonl", tmp_path / "logs" / f"s{n}" / "stdout.ndjson")
+    proc = subprocess.Popen([TRANSLATOR, "--out-dir", str(tmp_path / "out"), "--cluster", cluster.scheduler.address,
+                             str(tmp_path / "logs")], stderr=subprocess.PIPE)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0 and err.startswith(b"translator: 600 translated, 0 skipped"), err
+    log = cluster.cluster.scheduler.transition_log
+    tasks = {str(t[0]) for t in log if str(t[0]).startswith(f"translate-{proc.pid}-")}
+    assert 600 // CHUNK_FILES <= len(tasks) <= 600 // CHUNK_FILES + 8, sorted(tasks)
+    assert len(list((tmp_path / "out").rglob("*.enriched.jsonl"))) == 600

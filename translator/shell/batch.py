@@ -12,15 +12,16 @@ import ctypes
 import errno
 import multiprocessing
 import os
+import queue
 import re
 import signal
 import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import AbstractContextManager, contextmanager, suppress
+from contextlib import contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
 from types import FrameType
@@ -30,19 +31,24 @@ from tqdm import tqdm
 
 from translator.diagnostics import formatted, stderr
 from translator.object_store import TIMEOUT
-from translator.shell.replay import Done, Job, Store, shown, translate_file
+from translator.shell.packing import pack
+from translator.shell.replay import Done, Job, Store, shown, translate_many
 from translator.shell.selection import Found, Input, SelectionError, check_distinct, select, target_name
 from translator.shell.sink import SCARCE
 from translator.stdio import stop_signals
 
 EX_DATAERR, EX_OSERR, EX_CANTCREAT, EX_IOERR = 65, 71, 73, 74
 PR_SET_PDEATHSIG = 1
+WINDOW = 2  # chunks in flight per worker: one translating, one queued behind it
 TEMPORARY = re.compile(r"^\..+\.(\d+)\.tmp$")  # `.<output name>.<pid>.tmp`
 
 
 class LocalStore:
     """Local disk: inputs read directly, outputs written to a temporary file beside the
-    target and renamed over it, so a crash never leaves half an output."""
+    target and renamed over it once on disk, so a crash never leaves half an output."""
+
+    def __init__(self) -> None:
+        self._staged: list[tuple[str, str, int]] | None = None  # inside together(): (temporary, target, device)
 
     def absolute(self, name: str) -> str:
         return os.path.abspath(name)
@@ -71,35 +77,97 @@ class LocalStore:
         with open(path, "rb") as f:
             yield f
 
-    def writer(self, path: str) -> AbstractContextManager[BinaryIO]:
-        return self._atomic(path, sync=True)
+    @contextmanager
+    def writer(self, path: str) -> Iterator[BinaryIO]:
+        head, _, name = path.rpartition("/")
+        tmp = f"{head}/.{name}.{os.getpid()}.tmp" if head else f".{name}.{os.getpid()}.tmp"
+        try:
+            out = open(tmp, "wb")  # noqa: SIM115 (closed below, before the commit)
+        except FileNotFoundError:  # its folder is new: made on demand, not asked of every file
+            os.makedirs(head or ".", exist_ok=True)
+            out = open(tmp, "wb")  # noqa: SIM115
+        try:
+            with out:
+                yield out
+                out.flush()
+                if self._staged is None:
+                    os.fsync(out.fileno())
+                else:
+                    self._staged.append((tmp, path, os.fstat(out.fileno()).st_dev))
+            if self._staged is None:
+                os.replace(tmp, path)
+        except BaseException:
+            with suppress(OSError):
+                os.unlink(tmp)
+            raise
 
     @contextmanager
-    def _atomic(self, path: str, sync: bool) -> Iterator[BinaryIO]:
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    def together(self) -> Iterator[dict[str, OSError]]:
+        """One sync of each disk the temporaries are on, then the renames (a sync per file
+        cost ~1 ms, more than a small log's translation)."""
+        failed: dict[str, OSError] = {}
+        staged: list[tuple[str, str, int]] = []
+        self._staged = staged
         try:
-            with open(tmp, "wb") as out:
-                yield out
-                if sync:
-                    out.flush()
-                    os.fsync(out.fileno())
-            os.replace(tmp, target)
+            yield failed
         except BaseException:
-            tmp.unlink(missing_ok=True)
+            for tmp, _, _ in staged:
+                with suppress(OSError):
+                    os.unlink(tmp)
             raise
+        finally:
+            self._staged = None
+        try:
+            _sync({device: tmp for tmp, _, device in staged})
+        except OSError as exc:
+            failed.update((target, exc) for _, target, _ in staged)
+        for tmp, target, _ in staged:
+            try:
+                if target not in failed:
+                    os.replace(tmp, target)
+            except OSError as exc:
+                failed[target] = exc
+            if target in failed:
+                with suppress(OSError):
+                    os.unlink(tmp)
 
     def read_marker(self, path: str) -> bytes | None:
         try:
-            return Path(path).read_bytes()
+            with open(path, "rb") as f:
+                return f.read()
         except OSError:
             return None
 
     def write_marker(self, path: str, data: bytes) -> None:
-        """Not synced: a marker lost in a crash only makes its (synced) output be redone."""
-        with self._atomic(path, sync=False) as out:
+        """In place, not synced: a marker cut short is not JSON, and one lost in a crash, like
+        that, only makes its (synced) output be redone."""
+        with open(path, "wb") as out:
             out.write(data)
+
+
+def _sync(files: dict[int, str]) -> None:
+    """Everything written to the disks (st_dev) these files are on reaches them: Linux's
+    syncfs(2), once per disk; elsewhere a sync of the whole system."""
+    for path in files.values():
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            if _SYNCFS is not None:
+                if _SYNCFS(fd) != 0:
+                    raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+            else:
+                os.sync()
+        finally:
+            os.close(fd)
+
+
+def _syncfs() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return None
+
+
+_SYNCFS = _syncfs()
 
 
 def sweep_temporaries(out_dir: str) -> int:
@@ -193,30 +261,55 @@ def _advance(n: int) -> None:
         _progress.value += n
 
 
-def _work(job: Job) -> Done:
-    return translate_file(job, _store, _advance)
+def _work(chunk: list[Job]) -> list[Done]:
+    return translate_many(chunk, _store, _advance)
 
 
 def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = None) -> tuple[list[Done], bool]:
-    """Translate `jobs` in a process pool; the bar follows the bytes read inside each file."""
-    counter = multiprocessing.get_context("fork").Value("q", 0)
+    """Translate `jobs` in a process pool, a chunk of files per task (packing.py); at most
+    WINDOW chunks per worker are in flight, and each completion is taken as it comes (a queue
+    fed by the futures' callbacks), so the cost of scheduling grows with the chunks, never with
+    their square. The bar follows the bytes read inside each file."""
+    context = multiprocessing.get_context("fork")
+    counter = context.Value("q", 0)
     done: list[Done] = []
-    pool = ProcessPoolExecutor(max_workers=max(1, min(workers, len(jobs) or 1)),
-                               mp_context=multiprocessing.get_context("fork"),
+    workers = max(1, min(workers, len(jobs) or 1))
+    chunks = iter(pack(jobs, workers))
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                initializer=_worker_init, initargs=(counter, os.getpid(), store or LocalStore()))
-    futures: dict[Future[Done], Job] = {pool.submit(_work, job): job for job in jobs}
-    pending = set(futures)
+    finished: queue.SimpleQueue[tuple[list[Job], Future[list[Done]]]] = queue.SimpleQueue()
+    in_flight = 0
+
+    def submit() -> bool:
+        chunk = next(chunks, None)
+        if chunk is None:
+            return False
+        try:
+            future = pool.submit(_work, chunk)
+        except BrokenProcessPool:  # a worker died: what is left fails as the chunks in flight did
+            future = Future()
+            future.set_exception(BrokenProcessPool())
+        future.add_done_callback(lambda f: finished.put((chunk, f)))
+        return True
+
     try:
-        while pending:
-            finished, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
-            for future in finished:
-                try:
-                    result = future.result()
-                except BrokenProcessPool:
-                    job = futures[future]
-                    result = Done(job.relative, job.size, error="its worker process died")
+        while in_flight < WINDOW * workers and submit():
+            in_flight += 1
+        while in_flight:
+            try:
+                chunk, future = finished.get(timeout=0.1)
+            except queue.Empty:
+                bar.update(counter.value - bar.n)
+                continue
+            in_flight -= 1
+            try:
+                results = future.result()
+            except BrokenProcessPool:
+                results = [Done(job.relative, job.size, error="its worker process died") for job in chunk]
+            for result in results:
                 report_done(result, done, len(jobs), bar)
             bar.update(counter.value - bar.n)
+            in_flight += submit()
     except KeyboardInterrupt:
         pool.shutdown(wait=False, cancel_futures=True)
         return done, True

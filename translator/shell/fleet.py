@@ -1,12 +1,12 @@
 """Fleet scale: the batch over object storage (fsspec) and on a Dask cluster.
 
 The per-file work is replay.py's, unchanged; this adds a store for URLs and an engine. One Dask
-task per file, translated in the worker's own process, largest files first (the task priority is
-the size), so a huge log starts at once and the small ones fill the cores around it instead of
-trailing behind it. I/O errors are raised for Dask to retry (RETRIES times); a file whose
-content fails is not retried (it would fail the same way). A worker lost mid-file has its task
-run again elsewhere: its output was never committed (object stores commit at the end of the
-write, local disk renames a finished temporary), so no output is partial or doubled.
+task per chunk of files (packing.py: largest first, so a huge log starts at once and the small
+ones fill the cores around it), translated in the worker's own process. I/O errors are raised
+for Dask to retry (RETRIES times; a file that had one inside a chunk is given a task of its own);
+a file whose content fails is not retried (it would fail the same way). A worker lost mid-chunk
+has its task run again elsewhere: its outputs were never committed (object stores commit at the
+end of the write, local disk renames finished temporaries), so no output is partial or doubled.
 """
 
 from __future__ import annotations
@@ -30,12 +30,11 @@ from translator.diagnostics import stderr
 from translator.extras import MissingExtra, need
 from translator.object_store import TIMEOUT, StoreError, faults, filesystem
 from translator.shell import batch
-from translator.shell.replay import Done, Job, Store, translate_file
+from translator.shell.packing import pack
+from translator.shell.replay import Done, Job, Store, translate_file, translate_many
 from translator.shell.selection import EX_USAGE, Found, SelectionError
 
 RETRIES = 2
-GROUP_BYTES = 64 << 20  # small files are translated in groups up to this size (one task each) ...
-GROUP_FILES = 100  # ... or this many files: a task costs the scheduler ~1-2 ms
 SMALL = 8 << 20  # outputs up to this are uploaded in one PUT; larger ones as a multipart upload
 
 
@@ -191,6 +190,11 @@ class FsspecStore:
         except FileNotFoundError:
             return None
 
+    def together(self) -> AbstractContextManager[dict[str, OSError]]:
+        """Local outputs as batch.LocalStore commits them; an object is committed whole by its
+        own PUT (or multipart completion) as its writer ends."""
+        return self.local.together()
+
     def write_marker(self, path: str, data: bytes) -> None:
         if "://" not in path:
             self.local.write_marker(path, data)
@@ -206,29 +210,9 @@ def _task(job: Job, store: Store) -> Done:
 
 
 def _group_task(jobs: list[Job], store: Store) -> list[Done]:
-    """A Dask task: a group of small files, one after another (I/O errors come back as
-    results, and the client gives each such file a task of its own, which Dask retries)."""
-    return [translate_file(job, store) for job in jobs]
-
-
-def groups(jobs: list[Job], slots: int) -> list[list[Job]]:
-    """Largest first, small files packed up to GROUP_BYTES and GROUP_FILES, and into at least
-    4 groups per slot of about equal bytes, so the cores stay busy to the end; a file as large
-    as a group's share is alone."""
-    order = sorted(jobs, key=lambda j: -j.size)
-    share = 4 * max(1, slots)
-    files = max(1, min(GROUP_FILES, len(order) // share))
-    size = max(1, min(GROUP_BYTES, sum(j.size for j in order) // share))
-    out: list[list[Job]] = []
-    current: list[Job] = []
-    held = 0
-    for job in order:
-        if current and (len(current) >= files or held + job.size > size):
-            out.append(current)
-            current, held = [], 0
-        current.append(job)
-        held += job.size
-    return [*out, current] if current else out
+    """A Dask task: a chunk of files, one after another (I/O errors come back as results, and
+    the client gives each such file a task of its own, which Dask retries)."""
+    return translate_many(jobs, store)
 
 
 def plan(names: list[str], out_dir: str | None, template: Job, timeout: float = TIMEOUT) -> tuple[list[Job], Store]:
@@ -344,7 +328,7 @@ def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: tqd
         # One scheduler update for the whole graph; client.map runs its tasks in the order
         # given (internal priority), here largest first: a huge log starts at once and the
         # small ones fill the other cores around it.
-        packed = groups(jobs, sum(client.nthreads().values()))
+        packed = pack(jobs, sum(client.nthreads().values()))
         keys = [f"translate-{os.getpid()}-{n}-{hashlib.sha1(g[0].source.encode()).hexdigest()[:16]}" for n, g in enumerate(packed)]
         futures: dict[Any, list[Job] | Job] = dict(zip(
             client.map(_group_task, packed, store=store, key=keys, retries=RETRIES, pure=False), packed, strict=True))

@@ -41,6 +41,10 @@ class Store(Protocol):
         ...
     def read_marker(self, path: str) -> bytes | None: ...
     def write_marker(self, path: str, data: bytes) -> None: ...
+    def together(self) -> AbstractContextManager[dict[str, OSError]]:
+        """The writers opened inside commit at its end, in one go (local disk: one sync for
+        them all, not one per file); the dict is filled then with the paths that failed."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,42 @@ def translate_file(job: Job, store: Store, progress: Callable[[int], None] = lam
     """Translate one file (in a worker). Content that fails (a broken gzip, --on-invalid fail,
     or anything the core could not survive) is a data error; I/O trouble is an I/O error, or
     is raised with `raise_io` so that an engine that retries can retry it."""
+    done, marker = _one(job, store, progress, raise_io)
+    if marker is not None:
+        _mark(job, store, marker, done, raise_io)
+    return done
+
+
+def translate_many(jobs: list[Job], store: Store, progress: Callable[[int], None] = lambda n: None) -> list[Done]:
+    """A chunk of files (one task), each as translate_file does; their outputs committed
+    together at the end, then their markers, so a marker never stands beside an output that
+    was not committed. A file whose commit failed is an I/O error."""
+    made: list[tuple[Job, Done, bytes | None]] = []
+    with store.together() as failed:
+        for job in jobs:
+            made.append((job, *_one(job, store, progress, False)))
+    for job, done, marker in made:
+        if job.target is not None and (exc := failed.get(job.target)) is not None:
+            done.results, done.error = [], exc.strerror or str(exc) or type(exc).__name__
+        elif marker is not None:
+            _mark(job, store, marker, done, False)
+    return [done for _, done, _ in made]
+
+
+def _mark(job: Job, store: Store, marker: bytes, done: Done, raise_io: bool) -> None:
+    try:
+        store.write_marker(marker_path(job.target or ""), marker)
+    except OSError as exc:
+        if raise_io:
+            raise
+        done.error = exc.strerror or str(exc) or type(exc).__name__
+
+
+def _one(job: Job, store: Store, progress: Callable[[int], None], raise_io: bool) -> tuple[Done, bytes | None]:
+    """The file's outcome and, when it was written, its marker (for the caller to write once
+    the output is committed)."""
     done = Done(job.relative, job.size)
+    marker = None
     seen = 0
 
     def tick(n: int) -> None:
@@ -147,11 +186,11 @@ def translate_file(job: Job, store: Store, progress: Callable[[int], None] = lam
         key = job.key()
         if job.target is not None and not job.force and (found := _up_to_date(job, store, key)) is not None:
             done.results, done.skipped = found, True
-            return done
+            return done, None
         recorder = _translate(job, store, tick, done)
         done.results = recorder.rows
         if job.target is not None:
-            store.write_marker(marker_path(job.target), orjson.dumps({"key": key, "results": recorder.rows}))
+            marker = orjson.dumps({"key": key, "results": recorder.rows})
     except Rejected:
         done.error, done.data_error = "rejected: --on-invalid fail", True
     except Broken as exc:
@@ -165,7 +204,7 @@ def translate_file(job: Job, store: Store, progress: Callable[[int], None] = lam
     finally:
         if seen < job.size:
             progress(job.size - seen)  # skipped, failed or grown: the bar still ends at 100%
-    return done
+    return done, marker
 
 
 def _up_to_date(job: Job, store: Store, key: str) -> list[dict[str, Any]] | None:
