@@ -309,3 +309,19 @@ def test_the_cluster_gets_a_task_per_chunk_of_files(cluster: Any, tmp_path: Path
     tasks = {str(t[0]) for t in log if str(t[0]).startswith(f"translate-{proc.pid}-")}
     assert 600 // CHUNK_FILES <= len(tasks) <= 600 // CHUNK_FILES + 8, sorted(tasks)
     assert len(list((tmp_path / "out").rglob("*.enriched.jsonl"))) == 600
+
+
+def test_a_prefix_of_many_objects_is_one_paginated_listing(s3: Any) -> None:
+    """1,100 objects in 100 "folders": two pages of one listing, not a listing per folder."""
+    from s3fs import S3FileSystem
+
+    from translator.shell.fleet import Lister
+
+    s3.pipe({f"{BUCKET}/many/host-{n % 100}/s{n}/stdout.ndjson": b"{}\n" for n in range(1100)})
+    fs = S3FileSystem(skip_instance_cache=True, **json.loads(os.environ["FSSPEC_S3"]))  # nothing cached
+    fs.connect()
+    calls: list[str] = []
+    fs.s3.meta.events.register("before-call.s3", lambda **kw: calls.append(kw["model"].name))
+    found = Lister(fs, "s3", 30).files_under(f"{BUCKET}/many")
+    assert len(found) == 1100 and all(f.size == 3 for f in found)
+    assert calls == ["ListObjectsV2", "ListObjectsV2"]

@@ -16,7 +16,7 @@ from translator.core.rates import RateCard
 from translator.core.translator import Options
 from translator.shell import batch
 from translator.shell.packing import CHUNK_FILES, pack
-from translator.shell.replay import Job
+from translator.shell.replay import Job, marker_path, translate_many
 
 SOURCES = sorted(FIXTURES.glob("*.events.jsonl"))
 
@@ -85,3 +85,18 @@ def test_packing_puts_every_file_in_one_chunk_largest_first(bundled_rates: RateC
     assert [j.size for j in chunks[0]] == [50 << 20]  # the huge one alone, first
     assert all(len(c) <= CHUNK_FILES for c in chunks) and len(chunks) <= 1000 // CHUNK_FILES + 2
     assert pack([], 2) == []
+
+
+def test_the_up_to_date_check_starts_from_one_walk_of_the_output(tmp_path: Path, bundled_rates: RateCard) -> None:
+    """A file whose marker the walk did not find is translated without a look for it; one
+    whose marker is there is read and found up to date."""
+    src, out = fleet(tmp_path / "logs", 20), tmp_path / "out"
+    template = Job(format="enriched", partial=False, results_only=False, rates=bundled_rates,
+                   rates_digest=bundled_rates.fingerprint(), options=Options(), clock="auto")
+    jobs = batch.plan([str(src)], batch.LocalStore(), str(out), template, markers=batch.prepare_out_dir(str(out)))
+    assert len(jobs) == 20 and all(job.force for job in jobs)  # a fresh output: nothing to look for
+    assert all(d.error is None and not d.skipped for d in translate_many(jobs, batch.LocalStore()))
+    Path(marker_path(jobs[3].target or "")).unlink()
+    again = batch.plan([str(src)], batch.LocalStore(), str(out), template, markers=batch.prepare_out_dir(str(out)))
+    assert [job.relative for job in again if job.force] == [jobs[3].relative]
+    assert [d.skipped for d in translate_many(again, batch.LocalStore())] == [not job.force for job in again]

@@ -32,7 +32,7 @@ from tqdm import tqdm
 from translator.diagnostics import formatted, stderr
 from translator.object_store import TIMEOUT
 from translator.shell.packing import pack
-from translator.shell.replay import Done, Job, Store, shown, translate_many
+from translator.shell.replay import Done, Job, Store, marker_path, shown, translate_many
 from translator.shell.selection import Found, Input, SelectionError, check_distinct, select, target_name
 from translator.shell.sink import SCARCE
 from translator.stdio import stop_signals
@@ -170,17 +170,33 @@ def _syncfs() -> Callable[[int], int] | None:
 _SYNCFS = _syncfs()
 
 
-def sweep_temporaries(out_dir: str) -> int:
+def sweep_temporaries(out_dir: str) -> set[str]:
     """Remove the temporaries of writers that are gone (killed, or a lost machine's pid that
-    is not alive here); a live writer's are left alone."""
-    removed = 0
-    for tmp in Path(out_dir).rglob(".*.tmp"):
-        match = TEMPORARY.match(tmp.name)
-        if match is None or _alive(int(match.group(1))):
+    is not alive here; a live writer's are left alone); the up-to-date markers found on the
+    same walk of the output, so that a file with none is known stale without a look of its own."""
+    markers: set[str] = set()
+    for entry in _hidden(out_dir.rstrip("/") or "/"):
+        if entry.name.endswith(".done"):
+            markers.add(entry.path)
+        elif (match := TEMPORARY.match(entry.name)) is not None and not _alive(int(match.group(1))):
+            with suppress(OSError):
+                os.unlink(entry.path)
+    return markers
+
+
+def _hidden(top: str) -> Iterator[os.DirEntry[str]]:
+    """The hidden files under `top` (markers, temporaries), folder by folder."""
+    folders = [top]
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+                    elif entry.name.startswith("."):
+                        yield entry
+        except OSError:  # gone or unreadable: its files are found stale (and redone), no more
             continue
-        tmp.unlink(missing_ok=True)
-        removed += 1
-    return removed
 
 
 def _alive(pid: int) -> bool:
@@ -194,18 +210,22 @@ def _alive(pid: int) -> bool:
 
 
 def plan(names: list[str], lister: Any, out_dir: str | None, template: Job,
-         url: Callable[[str], str] = lambda p: p) -> list[Job]:
+         url: Callable[[str], str] = lambda p: p, markers: set[str] | None = None) -> list[Job]:
     """One job per selected input (raises SelectionError); `url` turns a store path into what
-    the store opens."""
+    the store opens. `markers`, the up-to-date markers a listing of the output found: a job
+    whose marker is not among them is translated without looking for it."""
     picked: list[Input] = select(names, lister)
     check_distinct(picked, template.format)
     if not picked:
         stderr([f"translator: warning: no *.ndjson or *.jsonl files (optionally .gz) under {' '.join(names)}"])
-    return [
+    jobs = [
         replace(template, source=url(item.path), relative=item.relative, size=item.size, mtime=item.mtime,
                 target=None if out_dir is None else f"{out_dir.rstrip('/')}/{target_name(item.relative, template.format)}")
         for item in picked
     ]
+    if markers is None or template.force:
+        return jobs
+    return [job if job.target is None or marker_path(job.target) in markers else replace(job, force=True) for job in jobs]
 
 
 def summary(done: list[Done], elapsed: float, interrupted: bool = False, signum: int = signal.SIGINT) -> int:
@@ -227,14 +247,14 @@ def summary(done: list[Done], elapsed: float, interrupted: bool = False, signum:
     return EX_DATAERR if failed else 0
 
 
-def prepare_out_dir(out_dir: str) -> None:
+def prepare_out_dir(out_dir: str) -> set[str]:
     """Create the output directory (a user error, 73, if it cannot be) and clear the
-    temporaries a killed run left."""
+    temporaries a killed run left; the up-to-date markers in it."""
     try:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SelectionError(f"--out-dir {out_dir}: {exc.strerror}", EX_CANTCREAT) from exc
-    sweep_temporaries(out_dir)
+    return sweep_temporaries(out_dir)
 
 
 _progress: Any = None  # a worker's shared byte counter (set by _worker_init)
@@ -335,9 +355,8 @@ def report_done(result: Done, done: list[Done], total: int, bar: tqdm) -> None:
 def run(names: list[str], out_dir: str | None, workers: int, template: Job, results_table: str | None = None) -> int:
     """Translate every local file under `names` as `template` says; the exit status."""
     try:
-        if out_dir is not None:
-            prepare_out_dir(out_dir)
-        todo = plan(names, LocalStore(), out_dir, template)
+        markers = None if out_dir is None else prepare_out_dir(out_dir)
+        todo = plan(names, LocalStore(), out_dir, template, markers=markers)
     except SelectionError as exc:
         stderr([f"translator: {exc}"])
         return exc.status

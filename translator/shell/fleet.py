@@ -231,9 +231,26 @@ def plan(names: list[str], out_dir: str | None, template: Job, timeout: float = 
         lister = Lister(fs, scheme, timeout)
         url = lambda path: f"{scheme}://{path}"  # noqa: E731 (named by the annotation above)
     store: Store = batch.LocalStore() if not remote and "://" not in (out_dir or "") else FsspecStore(timeout)
-    if out_dir is not None and "://" not in out_dir:
-        batch.prepare_out_dir(out_dir)
-    return batch.plan(names, lister, out_dir, template, url), store
+    markers = None
+    if out_dir is not None:
+        markers = batch.prepare_out_dir(out_dir) if "://" not in out_dir else _markers(out_dir, timeout)
+    return batch.plan(names, lister, out_dir, template, url, markers), store
+
+
+def _markers(out_dir: str, timeout: float) -> set[str] | None:
+    """The up-to-date markers under an object-store prefix: one listing of it (paginated by
+    the store, not a walk of its "folders"); None if it cannot be listed (each marker is then
+    looked for by its file's task, as before, and a store's fault is said there, file by file)."""
+    scheme = out_dir.split("://", 1)[0]
+    try:
+        with faults(out_dir, timeout):
+            fs, path = filesystem(out_dir, timeout)
+            found = fs.find(path)
+    except FileNotFoundError:  # nothing written there yet
+        return set()
+    except OSError:
+        return None
+    return {f"{scheme}://{name}" for name in found if name.rpartition("/")[2].startswith(".") and name.endswith(".done")}
 
 
 def run(names: list[str], out_dir: str | None, workers: int, template: Job,
