@@ -1,25 +1,26 @@
-"""Fleet figures: files/s and MB/s of the batch on 2,000 generated session logs.
+"""Fleet figures (`make bench`): the batch over many small sessions, against its targets.
 
-    python bench/fleet.py [--files 2000] [--big-mb 5] [--workers 2]
+    python bench/fleet.py [--sizes 1000,4000,16000] [--workers 2]
 
-Logs (bench/gen.py's serde-exact runs) in a fleet's layout, `host-H/session-N/stdout.ndjson`,
-sizes log-normal around 40 KB (10 to 320 KB) plus four large ones (5 MB). Each
-configuration is one run of the installed command, from a clean output (interpreter start
-included), on:
-  - local disk, the local process pool (`--jobs N`);
-  - local disk, a Dask LocalCluster of N processes (`--cluster local:N`, its start included),
-    and the same on a cluster started beforehand (`--cluster tcp://…`, the start excluded);
-  - S3 (moto's server on 127.0.0.1, in this process) in and out, pool and cluster.
-Then the engine's overhead per file: 2,000 one-run logs, each translated in a loop in one
-process (the work alone) against the pool and the cluster (work + engine).
-Not part of `make bench`: it starts a cluster and a server on a machine others share.
+Sessions in a fleet's layout (`host-H/session-N/stdout.ndjson`, a folder each), drawn with a
+fixed seed: two in three are the bundled fixtures (0.3 to 3 KB, agent events and headless
+stream-json), the rest bench/gen.py's serde-exact runs of 5, 20 and 80 KB. For 1,000, 4,000
+and 16,000 of them: the installed command with `--jobs N`, `--jobs 1` and on a Dask
+LocalCluster of N worker processes (what `--cluster local:N` starts; started once beforehand,
+its start excluded), each from a clean output. Times are net of the command's own start (the
+same command over one file). Then the floor: in this process, every file read, every line
+parsed with orjson and the bytes written to a file in the mirrored layout (its folder made).
+
+Targets (exit 1 when one is missed):
+  - growth: 4x the files <= 4.4x the time, for every engine;
+  - `--jobs 1` per file <= 3x the read+parse+write floor's per file, at every size;
+  - Dask's per-file cost (wall x workers / files) <= 1.5x the local pool's at N workers.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import math
+import itertools
 import os
 import random
 import shutil
@@ -27,142 +28,160 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+FIXTURES = HERE.parent / "fixtures"
 sys.path.insert(0, str(HERE.parent))
 
 from bench.gen import generate  # noqa: E402
 
 TRANSLATOR = str(Path(sys.executable).parent / "translator")
+TARGETS = {"growth": 4.4, "floor": 3.0, "dask": 1.5}
+MISSED: list[str] = []
 
 
-def make_fleet(root: Path, files: int, big_mb: float, seed: int = 12) -> tuple[int, int]:
-    """`files` logs: sizes from 10 KB to 320 KB, log-normal around 40 KB, and four of
-    `big_mb`; (files, bytes)."""
-    rng = random.Random(seed)
-    templates = root / "templates"
-    templates.mkdir(parents=True)
-    classes = ["0.01", "0.02", "0.04", "0.08", "0.16", "0.32", "big"]  # MB, generated once each and copied
-    for mb in classes:
-        generate(str(templates / f"{mb}.ndjson"), big_mb if mb == "big" else float(mb))
-    weights = [math.exp(-((math.log(float(mb)) - math.log(0.04)) ** 2) / 2) for mb in classes[:-1]]
+def check(ok: bool, what: str) -> str:
+    if not ok:
+        MISSED.append(what)
+    return "met" if ok else "MISSED"
+
+
+def templates(root: Path) -> tuple[list[Path], list[float]]:
+    """The files sessions are copied from, and the weight of each."""
+    fixtures = sorted(p for p in [*FIXTURES.glob("*.events.jsonl"), *(FIXTURES / "headless").glob("*.jsonl")])
+    made = []
+    for kb in (5, 20, 80):
+        made.append(root / f"gen-{kb}.ndjson")
+        generate(str(made[-1]), kb / 1000)
+    weights = [2 / 3 / len(fixtures)] * len(fixtures) + [0.2, 0.1, 1 / 30]
+    return [*fixtures, *made], weights
+
+
+def make_fleet(root: Path, files: int, sources: list[Path], weights: list[float]) -> int:
+    """`files` sessions under `root`; their bytes."""
+    rng = random.Random(files)
     total = 0
     for n in range(files):
-        name = "big" if n % (files // 4) == 0 else rng.choices(classes[:-1], weights)[0]
-        dest = root / "logs" / f"host-{n % 50}" / f"session-{n}" / "stdout.ndjson"
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(templates / f"{name}.ndjson", dest)
-        total += dest.stat().st_size
-    shutil.rmtree(templates)
-    return files, total
+        dest = root / f"host-{n % 50}" / f"session-{n}" / "stdout.ndjson"
+        dest.parent.mkdir(parents=True)
+        source = rng.choices(sources, weights)[0]
+        shutil.copyfile(source, dest)
+        total += source.stat().st_size
+    return total
 
 
-def timed(args: list[str], env: dict[str, str] | None = None) -> float:
+def timed(args: list[str]) -> float:
     started = time.perf_counter()
-    proc = subprocess.run([TRANSLATOR, *args], capture_output=True, env=env, timeout=1800)
+    proc = subprocess.run([TRANSLATOR, *args], capture_output=True, timeout=1800)
     elapsed = time.perf_counter() - started
     if proc.returncode != 0:
         raise SystemExit(f"failed: {' '.join(args)}\n{proc.stderr.decode()}")
     return elapsed
 
 
-def line(label: str, files: int, size: int, seconds: float) -> None:
-    print(f"  {label:<44} {seconds:7.2f} s  {files / seconds:8.0f} files/s  {size / 1e6 / seconds:7.1f} MB/s", flush=True)
+def floor(src: Path, out: Path) -> float:
+    """Seconds to read every file under `src`, parse its lines and write its bytes to `out`."""
+    import orjson
 
-
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--files", type=int, default=2000)
-    parser.add_argument("--big-mb", type=float, default=5.0)
-    parser.add_argument("--workers", type=int, default=2)
-    args = parser.parse_args()
-    from distributed import Client, LocalCluster
-    from moto.server import ThreadedMotoServer
-    from s3fs import S3FileSystem
-
-    n = args.workers
-    import logging
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's server logs every request
-    with tempfile.TemporaryDirectory(prefix="fleet-bench-") as tmp:
-        root = Path(tmp)
-        files, size = make_fleet(root, args.files, args.big_mb)
-        sizes = sorted(p.stat().st_size for p in (root / "logs").rglob("*.ndjson"))
-        print(f"{files} logs, {size / 1e6:.1f} MB (median {sizes[len(sizes) // 2] / 1e3:.0f} KB, "
-              f"largest {sizes[-1] / 1e6:.1f} MB); {os.cpu_count()} cores shared with other work, {n} workers")
-        glob = str(root / "logs" / "**" / "stdout.ndjson")
-
-        def fresh(name: str) -> str:
-            shutil.rmtree(root / name, ignore_errors=True)
-            return str(root / name)
-
-        print("local disk:")
-        line(f"process pool (--jobs {n})", files, size, timed(["--out-dir", fresh("out"), "--jobs", str(n), glob]))
-        line(f"LocalCluster (--cluster local:{n}, start incl.)", files, size,
-             timed(["--out-dir", fresh("out"), "--cluster", f"local:{n}", glob]))
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-        server.start()
-        host, port = server.get_host_and_port()
-        conf = {"endpoint_url": f"http://{host}:{port}", "key": "bench", "secret": "bench"}
-        os.environ.update(FSSPEC_S3=json.dumps(conf), AWS_DEFAULT_REGION="us-east-1")
-        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, \
-                Client(lc) as client:
-            address = client.scheduler.address
-            line(f"LocalCluster (running, {n} workers)", files, size, timed(["--out-dir", fresh("out"), "--cluster", address, glob]))
-            line(f"process pool + --results-table (--jobs {n})", files, size,
-                 timed(["--out-dir", fresh("out"), "--results-table", fresh("table"), "--jobs", str(n), glob]))
-            line("up to date: every file skipped (pool)", files, size, timed(["--out-dir", str(root / "out"), "--jobs", str(n), glob]))
-
-            fs = S3FileSystem(skip_instance_cache=True, **conf)
-            fs.mkdir("fleet")
-            started = time.perf_counter()
-            fs.put(str(root / "logs"), "fleet/logs", recursive=True)
-            print(f"S3 (moto on 127.0.0.1, a Python server in this process): upload {time.perf_counter() - started:.1f} s")
-            s3glob = "s3://fleet/logs/**/stdout.ndjson"
-            line(f"process pool (--jobs {n})", files, size, timed(["--out-dir", "s3://fleet/out-pool", "--jobs", str(n), s3glob]))
-            line(f"LocalCluster (running, {n} workers)", files, size, timed(["--out-dir", "s3://fleet/out-dask", "--cluster", address, s3glob]))
-            line("up to date: every file skipped (cluster)", files, size, timed(["--out-dir", "s3://fleet/out-dask", "--cluster", address, s3glob]))
-
-            tiny = root / "tiny"
-            generate(str(root / "one.ndjson"), 0.005)  # one run: the smallest log gen.py makes
-            print(f"engine overhead per file ({args.files} one-run logs of {(root / 'one.ndjson').stat().st_size / 1e3:.0f} KB):")
-            for i in range(args.files):
-                (tiny / f"s{i}").mkdir(parents=True)
-                shutil.copyfile(root / "one.ndjson", tiny / f"s{i}" / "stdout.ndjson")
-            alone = in_process(tiny)
-            pool = timed(["--out-dir", fresh("tiny-out"), "--jobs", str(n), str(tiny)])
-            dask = timed(["--out-dir", fresh("tiny-out"), "--cluster", address, str(tiny)])
-            start = timed(["--version"])
-            print(f"  the work alone, in one process:   {alone / args.files * 1e3:6.3f} ms/file")
-            for label, wall in (("process pool", pool), ("LocalCluster", dask)):
-                per_file = (wall - start) * n / args.files
-                print(f"  {label:<14} wall x workers / files: {per_file * 1e3:6.3f} ms/file, "
-                      f"overhead {max(0.0, per_file - alone / args.files) * 1e3:6.3f} ms/file")
-        server.stop()
-
-
-def in_process(folder: Path) -> float:
-    """Seconds to translate every log under `folder` in this process, one after another."""
-    from translator.core.rates import RateCard
-    from translator.core.translator import Options
-    from translator.shell.batch import LocalStore
-    from translator.shell.replay import Job, translate_file
-
-    card = RateCard.bundled()
-    template = Job(format="enriched", partial=False, results_only=False, rates=card, rates_digest=card.fingerprint(),
-                   options=Options(), clock="auto", force=True)
-    store = LocalStore()
-    out = folder.parent / "tiny-alone"
-    paths = sorted(folder.rglob("*.ndjson"))
+    loads = orjson.loads
+    paths = sorted(src.rglob("*.ndjson"))
     started = time.perf_counter()
-    for i, path in enumerate(paths):
-        st = path.stat()
-        job = Job(**{**template.__dict__, "source": str(path), "relative": f"s{i}/stdout.ndjson",
-                     "target": str(out / f"s{i}.enriched.jsonl"), "size": st.st_size, "mtime": st.st_mtime})
-        translate_file(job, store)
+    for path in paths:
+        with open(path, "rb") as f:
+            data = f.read()
+        for line in data.splitlines():
+            loads(line)
+        dest = out / path.relative_to(src)
+        try:
+            target = open(dest, "wb")  # noqa: SIM115
+        except FileNotFoundError:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            target = open(dest, "wb")  # noqa: SIM115
+        with target:
+            target.write(data)
     return time.perf_counter() - started
 
 
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="1000,4000,16000")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    n = args.workers
+    import logging
+
+    from distributed import Client, LocalCluster
+
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    with tempfile.TemporaryDirectory(prefix="fleet-bench-") as tmp, \
+            LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0") as lc, \
+            Client(lc) as client:
+        root = Path(tmp)
+        sources, weights = templates(root)
+        trees = {files: root / f"logs-{files}" for files in sizes}
+        size = {files: make_fleet(tree, files, sources, weights) for files, tree in trees.items()}
+        one = root / "one"
+        one.mkdir()
+        shutil.copyfile(sources[0], one / "stdout.ndjson")
+        print(f"fleets of {', '.join(f'{f:,}' for f in sizes)} sessions (mean {size[sizes[-1]] / sizes[-1] / 1e3:.1f} KB); "
+              f"{os.cpu_count()} cores, {n} workers; load average {os.getloadavg()[0]:.1f}")
+
+        def fresh() -> str:
+            shutil.rmtree(root / "out", ignore_errors=True)
+            return str(root / "out")
+
+        engines: dict[str, Callable[[Path], list[str]]] = {
+            f"--jobs {n}": lambda tree: ["--out-dir", fresh(), "--jobs", str(n), str(tree)],
+            "--jobs 1": lambda tree: ["--out-dir", fresh(), "--jobs", "1", str(tree)],
+            f"Dask, {n} workers": lambda tree: ["--out-dir", fresh(), "--cluster", client.scheduler.address, str(tree)],
+        }
+        net: dict[str, dict[int, float]] = {}
+        for label, argv in engines.items():
+            start = min(timed(argv(one)) for _ in range(3))  # the command's own start, one file
+            net[label] = {}
+            print(f"{label} (start {start:.2f} s, subtracted):")
+            for files in sizes:
+                seconds = max(1e-3, timed(argv(trees[files])) - start)
+                net[label][files] = seconds
+                print(f"  {files:6,} files {seconds:7.2f} s  {files / seconds:7.0f} files/s  "
+                      f"{size[files] / 1e6 / seconds:6.1f} MB/s  {seconds / files * 1e3:6.3f} ms/file")
+        rerun = timed(["--out-dir", str(root / "out"), "--jobs", str(n), str(trees[sizes[-1]])])
+        print(f"  up to date, every file skipped ({sizes[-1]:,}, --jobs {n}): {rerun:.2f} s")
+
+        print("growth (net time for 4x the files):")
+        for label, times in net.items():
+            for small, big in itertools.pairwise(sizes):
+                ratio = (times[big] / times[small]) / (big / small) * 4
+                mark = check(ratio <= TARGETS["growth"], f"{label}: {big:,} files took {ratio:.2f}x the time of 1/4 of them")
+                print(f"  {label:<18} {small:6,} -> {big:6,}: {ratio:5.2f}x the time   (target <= {TARGETS['growth']}x)   {mark}")
+
+        print("per file against the read+parse+write floor (this process):")
+        for files in sizes:
+            shutil.rmtree(root / "floor", ignore_errors=True)
+            base = floor(trees[files], root / "floor") / files
+            ratio = net["--jobs 1"][files] / files / base
+            mark = check(ratio <= TARGETS["floor"], f"--jobs 1 on {files:,} files: {ratio:.2f}x the floor per file")
+            print(f"  {files:6,} files: floor {base * 1e3:6.3f} ms/file, --jobs 1 {ratio:5.2f}x   "
+                  f"(target <= {TARGETS['floor']}x)   {mark}")
+
+        print(f"Dask against the local pool, per file at {n} workers (wall x workers / files):")
+        for files in sizes:
+            pool, dask = (net[label][files] * n / files for label in (f"--jobs {n}", f"Dask, {n} workers"))
+            ratio = dask / pool
+            mark = check(ratio <= TARGETS["dask"], f"Dask on {files:,} files: {ratio:.2f}x the local pool per file")
+            print(f"  {files:6,} files: pool {pool * 1e3:6.3f} ms, Dask {dask * 1e3:6.3f} ms: {ratio:5.2f}x   "
+                  f"(target <= {TARGETS['dask']}x)   {mark}")
+    if MISSED:
+        print(f"\n{len(MISSED)} target(s) missed:")
+        for what in MISSED:
+            print(f"  - {what}")
+        return 1
+    print("\nevery target met")
+    return 0
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
