@@ -21,7 +21,7 @@ from support_processes import TRANSLATOR, children, poll, run
 
 from bench.gen import generate
 from translator.core.rates import RateCard
-from translator.shell.batch import LocalStore
+from translator.shell.local_disk import LocalStore
 from translator.shell.replay import Job, session_id, translate_file
 
 

@@ -15,6 +15,7 @@ from tqdm import tqdm
 from translator.core.rates import RateCard
 from translator.core.translator import Options
 from translator.shell import batch
+from translator.shell.local_disk import LocalStore
 from translator.shell.packing import CHUNK_FILES, pack
 from translator.shell.replay import Job, marker_path, translate_many
 
@@ -51,7 +52,7 @@ def scheduled(tmp_path: Path, files: int, workers: int, monkeypatch: pytest.Monk
     src = fleet(tmp_path / f"logs-{files}", files)
     template = Job(format="enriched", partial=False, results_only=False, rates=bundled_rates,
                    rates_digest=bundled_rates.fingerprint(), options=Options(), clock="auto")
-    jobs = batch.plan([str(src)], batch.LocalStore(), str(tmp_path / f"out-{files}"), template)
+    jobs = batch.plan([str(src)], LocalStore(), str(tmp_path / f"out-{files}"), template)
     Counting.submitted = Counting.most = Counting._open = 0
     monkeypatch.setattr(batch, "ProcessPoolExecutor", Counting)
     with tqdm(disable=True) as bar:
@@ -93,10 +94,10 @@ def test_the_up_to_date_check_starts_from_one_walk_of_the_output(tmp_path: Path,
     src, out = fleet(tmp_path / "logs", 20), tmp_path / "out"
     template = Job(format="enriched", partial=False, results_only=False, rates=bundled_rates,
                    rates_digest=bundled_rates.fingerprint(), options=Options(), clock="auto")
-    jobs = batch.plan([str(src)], batch.LocalStore(), str(out), template, markers=batch.prepare_out_dir(str(out)))
+    jobs = batch.plan([str(src)], LocalStore(), str(out), template, markers=batch.prepare_out_dir(str(out)))
     assert len(jobs) == 20 and all(job.force for job in jobs)  # a fresh output: nothing to look for
-    assert all(d.error is None and not d.skipped for d in translate_many(jobs, batch.LocalStore()))
+    assert all(d.error is None and not d.skipped for d in translate_many(jobs, LocalStore()))
     Path(marker_path(jobs[3].target or "")).unlink()
-    again = batch.plan([str(src)], batch.LocalStore(), str(out), template, markers=batch.prepare_out_dir(str(out)))
+    again = batch.plan([str(src)], LocalStore(), str(out), template, markers=batch.prepare_out_dir(str(out)))
     assert [job.relative for job in again if job.force] == [jobs[3].relative]
-    assert [d.skipped for d in translate_many(again, batch.LocalStore())] == [not job.force for job in again]
+    assert [d.skipped for d in translate_many(again, LocalStore())] == [not job.force for job in again]

@@ -30,6 +30,7 @@ from translator.diagnostics import stderr
 from translator.extras import MissingExtra, need
 from translator.object_store import TIMEOUT, StoreError, faults, filesystem
 from translator.shell import batch
+from translator.shell.local_disk import LocalStore, sweep_temporaries
 from translator.shell.packing import pack
 from translator.shell.replay import Done, Job, Store, translate_file, translate_many
 from translator.shell.selection import EX_USAGE, Found, SelectionError
@@ -147,11 +148,11 @@ class _Upload:
 
 
 class FsspecStore:
-    """Inputs and outputs by URL through fsspec (local paths stay with batch.LocalStore), each
+    """Inputs and outputs by URL through fsspec (local paths stay with LocalStore), each
     request waiting `timeout` seconds at most (object_store.filesystem)."""
 
     def __init__(self, timeout: float = TIMEOUT) -> None:
-        self.local = batch.LocalStore()
+        self.local = LocalStore()
         self.timeout = timeout
 
     def _fs(self, url: str) -> tuple[Any, str]:
@@ -191,7 +192,7 @@ class FsspecStore:
             return None
 
     def together(self) -> AbstractContextManager[dict[str, OSError]]:
-        """Local outputs as batch.LocalStore commits them; an object is committed whole by its
+        """Local outputs as LocalStore commits them; an object is committed whole by its
         own PUT (or multipart completion) as its writer ends."""
         return self.local.together()
 
@@ -220,7 +221,7 @@ def plan(names: list[str], out_dir: str | None, template: Job, timeout: float = 
     remote = [n for n in names if "://" in n]
     url: Callable[[str], str] = str
     if not remote:
-        lister: Any = batch.LocalStore()
+        lister: Any = LocalStore()
     else:
         protocols = {n.split("://", 1)[0] for n in names}
         if len(protocols) > 1 or len(remote) != len(names):
@@ -230,7 +231,7 @@ def plan(names: list[str], out_dir: str | None, template: Job, timeout: float = 
             fs, _ = filesystem(names[0], timeout)
         lister = Lister(fs, scheme, timeout)
         url = lambda path: f"{scheme}://{path}"  # noqa: E731 (named by the annotation above)
-    store: Store = batch.LocalStore() if not remote and "://" not in (out_dir or "") else FsspecStore(timeout)
+    store: Store = LocalStore() if not remote and "://" not in (out_dir or "") else FsspecStore(timeout)
     markers = None
     if out_dir is not None:
         markers = batch.prepare_out_dir(out_dir) if "://" not in out_dir else _markers(out_dir, timeout)
@@ -278,7 +279,7 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
             return batch.EX_IOERR
         done, interrupted = _translate(jobs, store, cluster, workers)
         if out_dir is not None and "://" not in out_dir:
-            batch.sweep_temporaries(out_dir)  # a lost worker's, whose file was done again elsewhere
+            sweep_temporaries(out_dir)  # a lost worker's, whose file was done again elsewhere
         try:
             return batch.finish(done, time.monotonic() - started, results_table, interrupted,
                                 came[0] if came else signal.SIGINT, timeout)
