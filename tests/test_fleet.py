@@ -233,6 +233,12 @@ def test_the_results_table_is_the_result_frames_row_for_row(tmp_path: Path) -> N
     assert "2025-11-30  claude-sonnet-4-5" in text and "p95 ms" in text
     page = (tmp_path / "r.html").read_text()
     assert page.count("<svg") == 3 and "<script" not in page and "http" not in page.split("<svg")[0]
+    # a page that cannot be written is said before the report, not after printing it whole (73)
+    nowhere = tmp_path / "missing" / "r.html"
+    refused = subprocess.run([TRANSLATOR, "report", str(table), "--html", str(nowhere)], capture_output=True, timeout=120)
+    assert (refused.returncode, refused.stdout) == (73, b"")
+    assert refused.stderr.decode() == f"translator: {nowhere}: No such file or directory\n"
+    assert sorted(p.name for p in tmp_path.glob("*.html*")) == ["r.html"]  # no temporary left
 
 
 def test_a_missing_extra_is_named_in_one_line(tmp_path: Path) -> None:

@@ -3,19 +3,21 @@ parsed with prometheus_client's own parser; every value is checked against what 
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES, STAGE_A, events, frames_of, lines_of, recoveries, run_end, turn
+from conftest import FIXTURES, STAGE_A, Reap, events, frames_of, lines_of, recoveries, run_end, turn
 from prometheus_client.parser import text_string_to_metric_families
 from support_processes import Follower, Live, Server, append, exchange, health, poll, port_of, read_all, run
 
@@ -248,3 +250,70 @@ def test_without_metrics_prometheus_client_is_not_imported() -> None:
     code = "import sys, translator.cli.command as c; c.main(['/dev/null']); print('prometheus_client' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=30)
     assert proc.stdout == b"False\n"
+
+
+def test_only_metrics_and_healthz_are_served(reap: Reap) -> None:
+    """Any other path is 404 (it was the metrics, 200: a typo'd probe looked healthy)."""
+    live = Live(*METRICS)
+    reap(live.proc)
+    port = port_of(live.proc)
+
+    def status(path: str, method: str = "GET") -> tuple[int, bytes]:
+        request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method=method)
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, response.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+
+    assert status("/metrics")[0] == 200 and b"translator_input_lines_total" in status("/metrics")[1]
+    assert status("/healthz") == (200, b"ok\n")
+    for path in ("/", "/metric", "/metrics/", "/healthz/x", "/favicon.ico", "/../etc/passwd"):
+        assert status(path) == (404, b"not found: /metrics and /healthz are served\n"), path
+    assert status("/metrics?name[]=translator_input_lines_total")[0] == 200  # a query is the metrics' own
+    live.proc.send_signal(signal.SIGTERM)
+    assert live.finish()[0] == 143
+
+
+def test_a_quiet_scrape_connection_is_closed_and_a_burst_of_200_is_queued(reap: Reap) -> None:
+    """A connection that sends nothing holds a server thread: it is closed after its timeout
+    (it was held for ever). While the command is stopped (SIGSTOP), 200 scrapers connect at
+    once: the listen backlog takes them all (it was 5: the rest waited on SYN retries, and
+    timed out), and each gets its metrics once the command runs again."""
+    from translator.shell.metrics import CONNECTION_TIMEOUT_S
+
+    live = Live(*METRICS)
+    reap(live.proc)
+    port = port_of(live.proc)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as idle:
+        idle.sendall(b"GET /metrics HTTP/1.1\r\n")  # and never the rest
+        began = time.monotonic()
+        assert idle.recv(4096) == b""  # closed by the server
+        assert time.monotonic() - began < CONNECTION_TIMEOUT_S + 10
+
+    os.kill(live.proc.pid, signal.SIGSTOP)
+    try:
+        burst = [socket.socket() for _ in range(200)]
+        for sock in burst:
+            sock.setblocking(False)
+            assert sock.connect_ex(("127.0.0.1", port)) in (0, errno.EINPROGRESS)
+        deadline = time.monotonic() + 5
+        pending = set(burst)
+        while pending and time.monotonic() < deadline:  # the handshake is the kernel's: no need to run
+            _, writable, _ = select.select([], list(pending), [], 0.5)
+            pending -= {s for s in writable if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0}
+        assert not pending, f"{len(pending)} of 200 connections not taken while the command was stopped"
+    finally:
+        os.kill(live.proc.pid, signal.SIGCONT)
+    for sock in burst:
+        sock.setblocking(True)
+        sock.settimeout(30)
+        sock.sendall(b"GET /metrics HTTP/1.0\r\n\r\n")
+    for sock in burst:
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+        sock.close()
+        assert answer.startswith(b"HTTP/1.0 200 OK") and b"translator_input_lines_total" in answer
+    live.proc.send_signal(signal.SIGTERM)
+    assert live.finish()[::2] == (143, b"")  # a connection timed out is unsaid (it was a traceback)

@@ -115,3 +115,18 @@ def test_control_characters_in_an_excerpt_are_escaped() -> None:
     assert line.startswith(b"translator: <stdin>:1: invalid ")
     assert line.endswith(b": \\x1b[2J\\x1b[31mred\\x07\\x9b\\x09x")
     assert not any(c < 0x20 or c == 0x7F for c in line)
+
+
+def test_rates_genai_prices_without_its_extra_is_69(tmp_path: Path) -> None:
+    """A missing extra is 69 (EX_UNAVAILABLE), as every other one (`translator report`,
+    --out-dir s3://); it was 78, a bad --rates file's. The package is hidden by a stand-in
+    that fails to import, as a missing one does."""
+    import os
+
+    hidden = tmp_path / "genai_prices"
+    hidden.mkdir()
+    (hidden / "__init__.py").write_text("raise ImportError('No module named genai_prices')\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run([TRANSLATOR, "--rates", "genai-prices", FIXTURE], capture_output=True, env=env, timeout=30)
+    one_line_error(proc, 69, "--rates genai-prices: needs the prices extra: pip install "
+                             "'caliban-stream-translator[prices]'")

@@ -375,8 +375,10 @@ def load_rates(path: str | None) -> RateCard:
             from translator.cli.prices import GenaiPricesCard
             card = GenaiPricesCard()
         except ImportError:
+            from translator.extras import EX_UNAVAILABLE  # an extra that is missing: 69, as every one
+
             raise UserError("--rates genai-prices", "needs the prices extra: pip install "
-                            "'caliban-stream-translator[prices]'", EX_CONFIG) from None
+                            "'caliban-stream-translator[prices]'", EX_UNAVAILABLE) from None
         _stderr([f"translator: rates: {card.identity} (long-context tiers at their base price)"], "info")
         return card
     name = f"--rates {path}" if path else f"{ENV_CARD}={os.environ.get(ENV_CARD)}"

@@ -44,6 +44,8 @@ TOKEN_KINDS = ("input", "output", "cache_read", "cache_creation")
 RECOVERIES = tuple(sorted({to.recovery.kind for row in TRANSITIONS.values() for to in row.values() if to.recovery}))
 HEARTBEAT_S = 1.0
 STALE_S = 10.0  # the loop counts as stuck when its heartbeat is older than this
+CONNECTION_TIMEOUT_S = 5.0  # a scrape's connection quiet this long is closed (it holds a thread)
+BACKLOG = 1024  # connections waiting to be accepted (socketserver's 5 dropped a burst of 200 scrapes)
 
 
 def _labelled(name: str, documentation: str, label: str, values: dict[str, int] | dict[str, float]) -> Metric:
@@ -229,16 +231,21 @@ class Metrics:
     # ------------------------------------------------------------------ HTTP
 
     def app(self) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
-        """/healthz here, everything else prometheus_client's (/metrics, compression, HEAD...)."""
+        """/healthz here, /metrics prometheus_client's (compression, name[] filters), any other path 404
+        (prometheus_client would answer it with the metrics, and a probe of a typo with 200)."""
         metrics = make_wsgi_app(self.registry)
 
         def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-            if environ.get("PATH_INFO") != "/healthz":
+            path = environ.get("PATH_INFO")
+            if path == "/metrics":
                 return metrics(environ, start_response)  # type: ignore[no-any-return]
-            problem = self.health()
-            body = b"ok\n" if problem is None else f"unhealthy: {problem}\n".encode()
-            start_response("200 OK" if problem is None else "503 Service Unavailable",
-                           [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))])
+            if path == "/healthz":
+                problem = self.health()
+                status = "200 OK" if problem is None else "503 Service Unavailable"
+                body = b"ok\n" if problem is None else f"unhealthy: {problem}\n".encode()
+            else:
+                status, body = "404 Not Found", b"not found: /metrics and /healthz are served\n"
+            start_response(status, [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))])
             return [body]
 
         return app
@@ -249,8 +256,18 @@ class Metrics:
 
 
 class _Quiet(WSGIRequestHandler):
+    timeout = CONNECTION_TIMEOUT_S  # each read and write of a connection, so an idle one is closed
+
     def log_message(self, format: str, *args: Any) -> None:
         """Scrapes are not worth a line on stderr."""
+
+
+class _Server(ThreadingWSGIServer):
+    request_queue_size = BACKLOG
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection that failed (timed out, its client gone) ends, unsaid: socketserver
+        printed a traceback on stderr for each."""
 
 
 class Server:
@@ -258,7 +275,7 @@ class Server:
 
     def __init__(self, app: Callable[..., Iterable[bytes]], host: str, port: int) -> None:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
-        server_class = type("HTTPServer", (ThreadingWSGIServer,), {"address_family": family})
+        server_class = type("HTTPServer", (_Server,), {"address_family": family})
         self.httpd: WSGIServer = make_server(host, port, app, server_class, _Quiet)
         self.port: int = self.httpd.server_port
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="metrics", daemon=True)

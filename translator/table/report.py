@@ -9,6 +9,7 @@ outcomes, and the duration distribution. For anything else, query the dataset di
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import html
 import io
@@ -21,7 +22,7 @@ from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text
 from translator.extras import MissingExtra, need
 
-EX_NOINPUT, EX_IOERR = 66, 74
+EX_NOINPUT, EX_CANTCREAT, EX_IOERR = 66, 73, 74
 
 
 def load(path: str) -> list[dict[str, Any]]:
@@ -154,22 +155,42 @@ def main(argv: list[str]) -> int:
     if not rows:
         _stderr([f"translator: {args.results}: no runs"])
         return EX_NOINPUT
-    failed = sum(bool(r["is_error"]) for r in rows)
-    status = stdout_text(f"{len(rows)} runs in {len({r['source'] for r in rows})} logs, {failed} failed "
-                         f"({100 * failed / len(rows):.1f}%), {sum(r['total_cost_usd'] or 0.0 for r in rows):.4f} USD\n\n"
-                         + text_table(by_day_and_model(rows)) + "\n\n" + text_table(by_subtype(rows)) + "\n",
-                         "translator report")
-    if status:
-        return status
-    if args.html:
+    temp = None
+    if args.html:  # its destination and its plots first: a failure is said before the report, not after it
         try:
             content = page(args.results, rows)
-            with open(args.html, "w", encoding="utf-8") as f:
-                f.write(content)
+            temp = _temp_beside(args.html)
         except MissingExtra as exc:
             _stderr([f"translator: report --html: {exc}"])
             return exc.status
         except OSError as exc:
             _stderr([f"translator: {args.html}: {exc.strerror}"])
-            return EX_IOERR
-    return 0
+            return EX_CANTCREAT
+    failed = sum(bool(r["is_error"]) for r in rows)
+    status = stdout_text(f"{len(rows)} runs in {len({r['source'] for r in rows})} logs, {failed} failed "
+                         f"({100 * failed / len(rows):.1f}%), {sum(r['total_cost_usd'] or 0.0 for r in rows):.4f} USD\n\n"
+                         + text_table(by_day_and_model(rows)) + "\n\n" + text_table(by_subtype(rows)) + "\n",
+                         "translator report")
+    if temp is not None:
+        try:
+            if not status:  # (a report that could not be printed gets no page either)
+                with open(temp, "w", encoding="utf-8") as f:
+                    f.write(content)
+                os.replace(temp, args.html)
+        except OSError as exc:
+            _stderr([f"translator: {args.html}: {exc.strerror}"])
+            status = EX_IOERR
+        finally:
+            with contextlib.suppress(OSError):  # (renamed: not there any more)
+                os.unlink(temp)
+    return status
+
+
+def _temp_beside(path: str) -> str:
+    """A new, empty temporary file beside `path` (OSError when its directory cannot take one),
+    renamed over it once the page is written."""
+    head, tail = os.path.split(path)
+    temp = os.path.join(head, f".{tail}.{os.getpid()}.tmp")
+    os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666))
+    return temp
+
