@@ -10,6 +10,11 @@ Environment:
   "ignore_sigint": bool?}` — replay `file`; after `pause_after` lines wait for a signal (up to
   30 s); after `exit_after` lines exit with `exit` without a result (a crash); write `stderr`
   first; a stuck caliban ignores SIGINT.
+- Hostile ones (issue 23), in the same script: `"ignore_sigterm": true` (only SIGKILL ends it);
+  `"orphan": path` — start a child in caliban's process group that holds its stdout and stderr
+  and sleeps 60 s (a tool's subprocess, an MCP server), its pid written to `path`, and leave it
+  behind; `"flood_stdout": n` — n bytes of stdout with no newline, first; `"flood_stderr": n` —
+  n bytes of stderr in 100-byte lines, first.
 
 `caliban [GLOBAL FLAGS] mcp serve` is tests/fake_caliban_serve.py's (ADR 0055); with
 FAKE_CALIBAN_NO_SERVE set it is a caliban from before the drive surface (clap: exit 2).
@@ -22,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -146,6 +152,21 @@ def emit(line: str) -> None:
     os.write(1, (line.rstrip("\n") + "\n").encode())
 
 
+def hostile(script: dict[str, Any]) -> None:
+    """What a hostile or careless caliban does before its output (see the module's doc)."""
+    if script.get("orphan"):
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        Path(script["orphan"]).write_text(str(child.pid))
+    if script.get("flood_stdout"):
+        block = b"x" * (1 << 20)
+        for left in range(script["flood_stdout"], 0, -len(block)):
+            os.write(1, block[:left])
+    if script.get("flood_stderr"):
+        lines = (b"e" * 99 + b"\n") * 10_000
+        for left in range(script["flood_stderr"], 0, -len(lines)):
+            os.write(2, lines[:left])
+
+
 def main(argv: list[str]) -> int:
     if argv[-2:] == ["mcp", "serve"] and not os.environ.get("FAKE_CALIBAN_NO_SERVE"):
         try:  # global flags go before the subcommand (args.rs: none is `global = true`)
@@ -171,7 +192,7 @@ def main(argv: list[str]) -> int:
         with open(log, "a+") as fh:
             fh.seek(0)
             calls = sum(1 for _ in fh)
-            fh.write(json.dumps({"argv": argv, "stdin": stdin, "pid": os.getpid()}) + "\n")
+            fh.write(json.dumps({"argv": argv, "stdin": stdin, "pid": os.getpid(), "pgid": os.getpgrp()}) + "\n")
     prompt = stdin.rstrip("\n") if inline in (None, "", "-") else inline
     if "--print" not in args and "--output-format" not in args:
         sys.stderr.write("fake caliban: only headless mode is faked\n")
@@ -206,6 +227,9 @@ def main(argv: list[str]) -> int:
         os._exit(124)
 
     signal.signal(signal.SIGINT, signal.SIG_IGN if script.get("ignore_sigint") else cancelled)
+    if script.get("ignore_sigterm"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    hostile(script)
     if script.get("stderr"):
         sys.stderr.write(script["stderr"] + "\n")
         sys.stderr.flush()

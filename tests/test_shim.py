@@ -384,13 +384,18 @@ def test_stream_json_in_and_out_are_required() -> None:
     )
 
 
-@pytest.mark.parametrize("stuck", [False, True], ids=["caliban-cancels", "caliban-stuck"])
-def test_sigterm_stops_caliban_and_the_shim(caliban: Caliban, stuck: bool) -> None:
-    """SIGTERM: caliban gets SIGINT (its cancelled result reaches the app); one that does not
-    stop within the grace period is killed. Either way both are gone and the shim exits 143."""
+@pytest.mark.parametrize(
+    ("ignores", "ended_by"), [((), None), (("sigint",), "SIGTERM"), (("sigint", "sigterm"), "SIGKILL")],
+    ids=["caliban-cancels", "caliban-ignores-sigint", "caliban-ignores-sigint-and-sigterm"],
+)
+def test_sigterm_stops_caliban_and_the_shim(caliban: Caliban, ignores: tuple[str, ...], ended_by: str | None) -> None:
+    """SIGTERM: caliban's group gets SIGINT (its cancelled result reaches the app); one that
+    does not stop within the grace gets SIGTERM, then SIGKILL. Either way both are gone, within
+    the SDK's 5 s before its own SIGKILL, and the shim exits 143."""
     import subprocess
 
-    options = caliban.options({"file": "tool_use_two_turns.jsonl", "pause_after": 2, "ignore_sigint": stuck})
+    script = {"file": "tool_use_two_turns.jsonl", "pause_after": 2, **{f"ignore_{name}": True for name in ignores}}
+    options = caliban.options(script)
     shim = subprocess.Popen(
         [SHIM, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, **options.env},
@@ -403,13 +408,13 @@ def test_sigterm_stops_caliban_and_the_shim(caliban: Caliban, stuck: bool) -> No
     shim.send_signal(15)
     rest = [json.loads(line) for line in shim.stdout]
     assert shim.wait(timeout=30) == 143
-    # The grace is 3 s, inside the SDK's 5 s before its SIGKILL; the margin is for a loaded machine.
+    # The grace is 3 s, then 0.5 s, inside the SDK's 5 s before its SIGKILL; the margin is for a loaded machine.
     assert time.monotonic() - started < 6
     assert not running(caliban.calls()[0]["pid"])
     result = rest[-1]
     assert (result["type"], result["subtype"], result["is_error"]) == ("result", "error_during_execution", True)
-    if stuck:
-        assert result["errors"] == ["caliban was killed by SIGKILL without a result"]
+    if ended_by:
+        assert result["errors"] == [f"caliban was killed by {ended_by} without a result"]
     else:
         assert result["terminal_reason"] == "aborted_streaming"  # caliban's own cancelled result
 

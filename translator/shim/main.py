@@ -27,6 +27,7 @@ from translator.feed import CHUNK
 from translator.shim import configure, control, initialize, printing
 from translator.shim.conversation import Conversation
 from translator.shim.flags import parse
+from translator.shim.group import LADDER
 from translator.shim.mapping import PERMISSION_MODES, Plan, plan, resolve_model, run_argv
 from translator.shim.process import CalibanRun
 from translator.shim.sessions import Session
@@ -34,7 +35,6 @@ from translator.shim.sessions import Session
 EX_USAGE = 64
 EX_SOFTWARE = 70
 EX_IOERR = 74
-GRACE_S = 3.0  # after a signal, how long caliban may take to save its session and print a result
 PROG = "caliban-claude"
 
 
@@ -240,14 +240,14 @@ class Shim:
         self.signal = signum
 
     def stop(self, worker: threading.Thread) -> None:
-        """SIGINT caliban (it saves its session and prints its result; SIGTERM would kill it
-        without either), give it a grace period, then SIGKILL: no caliban outlives the shim."""
+        """End caliban's process group (group.py's ladder: SIGINT, with which caliban saves its
+        session and prints its result; SIGTERM; SIGKILL): nothing of it outlives the shim."""
         self.stopping.set()
         run = self.current
         if run is not None:
             run.interrupt()
-            worker.join(GRACE_S)
-            if worker.is_alive():
+            worker.join(sum(grace for _, grace in LADDER) + 0.5)
+            if worker.is_alive():  # (the worker stuck elsewhere: a stdout that does not drain)
                 run.kill()
                 worker.join(1.0)
 
