@@ -14,7 +14,7 @@ Environment:
   `"orphan": path` — start a child in caliban's process group that holds its stdout and stderr
   and sleeps 60 s (a tool's subprocess, an MCP server), its pid written to `path`, and leave it
   behind; `"flood_stdout": n` — n bytes of stdout with no newline, first; `"flood_stderr": n` —
-  n bytes of stderr in 100-byte lines, first.
+  n bytes of stderr in 100-byte lines, first; `"long_stderr": n` — one stderr line of n bytes.
 
 `caliban [GLOBAL FLAGS] mcp serve` is tests/fake_caliban_serve.py's (ADR 0055); with
 FAKE_CALIBAN_NO_SERVE set it is a caliban from before the drive surface (clap: exit 2).
@@ -161,6 +161,8 @@ def hostile(script: dict[str, Any]) -> None:
         block = b"x" * (1 << 20)
         for left in range(script["flood_stdout"], 0, -len(block)):
             os.write(1, block[:left])
+    if script.get("long_stderr"):
+        os.write(2, b"w" * script["long_stderr"] + b"\n")
     if script.get("flood_stderr"):
         lines = (b"e" * 99 + b"\n") * 10_000
         for left in range(script["flood_stderr"], 0, -len(lines)):

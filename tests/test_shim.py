@@ -465,7 +465,7 @@ def test_the_raw_protocol_survives_bad_stdin_lines(caliban: Caliban) -> None:
     assert frames[-1]["type"] == "result" and frames[-1]["result"] == "ok" and done.returncode == 0
     assert caliban.calls()[0]["stdin"] == prompt  # the last line had no newline: it still counts
     stderr = done.stderr.decode()
-    assert "stdin: not JSON, ignored: b'not json'" in stderr and "'mystery' ignored" in stderr
+    assert "stdin:1: not JSON, ignored: b'not json'" in stderr and "'mystery' ignored" in stderr
 
 
 USER_LINE = b'{"type":"user","message":{"role":"user","content":"hi"},"parent_tool_use_id":null}\n'

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -19,7 +20,7 @@ from typing import Any
 
 import pytest
 from conftest import FIXTURES
-from support_processes import running
+from support_processes import peak_rss_kb, running
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
 FAKE = Path(__file__).with_name("fake_caliban.py")
@@ -204,3 +205,108 @@ def test_an_interrupt_of_a_caliban_that_ignores_it_still_ends_the_run(
     assert shim.frames("result")[-1]["result"] == "ok"
     shim.close()
     assert shim.wait() == 0
+
+
+def test_a_flood_of_stdout_without_a_newline_is_skipped_not_held(tmp_path: Path, reaped: Any) -> None:
+    """200 MiB of caliban's stdout with no newline (its init line at the end of it): the line
+    is skipped and said, never held (the shim's peak RSS stays near its idle size, where it
+    held every byte twice over), and the run's result reaches the app."""
+    shim = Shim(tmp_path, {**BENIGN, "flood_stdout": 200 << 20})
+    reaped(shim)
+    shim.send(user("hi"))
+    frames = shim.frames("result", timeout=60)
+    peak = peak_rss_kb(shim.proc.pid)
+    shim.close()
+    assert shim.wait() == 0
+    assert peak < 120_000, f"peak RSS {peak} kB"
+    assert (frames[-1]["subtype"], frames[-1]["result"]) == ("success", "ok")
+    skipped = re.search(rf"caliban:1: line longer than {16 << 20} bytes \((\d+) bytes\)", shim.said())
+    assert skipped and int(skipped.group(1)) > 200 << 20  # the flood, and caliban's init line after it
+
+
+def test_a_flood_of_stderr_is_read_in_chunks_and_its_lines_bounded(tmp_path: Path, reaped: Any) -> None:
+    """10 MB of caliban's stderr reaches the app line for line, read in chunks (a few hundred
+    read calls, where an unbuffered readline() made one per byte), and one stderr line of
+    1 MiB is passed on cut to 64 KiB, said."""
+    shim = Shim(tmp_path, {**BENIGN, "flood_stderr": 10_000_000}, {**BENIGN, "long_stderr": 1 << 20})
+    reaped(shim)
+    shim.send(user("hi"))
+    assert shim.frames("result", timeout=60)[-1]["result"] == "ok"
+    reads = int(dict(row.split(": ") for row in Path(f"/proc/{shim.proc.pid}/io").read_text().splitlines())["syscr"])
+    shim.send(user("again"))
+    assert shim.frames("result")[-1]["result"] == "ok"
+    shim.close()
+    assert shim.wait() == 0
+    said = shim.said().splitlines()
+    assert said.count("e" * 99) == 100_000
+    assert reads < 20_000, f"{reads} read calls"
+    cut = [line for line in said if line.startswith("w")]
+    assert cut == ["w" * (64 << 10) + f" [... cut by caliban-claude: the line was longer than {64 << 10} bytes]"]
+
+
+def test_an_over_long_stdin_line_is_not_held_and_still_answered(tmp_path: Path, reaped: Any) -> None:
+    """A 100 MiB user message (over the 64 MiB a stdin line may have) is not held: it gets an
+    error result saying why, without a caliban run; an over-long control request its error
+    answer; the next message runs as usual."""
+    shim = Shim(tmp_path, BENIGN)
+    reaped(shim)
+    huge = user("y" * (100 << 20))
+    shim.send(huge)
+    shim.send(control("r1", subtype="mcp_status", pad="z" * (65 << 20)))
+    frames = shim.frames("result", timeout=60)
+    answer = shim.frames("control_response", timeout=60)[-1]["response"]
+    peak = peak_rss_kb(shim.proc.pid)
+    shim.send(user("hi"))
+    last = shim.frames("result")[-1]
+    shim.close()
+    assert shim.wait() == 0
+    result = frames[-1]
+    why = f"line longer than {64 << 20} bytes ({len(huge) - 1} bytes)"
+    assert (result["subtype"], result["is_error"]) == ("error_during_execution", True)
+    assert result["errors"] == [f"caliban-claude: the message was not read: {why} (the most a line may have)"]
+    assert (answer["subtype"], answer["request_id"]) == ("error", "r1")
+    assert f"stdin:1: {why}, ignored" in shim.said()
+    assert last["result"] == "ok" and [call["stdin"] for call in shim.calls()] == ["hi"]
+    assert peak < 120_000, f"peak RSS {peak} kB"
+
+
+def test_every_malformed_control_request_is_answered(tmp_path: Path, reaped: Any) -> None:
+    """A `set_permission_mode` with `"mode": []` raised TypeError in the stdin thread, which
+    died: no answer, and none for any later request. Each is answered with an error now."""
+    shim = Shim(tmp_path, BENIGN)
+    reaped(shim)
+    bad = [
+        control("m1", subtype="set_permission_mode", mode=[]),
+        control("m2", subtype="set_permission_mode", mode={"a": 1}),
+        control("m3", subtype="set_model", model=["sonnet"]),
+        control("m4", subtype="set_permission_mode"),
+        json.dumps({"type": "control_request", "request_id": 7, "request": {"subtype": "nope"}}).encode() + b"\n",
+        json.dumps({"type": "user", "message": "not an object"}).encode() + b"\n",
+        control("ok", subtype="set_permission_mode", mode="plan"),
+    ]
+    shim.send(b"".join(bad))
+    answers = {}
+    while "ok" not in answers:
+        frame = shim.frames("control_response", timeout=10)[-1]["response"]
+        answers[frame["request_id"]] = frame
+    shim.close()
+    shim.wait()
+    assert {rid: a["subtype"] for rid, a in answers.items()} == {
+        "m1": "error", "m2": "error", "m3": "error", "m4": "error", "7": "error", "ok": "success",
+    }  # fmt: skip
+    assert answers["m1"]["error"] == "caliban shim: unknown permission mode []"
+    assert answers["m3"]["error"] == "caliban shim: model ['sonnet'] is not a name"
+    assert "Traceback" not in shim.said()
+
+
+def test_a_prompt_with_an_unpaired_surrogate_is_delivered(tmp_path: Path, reaped: Any) -> None:
+    """orjson refuses `"\\ud800"`; the line was dropped as not JSON and the app waited for a
+    result forever. The escape is replaced by U+FFFD, said, and the prompt runs."""
+    shim = Shim(tmp_path, BENIGN)
+    reaped(shim)
+    shim.send(b'{"type":"user","message":{"role":"user","content":"hi \\ud800 there \\ud83d\\ude00"}}\n')
+    assert shim.frames("result", timeout=10)[-1]["result"] == "ok"
+    shim.close()
+    assert shim.wait() == 0
+    assert [call["stdin"] for call in shim.calls()] == ["hi \ufffd there \U0001f600"]
+    assert "stdin:1: unpaired surrogate escape(s) replaced by U+FFFD" in shim.said()

@@ -20,6 +20,8 @@ from translator.encoders.claude_code.frames import mcp_servers
 from translator.shim import control
 
 MAX_LINE = 1_000_000  # bytes; the SDK refuses lines over 1 MiB (its default max_buffer_size)
+MAX_CALIBAN_LINE = 16 << 20  # bytes of one caliban line read: longer is skipped, said (its tools cap theirs at 30 KB to 10 MB)
+WATCHED = 48  # bytes at the head of a caliban line that say whether it is an init or a result
 TRUNCATED = "\n[… truncated by caliban-claude: the frame exceeded the SDK's 1 MiB line limit]"
 
 
@@ -30,13 +32,16 @@ class Conversation:
         # One translation for the whole conversation, so `result_index` counts and the cost adds
         # up across caliban runs, as in one Claude Code session.
         self.translation = Stream(
-            "claude-code", session_id=session_id, include_partial_messages=partial, clock="wall", source="caliban"
-        )
+            "claude-code", session_id=session_id, include_partial_messages=partial, clock="wall", source="caliban",
+            max_line_bytes=MAX_CALIBAN_LINE,
+        )  # fmt: skip
         self.caliban_init: dict[str, Any] = {}
         self.last_is_error = False
         self.interrupted = False  # the app interrupted the current run
         self.run_result: dict[str, Any] | None = None  # caliban's own result of the current run
         self._line: list[bytes] = []  # the start of a line of caliban's not ended yet
+        self._held = 0  # its size; -1: the rest of it is not kept
+        self._head = b""  # its first bytes, up to WATCHED
 
     def start_run(self) -> None:
         self.interrupted = False
@@ -45,28 +50,44 @@ class Conversation:
     def caliban_output(self, chunk: bytes) -> list[bytes]:
         """A chunk of caliban's stdout (split anywhere) → the Claude Code frames it completed."""
         self._watch(chunk)
-        return self._complete(self.translation.feed(chunk))
+        frames = self.translation.feed(chunk)
+        self.translation.take_rejects()  # (kept for a reject file, which the shim has not: not held)
+        return self._complete(frames)
 
     def _watch(self, chunk: bytes) -> None:
         """Keep caliban's own init and result (their facts complete the frames); caliban writes
-        `type` first, so only those two kinds of line are decoded here."""
+        `type` first, so only those two kinds of line are decoded here, and only they are held
+        between chunks (up to the translation's line limit: past it, it skips the line too)."""
         start = 0
         while (nl := chunk.find(b"\n", start)) >= 0:
-            line = b"".join([*self._line, chunk[start:nl]]) if self._line else chunk[start:nl]
-            self._line = []
+            self._hold(chunk[start:nl])
+            line = b"".join(self._line) if self._held >= 0 and _watched(self._head) else b""
+            self._line, self._held, self._head = [], 0, b""
             start = nl + 1
-            head = line[:48]
-            if b'"system"' in head or b'"result"' in head:
-                try:
-                    frame = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue
-                if isinstance(frame, dict) and frame.get("subtype") == "init":
-                    self.caliban_init = frame
-                elif isinstance(frame, dict) and frame.get("type") == "result":
-                    self.run_result = frame
+            if not line:
+                continue
+            try:
+                frame = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(frame, dict) and frame.get("subtype") == "init":
+                self.caliban_init = frame
+            elif isinstance(frame, dict) and frame.get("type") == "result":
+                self.run_result = frame
         if start < len(chunk):
-            self._line.append(chunk[start:])
+            self._hold(chunk[start:])
+
+    def _hold(self, piece: bytes) -> None:
+        """A piece of the current line, kept while the line may be an init or a result;
+        `_held` < 0: it is not (or is too long), and the rest of it is dropped."""
+        if self._held < 0:
+            return
+        if len(self._head) < WATCHED:
+            self._head += piece[: WATCHED - len(self._head)]
+        self._line.append(piece)
+        self._held += len(piece)
+        if (len(self._head) == WATCHED and not _watched(self._head)) or self._held > MAX_CALIBAN_LINE:
+            self._line, self._held = [], -1
 
     def end_run(self, status: int, why: str) -> list[bytes]:
         """caliban exited. Without a result of its own, the app still gets one (an error)."""
@@ -74,12 +95,19 @@ class Conversation:
         if self.run_result is None:
             subtype = "cancelled" if self.interrupted else "error"
             ended = f"was killed by {signal.Signals(-status).name}" if status < 0 else f"exited with status {status}"
-            message = f"caliban {ended} without a result" + (f": {why}" if why else "")
-            synthetic = {"type": "result", "subtype": subtype, "session_id": self.session_id, "total_cost_usd": 0.0,
-                         "turns": 0, "total_input_tokens": 0, "total_output_tokens": 0, "num_turns": 0,
-                         "is_error": True, "error": message}  # fmt: skip
-            frames += self.translation.feed(orjson.dumps(synthetic) + b"\n")
+            frames += self._synthetic(subtype, f"caliban {ended} without a result" + (f": {why}" if why else ""))
         return self._complete(frames)
+
+    def refused(self, why: str) -> list[bytes]:
+        """A message the shim could not give caliban: its run is this error result alone."""
+        self.start_run()
+        return self._complete(self._synthetic("error", why))
+
+    def _synthetic(self, subtype: str, message: str) -> list[bytes]:
+        synthetic = {"type": "result", "subtype": subtype, "session_id": self.session_id, "total_cost_usd": 0.0,
+                     "turns": 0, "total_input_tokens": 0, "total_output_tokens": 0, "num_turns": 0,
+                     "is_error": True, "error": message}  # fmt: skip
+        return self.translation.feed(orjson.dumps(synthetic) + b"\n")
 
     def diagnostics(self) -> list[str]:
         return self.translation.take_diagnostics()
@@ -120,6 +148,10 @@ class Conversation:
     def mcp_servers(self) -> list[dict[str, Any]]:
         """caliban's MCP servers as Claude Code lists them: name and status."""
         return mcp_servers(self.caliban_init.get("mcp_servers"))
+
+
+def _watched(head: bytes) -> bool:
+    return b'"system"' in head or b'"result"' in head
 
 
 def fit(line: bytes) -> bytes:

@@ -24,7 +24,7 @@ from translator import __version__, stdio
 from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text
 from translator.feed import CHUNK
-from translator.shim import configure, control, initialize, printing
+from translator.shim import configure, control, initialize, printing, stdin
 from translator.shim.conversation import Conversation
 from translator.shim.flags import parse
 from translator.shim.group import LADDER
@@ -50,7 +50,8 @@ def warn(message: str) -> None:
 
 def prompt_text(message: dict[str, Any]) -> tuple[str, int]:
     """The text of an SDK user message, and how many non-text blocks were left out."""
-    content = (message.get("message") or {}).get("content", "")
+    body = message.get("message")
+    content = body.get("content", "") if isinstance(body, dict) else ""
     if isinstance(content, str):
         return content, 0
     blocks = content if isinstance(content, list) else []
@@ -73,7 +74,8 @@ class Shim:
         self.model = p.model
         self.mode = p.permission_mode
         self.conversation = Conversation(session.id, partial=p.partial, mode=self.mode)
-        self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        # A user message; the error of one that could not be read (str); None: stdin ended.
+        self.inbox: queue.Queue[dict[str, Any] | str | None] = queue.Queue()
         self.current: CalibanRun | None = None
         self.initialize = initialize.Initialize()  # what the SDK's initialize asked for (none yet)
         self.prefix = p.prefix if session.new else ""  # goes before the first message's text
@@ -106,18 +108,12 @@ class Shim:
 
     def read_stdin(self) -> None:
         """Until EOF; then the worker is told there is nothing more, whatever happened here."""
-        parts: list[bytes] = []  # the unfinished line (a prompt with an image can be megabytes)
         try:
-            while chunk := self._read():
-                nl = chunk.rfind(b"\n")
-                if nl < 0:
-                    parts.append(chunk)
-                    continue
-                lines = b"".join([*parts, chunk[:nl]])
-                parts = [chunk[nl + 1 :]]
-                for line in lines.split(b"\n"):
-                    self.message(line)
-            self.message(b"".join(parts))
+            for n, line in stdin.lines(self._read):
+                try:
+                    self.message(n, line)
+                except Exception as exc:  # a bug here must not end the reader: the app would wait
+                    warn(f"stdin:{n}: internal error: {exc!r}")
         finally:
             self.inbox.put(None)
 
@@ -128,22 +124,41 @@ class Shim:
         except OSError:
             return b""
 
-    def message(self, line: bytes) -> None:
+    def message(self, n: int, line: bytes | stdin.TooLong) -> None:
+        if isinstance(line, stdin.TooLong):
+            self.too_long(n, line)
+            return
         if not line.strip():
             return
         try:
-            msg = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            warn(f"stdin: not JSON, ignored: {line[:80]!r}")
+            msg, mended = stdin.decode(line)
+        except ValueError:
+            warn(f"stdin:{n}: not JSON, ignored: {line[:80]!r}")
             return
+        if mended:
+            warn(f"stdin:{n}: unpaired surrogate escape(s) replaced by U+FFFD")
         kind = msg.get("type") if isinstance(msg, dict) else None
         if kind == "control_request":
-            request = msg.get("request")
-            self.control(str(msg.get("request_id", "")), request if isinstance(request, dict) else {})
+            rid, request = msg.get("request_id"), msg.get("request")
+            rid = rid if isinstance(rid, str) else "" if rid is None else orjson.dumps(rid).decode()
+            try:
+                self.control(rid, request if isinstance(request, dict) else {})
+            except Exception as exc:  # answered all the same: the SDK waits on every request
+                subtype = request.get("subtype") if isinstance(request, dict) else None
+                self.send(control.error(rid, f"caliban shim: malformed {subtype} request: {exc}"))
         elif kind == "user":
             self.inbox.put(msg)
         elif kind not in ("control_response", "control_cancel_request", "keep_alive"):
-            warn(f"stdin: message of type {kind!r} ignored")
+            warn(f"stdin:{n}: message of type {kind!r} ignored")
+
+    def too_long(self, n: int, line: stdin.TooLong) -> None:
+        """Not read: a user message gets its error result (in its turn), a request its answer."""
+        warn(f"stdin:{n}: {line.reason}, ignored")
+        why = f"{PROG}: the message was not read: {line.reason} (the most a line may have)"
+        if line.kind == "user":
+            self.inbox.put(why)
+        elif line.kind == "control_request" and line.request_id is not None:
+            self.send(control.error(line.request_id, why))
 
     def control(self, rid: str, request: dict[str, Any]) -> None:
         """Answer at once: the SDK blocks on every control request."""
@@ -163,14 +178,17 @@ class Shim:
                 run.interrupt()
         elif subtype == "set_permission_mode":
             mode = request.get("mode")
-            if mode not in PERMISSION_MODES:
+            if not isinstance(mode, str) or mode not in PERMISSION_MODES:
                 self.send(control.error(rid, f"caliban shim: unknown permission mode {mode!r}"))
                 return
             self.mode = self.conversation.mode = str(mode)
             self.send(control.success(rid, {"mode": self.mode}), control.status(self.mode, self.session.id))
         elif subtype == "set_model":
             model = request.get("model")
-            self.model = resolve_model(model if isinstance(model, str) else None)
+            if model is not None and not isinstance(model, str):
+                self.send(control.error(rid, f"caliban shim: model {model!r} is not a name"))
+                return
+            self.model = resolve_model(model)
             self.send(control.success(rid, {}))
         elif subtype == "mcp_status":
             self.send(control.success(rid, {"mcpServers": self.conversation.mcp_servers()}))
@@ -184,6 +202,9 @@ class Shim:
             msg = self.inbox.get()
             if msg is None or self.stopping.is_set():
                 return
+            if isinstance(msg, str):
+                self.write(self.conversation.refused(msg))
+                continue
             try:
                 self.run_message(msg)
             except Exception as exc:  # a bug here must not leave the app waiting for its result
