@@ -85,14 +85,14 @@ def members(pgid: int) -> list[int]:
     """The live processes of a group: /proc read once (a zombie is not alive). Where there is
     no /proc, whether the group can still be signalled at all."""
     try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:  # no member at all, not even a zombie: /proc is not read
+        return []
+    except PermissionError:
+        pass
+    try:
         names = os.listdir("/proc")
     except OSError:
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return []
-        except PermissionError:
-            pass
         return [pgid]
     alive = []
     for name in names:
