@@ -15,6 +15,7 @@ import shutil
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -27,7 +28,7 @@ from translator.feed import CHUNK
 from translator.shim import configure, control, initialize, printing, stdin
 from translator.shim.conversation import Conversation
 from translator.shim.flags import parse
-from translator.shim.group import LADDER
+from translator.shim.group import LADDER, TICK
 from translator.shim.mapping import PERMISSION_MODES, Plan, plan, resolve_model, run_argv
 from translator.shim.process import CalibanRun
 from translator.shim.sessions import Session
@@ -267,10 +268,13 @@ class Shim:
         run = self.current
         if run is not None:
             run.interrupt()
-            worker.join(sum(grace for _, grace in LADDER) + 0.5)
-            if worker.is_alive():  # (the worker stuck elsewhere: a stdout that does not drain)
+            deadline = time.monotonic() + sum(grace for _, grace in LADDER)
+            while worker.is_alive() and not run.gone() and time.monotonic() < deadline:
+                run.step()  # (climbed here too: the worker may be stuck writing to an app that does not read)
+                worker.join(TICK)
+            if not run.gone():
                 run.kill()
-                worker.join(1.0)
+            worker.join(1.0)  # its last frames, unless it is stuck writing them
 
 
 USAGE = f"""usage: {PROG} -p [PROMPT] [--output-format text|json|stream-json --verbose] [CLAUDE CODE OPTIONS]

@@ -38,6 +38,7 @@ class CalibanRun:
         self.stderr_tail = ""  # caliban's last stderr line, for a run that ends without a result
         self._lock = threading.Lock()  # the group's ladder is climbed by the worker, started by others
         self._interrupted = False  # asked before caliban was started: its group is ended on start
+        self._over = False  # run() is done with the group (or never had one)
 
     def run(self, prompt: str, on_output: Callable[[bytes], None]) -> int:
         """Run to the end, passing on stdout as it comes; the exit status. Whatever happens
@@ -50,6 +51,7 @@ class CalibanRun:
                     group.escalate(LADDER)
         except OSError as exc:
             self.stderr_tail = f"cannot run {self.argv[0]}: {exc.strerror or exc}"
+            self._over = True
             return NOT_FOUND
         proc = group.proc
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -71,6 +73,7 @@ class CalibanRun:
             with self._lock:
                 ladder = LADDER if group.ending else LEFTOVERS
             group.end(ladder)
+            self._over = True
         errors.join(timeout=2.0)
         proc.stdout.close()
         proc.stderr.close()
@@ -110,6 +113,17 @@ class CalibanRun:
             self._interrupted = True
             if self.group is not None:
                 self.group.escalate(LADDER)
+
+    def step(self) -> None:
+        """Climb the ladder an interrupt started, where it is due (the run's loop does too)."""
+        with self._lock:
+            if self.group is not None:
+                self.group.step()
+
+    def gone(self) -> bool:
+        """Nothing of caliban's group is running: it has ended, or could not start."""
+        with self._lock:
+            return self._over or (self.group is not None and self.group.gone())
 
     def kill(self) -> None:
         with self._lock:
