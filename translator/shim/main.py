@@ -287,7 +287,7 @@ the Claude Agent SDKs (Python, TypeScript) speak with the CLI.
   ClaudeAgentOptions(cli_path="{PROG}")                (Python SDK)
   query({{prompt, options: {{pathToClaudeCodeExecutable: "{PROG}"}}}})   (TypeScript SDK)
 Environment: CALIBAN_BIN (default: caliban on PATH), CALIBAN_SESSIONS_DIR, CALIBAN_CLAUDE_MODELS,
-CALIBAN_CLAUDE_ARGS, CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT=1. See the README, "Use it from the Agent SDK".
+CALIBAN_CLAUDE_ARGS, CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT=1. See docs/shim.md.
 """
 
 

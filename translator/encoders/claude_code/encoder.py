@@ -4,7 +4,7 @@ Frames, keys, key order and values follow the captures of Claude Code 2.1.332 in
 shared/reference/. Values that describe a Claude Code installation (its tools, commands,
 version, plugins, paths, permission rules) cannot be known from the agent's events; they are
 present with neutral values of the same type (see INIT). Other deviations, each because the
-agent's events do not carry the value, are listed in the README's field table.
+agent's events do not carry the value, are listed in the field table of docs/claude-code.md.
 """
 
 from __future__ import annotations
