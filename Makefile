@@ -15,7 +15,7 @@ EDITABLE := --config-settings editable_mode=compat
 # with PYTHONDONTWRITEBYTECODE set every start would compile every module again (~25 ms).
 BYTECODE := $(BIN)/python -m compileall -q translator
 
-.PHONY: run test lint schemas bench clean
+.PHONY: run test lint schemas docs bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -42,6 +42,9 @@ lint: $(TESTS)
 
 schemas: $(TESTS)  # after a change to translator/schema/frames.py
 	$(BIN)/python -m translator.schema.generate
+
+docs: $(TESTS)  # after a change to an option: docs/cli.md and the man page, from the parsers
+	$(BIN)/python -m translator.cli.reference docs
 
 bench: $(TESTS)
 	@command -v jq >/dev/null || echo 'bench: jq is not installed; its comparison will count as missed (apt-get install jq)'

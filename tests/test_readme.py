@@ -179,3 +179,20 @@ def test_every_relative_link_resolves() -> None:
                 broken.append(f"{where} (no such heading)")
     assert checked > 20
     assert not broken, "\n".join(broken)
+
+
+def test_every_path_the_pages_name_is_there() -> None:
+    """A file or folder of the repository named in backticks (`translator/core/fold.py`,
+    `fixtures/caliban/`) is tracked: a move that leaves a page behind fails here. A last part
+    `X` stands for any name in its folder."""
+    files = set(subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split())
+    folders = {str(Path(f).parents[i]) for f in files for i in range(len(Path(f).parts) - 1)}
+    missing, named = [], 0
+    for page in PAGES:
+        for path in re.findall(r"`((?:translator|tests|bench|fixtures|deploy|docs)/[^`\s]*)`", page.read_text()):
+            named += 1
+            path = path.removesuffix("/X").rstrip("/")
+            if path not in files and path not in folders:
+                missing.append(f"{page.relative_to(ROOT)}: {path}")
+    assert named > 50
+    assert not missing, "\n".join(missing)

@@ -1,6 +1,6 @@
 """translator: a coding agent's raw events in, Claude-Code-compatible stream-json out.
 
-The library API (see the README, "Use it from Python"): `translate()` for a whole input,
+The library API (see docs/library.md): `translate()` for a whole input,
 `Stream` for a live one.
 """
 

@@ -25,7 +25,7 @@ PART = "part-0.parquet"
 ROW_GROUP = 128 * 1024  # runs per row group: one file per partition, read in few, large groups
 NO_DATE = "__HIVE_DEFAULT_PARTITION__"  # what hive partitioning calls a null partition value
 
-# Column, Arrow type, meaning. The README's schema table is this list.
+# Column, Arrow type, meaning. The schema table of docs/fleet.md is this list.
 COLUMNS: list[tuple[str, str, str]] = [
     ("source", "string", "the log's path or URL"),
     ("run_index", "int32", "the run's place in its log, from 0"),

@@ -4,7 +4,7 @@ On the terminal: cost, runs, failure rate and p50/p95 duration per day and model
 outcomes by subtype. With `--html`, one self-contained page (inline SVG, no scripts, nothing
 fetched) with the same tables and three plots drawn by matplotlib: cost per day by model,
 outcomes, and the duration distribution. For anything else, query the dataset directly
-(DuckDB, pandas, Spark; README).
+(DuckDB, pandas, Spark; docs/fleet.md).
 """
 
 from __future__ import annotations
@@ -139,11 +139,15 @@ def _why(exc: OSError | ValueError) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def main(argv: list[str]) -> int:
+def build_parser() -> Parser:
     parser = Parser(prog="translator report", description="Summarize a --results-table dataset.")
     parser.add_argument("results", metavar="RESULTS", help="the dataset's directory or URL")
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page with plots")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
     try:
         rows = load(args.results)
     except MissingExtra as exc:
