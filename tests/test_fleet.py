@@ -263,7 +263,7 @@ def test_the_readme_documents_the_schema() -> None:
     from translator.table.parquet import COLUMNS
 
     readme = (Path(__file__).parent.parent / "docs" / "fleet.md").read_text()
-    assert "\n".join(f"| `{n}` | {k} | {d} |" for n, k, d in COLUMNS) in readme
+    assert "\n".join(f"| `{n}` | `{k}` | {d} |" for n, k, d in COLUMNS) in readme
 
 
 def test_an_io_error_is_retried_by_dask_then_reported(cluster: Any, tmp_path: Path) -> None:
