@@ -70,6 +70,8 @@ def run_in_copy(tmp_path: Path, argv: list[str]) -> subprocess.CompletedProcess[
     home.mkdir()
     tracked_copy(repo)
     (repo / ".venv").symlink_to(BIN.parent)
+    for name in ("pyproject.toml", "Makefile"):  # older than this venv's install, even when just edited: `make`
+        os.utime(repo / name, (0, 0))  # must not reinstall it from the copy, a folder deleted after the test
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS", "VIRTUAL_ENV", "PYTEST_"))}
     env |= {"PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}", "HOME": str(home),
             "PYTEST_ADDOPTS": "--collect-only -q -p no:cacheprovider"}
