@@ -1,6 +1,6 @@
 """An object store that fails as told: an HTTP proxy on 127.0.0.1 in front of a real S3 API
 (moto's server), passing every request through but those a rule names, which get a 500, a body
-cut in half, a body that stalls halfway, or no answer at all; and the two ends a store can be
+cut in half, a body that stalls halfway, no answer at all, or a body never read; and the two ends a store can be
 when nothing answers: a dead port (refused) and one whose listen queue is full (a connect that
 never completes). Shared by the tests (pytest does not collect it: it holds no tests)."""
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Literal
 
-Fault = Literal["500", "cut", "stall", "hang"]
+Fault = Literal["500", "cut", "stall", "hang", "deaf"]
 ERROR = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code>'
          b"<Message>We encountered an internal error. Please try again.</Message></Error>")
 
@@ -79,6 +79,10 @@ def _handler(proxy: FaultyProxy) -> type[BaseHTTPRequestHandler]:
 
         def _relay(self) -> None:
             fault = proxy.fault(self.command, self.path)
+            if fault == "deaf":  # the body is never read: the client's write blocks once buffers fill
+                proxy.released.wait(120)
+                self.close_connection = True
+                return
             body = self._body()
             if fault == "hang":
                 proxy.released.wait(120)

@@ -117,6 +117,19 @@ def test_a_put_never_answered_fails_its_file_after_the_timeout(proxy: FaultyProx
     assert took < 30  # 3 tries of 1 s and their backoff; 300 s to 10 min, before
 
 
+def test_a_put_whose_body_is_never_read_fails_its_file_after_the_timeout(proxy: FaultyProxy, moto: tuple[str, int]) -> None:
+    from s3fs import S3FileSystem
+
+    fs = S3FileSystem(skip_instance_cache=True, endpoint_url=f"http://{moto[0]}:{moto[1]}", key="test", secret="test")
+    fs.pipe_file(f"{BUCKET}/in/s1.ndjson", DATA * 300)  # an output of ~17 MB: more than the sockets buffer
+    proxy.fail("PUT", f"/{BUCKET}/out/s1.enriched.jsonl", "deaf")
+    status, lines, took = finish(start(proxy.url, "--store-timeout", "1", "--out-dir", f"s3://{BUCKET}/out",
+                                       f"s3://{BUCKET}/in/"))
+    assert status == 74, lines
+    assert lines[1].startswith(f"translator: failed: s1.ndjson: s3://{BUCKET}/out/s1.enriched.jsonl: no answer in 1 s"), lines
+    assert took < 40  # forever, before: aiohttp has no write timeout
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_a_stop_signal_while_a_put_hangs_ends_the_batch_with_its_summary(proxy: FaultyProxy, signum: int) -> None:
     proxy.fail("PUT", f"/{BUCKET}/out/s1.enriched.jsonl", "hang")

@@ -14,8 +14,10 @@ what was done is up to date). Other stores take their timeouts from their own fs
 from __future__ import annotations
 
 import errno
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 from translator.extras import need
@@ -44,7 +46,8 @@ def filesystem(url: str, timeout: float) -> tuple[Any, str]:
     fsspec = need("fsspec")
     if url.split("://", 1)[0] in ("s3", "s3a"):
         config = dict(fsspec.config.conf.get("s3", {}).get("config_kwargs") or {})
-        config.update(connect_timeout=timeout, read_timeout=timeout)
+        config.update(connect_timeout=timeout, read_timeout=timeout,
+                      connector_args={**config.get("connector_args", {}), "socket_factory": partial(_socket, timeout)})
         config.setdefault("retries", {"max_attempts": TRIES, "mode": "standard"})
         fs, path = fsspec.core.url_to_fs(url, config_kwargs=config)
         fs.retries = 1  # s3fs's own tries, around botocore's: none more (a body that breaks off fails)
@@ -53,6 +56,16 @@ def filesystem(url: str, timeout: float) -> tuple[Any, str]:
     if not any(fs is made for made in _made):
         _made.append(fs)
     return fs, path
+
+
+def _socket(timeout: float, address: tuple[Any, ...]) -> socket.socket:
+    """A connection's socket whose sent bytes may go unacknowledged (a peer that stopped reading
+    a body, or is gone) `timeout` seconds at most before the kernel fails the write: the one
+    timeout aiohttp has none for (TCP_USER_TIMEOUT, Linux)."""
+    sock = socket.socket(*address[:3])
+    if hasattr(socket, "TCP_USER_TIMEOUT"):
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, int(timeout * 1000))
+    return sock
 
 
 def why(exc: BaseException, timeout: float) -> str:
@@ -69,7 +82,8 @@ def why(exc: BaseException, timeout: float) -> str:
             status = response.get("ResponseMetadata", {}).get("HTTPStatusCode", "")
             error = response["Error"]
             return f"the store answered {status} {error.get('Code', '')}: {error.get('Message', '')}".strip(": ")
-    timeouts = [e for e in chain if isinstance(e, TimeoutError) or "Timeout" in type(e).__name__]
+    timeouts = [e for e in chain if isinstance(e, TimeoutError) or "Timeout" in type(e).__name__
+                or (isinstance(e, OSError) and e.errno == errno.ETIMEDOUT)]
     if timeouts:
         said = next((str(e) for e in timeouts if str(e)), "")
         return f"no answer in {timeout:g} s" + (f" ({said})" if said else "")
