@@ -14,6 +14,7 @@ what was done is up to date). Other stores take their timeouts from their own fs
 from __future__ import annotations
 
 import errno
+import os
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -105,3 +106,15 @@ def faults(url: str, timeout: float) -> Iterator[None]:
         raise
     except Exception as exc:
         raise StoreError(url, why(exc, timeout)) from exc
+
+
+def configured_timeout(given: float | None = None) -> float:
+    """--store-timeout if given, else $TRANSLATOR_STORE_TIMEOUT, else TIMEOUT; ValueError unless
+    a positive number of seconds."""
+    try:
+        value = float(given if given is not None else os.environ.get(ENV) or TIMEOUT)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        raise ValueError("must be a positive number of seconds")
+    return value

@@ -50,16 +50,12 @@ def given(args: argparse.Namespace, dest: str) -> bool:
 
 def store_timeout(given: float | None) -> float:
     """--store-timeout, else $TRANSLATOR_STORE_TIMEOUT, else the default: positive seconds."""
-    from translator.object_store import ENV, TIMEOUT
+    from translator.object_store import ENV, configured_timeout
 
-    name, text = ("--store-timeout", given) if given is not None else (f"${ENV}", os.environ.get(ENV) or TIMEOUT)
     try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not 0 < value < float("inf"):
-        raise UserError(name, "must be a positive number of seconds")
-    return value
+        return configured_timeout(given)
+    except ValueError as exc:
+        raise UserError("--store-timeout" if given is not None else f"${ENV}", str(exc)) from None
 
 
 def check(args: argparse.Namespace) -> None:

@@ -21,6 +21,7 @@ from translator.arguments import Parser
 from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text
 from translator.extras import MissingExtra, need
+from translator.object_store import StoreError, configured_timeout, faults, filesystem
 
 EX_NOINPUT, EX_CANTCREAT, EX_IOERR = 66, 73, 74
 
@@ -30,13 +31,15 @@ def load(path: str) -> list[dict[str, Any]]:
     need("pyarrow", "report")
     import pyarrow.dataset as ds
 
-    filesystem = None
-    if "://" in path:
-        from pyarrow import fs as pafs
+    if "://" not in path:
+        return ds.dataset(path, format="parquet", partitioning="hive").to_table().to_pylist()  # type: ignore[no-any-return]
+    from pyarrow import fs as pafs
 
-        fs, path = need("fsspec").core.url_to_fs(path)
-        filesystem = pafs.PyFileSystem(pafs.FSSpecHandler(fs))
-    rows: list[dict[str, Any]] = ds.dataset(path, format="parquet", partitioning="hive", filesystem=filesystem).to_table().to_pylist()
+    timeout = configured_timeout()
+    with faults(path, timeout):  # a store that fails: one line naming it, 74
+        fs, bare = filesystem(path, timeout)
+        dataset = ds.dataset(bare, format="parquet", partitioning="hive", filesystem=pafs.PyFileSystem(pafs.FSSpecHandler(fs)))
+        rows: list[dict[str, Any]] = dataset.to_table().to_pylist()
     return rows
 
 
@@ -153,6 +156,9 @@ def main(argv: list[str]) -> int:
     except MissingExtra as exc:
         _stderr([f"translator: report: {exc}"])
         return exc.status
+    except StoreError as exc:
+        _stderr([f"translator: {exc.strerror}"])
+        return EX_IOERR
     except (OSError, ValueError) as exc:  # pyarrow's missing path is a FileNotFoundError or ArrowInvalid
         _stderr([f"translator: {args.results}: {_why(exc)}"])
         return EX_NOINPUT
