@@ -49,7 +49,7 @@ def filesystem(url: str, timeout: float) -> tuple[Any, str]:
         config = dict(fsspec.config.conf.get("s3", {}).get("config_kwargs") or {})
         config.update(connect_timeout=timeout, read_timeout=timeout,
                       connector_args={**config.get("connector_args", {}), "socket_factory": partial(_socket, timeout)})
-        config.setdefault("retries", {"max_attempts": TRIES, "mode": "standard"})
+        config.setdefault("retries", {"total_max_attempts": TRIES, "mode": "standard"})
         fs, path = fsspec.core.url_to_fs(url, config_kwargs=config)
         fs.retries = 1  # s3fs's own tries, around botocore's: none more (a body that breaks off fails)
     else:
