@@ -28,7 +28,7 @@ from tqdm import tqdm
 
 from translator.diagnostics import stderr
 from translator.extras import MissingExtra, need
-from translator.object_store import TIMEOUT, StoreError, faults, filesystem
+from translator.object_store import TIMEOUT, StoreError, configured_timeout, faults, filesystem
 from translator.shell import batch
 from translator.shell.local_disk import LocalStore, sweep_temporaries
 from translator.shell.packing import pack
@@ -255,10 +255,13 @@ def _markers(out_dir: str, timeout: float) -> set[str] | None:
 
 
 def run(names: list[str], out_dir: str | None, workers: int, template: Job,
-        results_table: str | None, cluster: str | None, timeout: float = TIMEOUT) -> int:
-    """Translate everything under `names` (paths or URLs) on the local pool or on Dask. A stop
-    signal (SIGINT, SIGTERM, SIGHUP), even while a store keeps a request waiting, ends it with
-    its summary and the signal's status, whether listing, translating or writing the table."""
+        results_table: str | None, cluster: str | None, store_timeout: float | None = None) -> int:
+    """Translate everything under `names` (paths or URLs) on the local pool or on Dask, each
+    request to a store waiting `store_timeout` at most (None: $TRANSLATOR_STORE_TIMEOUT or the
+    default). A stop signal (SIGINT, SIGTERM, SIGHUP), even while a store keeps a request
+    waiting, ends it with its summary and the signal's status, whether listing, translating or
+    writing the table."""
+    timeout = configured_timeout(store_timeout)
     came: list[int] = []
     started = time.monotonic()
     with batch.stopping(came):

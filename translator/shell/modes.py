@@ -87,7 +87,7 @@ async def serve(shell: Shell) -> Outcome:
 
 
 def out_dir(names: list[str], out_dir: str | None, workers: int, template: Job,
-            results_table: str | None = None, cluster: str | None = None, store_timeout: float = 30.0) -> int:  # object_store.TIMEOUT
+            results_table: str | None = None, cluster: str | None = None, store_timeout: float | None = None) -> int:
     """`--out-dir`/`--results-table`: translate everything under `names` as `template` says;
     the exit status."""
     if results_table is not None:
