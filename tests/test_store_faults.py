@@ -164,6 +164,7 @@ def test_report_on_a_store_that_cannot_be_reached_is_an_io_error_naming_it() -> 
     status, lines, took = finish(start(f"http://127.0.0.1:{dead_port()}", "report", f"s3://{BUCKET}/table"))
     assert (status, len(lines)) == (74, 1), lines  # 70, "internal error", before
     assert lines[0].startswith(f"translator: s3://{BUCKET}/table: EndpointConnectionError: Could not connect"), lines
+    assert took < 30
 
 
 def test_a_stop_signal_while_the_store_is_listed_ends_with_the_summary(tmp_path: Path) -> None:
