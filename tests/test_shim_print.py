@@ -208,3 +208,9 @@ def test_arguments_after_the_prompt_are_said_to_be_ignored(env: dict[str, str]) 
     got = bash(f"{SHIM} -p hi there </dev/null", script(env, "hi.jsonl"))
     assert got.stdout == "Hello! How can I help?\n"
     assert got.stderr == "caliban-claude: warning: arguments after the prompt ignored: 'there'\n"
+
+
+def test_a_prompt_over_calibans_limit_is_refused_unread(env: dict[str, str]) -> None:
+    got = bash(f"head -c 11000000 /dev/zero | tr '\\0' x | {SHIM} -p; echo \" ${{PIPESTATUS[2]}}\"", script(env, "hi.jsonl"))
+    assert got.stdout == " 1\n" and got.stderr == "Error: the prompt on stdin is over 10 MiB, more than caliban takes\n"
+    assert not Path(env["FAKE_CALIBAN_LOG"]).exists()

@@ -309,9 +309,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.get(flag) != "stream-json":
                 say(f"{flag} stream-json is required without -p (the Agent SDK's protocol); a prompt: {PROG} -p PROMPT")
                 return EX_USAGE
-    prompt = printing.prompt(args) if text_input else None
-    if text_input and prompt is None:
-        _stderr([printing.NO_INPUT])
+    prompt, refused = printing.prompt(args) if text_input else (None, None)
+    if refused:
+        _stderr([refused])
         return 1
     binary = os.environ.get("CALIBAN_BIN") or "caliban"
     if os.sep not in binary and shutil.which(binary) is None:

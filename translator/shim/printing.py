@@ -20,6 +20,9 @@ from translator.shim.flags import ClaudeArgs
 FORMATS = ("text", "json", "stream-json")
 INPUT_FORMATS = ("text", "stream-json")
 NO_INPUT = "Error: Input must be provided either through stdin or as a prompt argument when using --print"
+# caliban takes a prompt of at most 10 MiB on stdin (exit 78 past it): what is more is not held.
+MAX_STDIN = 10 * 1024 * 1024
+TOO_LARGE = f"Error: the prompt on stdin is over {MAX_STDIN >> 20} MiB, more than caliban takes"
 # With a prompt argument, stdin joins it only if it has something to say at once: Claude Code
 # does not wait on an open pipe that stays silent (arg_prompt_stdin_open).
 STDIN_WAIT_S = 0.1
@@ -46,18 +49,20 @@ def refusal(args: ClaudeArgs, strict: bool = True) -> str | None:
 
 
 def _read_all(fd: int) -> bytes:
-    parts = []
+    """stdin to its end, or to one byte past MAX_STDIN."""
+    parts, size = [], 0
     try:
-        while chunk := os.read(fd, 1 << 16):
+        while size <= MAX_STDIN and (chunk := os.read(fd, 1 << 16)):
             parts.append(chunk)
+            size += len(chunk)
     except OSError:
         pass
     return b"".join(parts)
 
 
-def prompt(args: ClaudeArgs, fd: int = 0) -> str | None:
+def prompt(args: ClaudeArgs, fd: int = 0) -> tuple[str, str | None]:
     """The prompt, as Claude Code makes it: the argument, stdin read verbatim (its trailing
-    newline kept), or both as `ARG\\nSTDIN`. None: there is none."""
+    newline kept), or both as `ARG\\nSTDIN`; or the error line when there is none to run."""
     arg = args.positional[0] if args.positional else ""
     try:
         tty = os.isatty(fd)
@@ -70,9 +75,11 @@ def prompt(args: ClaudeArgs, fd: int = 0) -> str | None:
         except (OSError, ValueError):
             ready = False
         data = _read_all(fd) if ready else b""
+    if len(data) > MAX_STDIN:
+        return "", TOO_LARGE
     text = data.decode("utf-8", "replace")
     joined = f"{arg}\n{text}" if arg and text else arg or text
-    return joined if joined.strip() else None
+    return (joined, None) if joined.strip() else ("", NO_INPUT)
 
 
 def user_message(text: str) -> dict[str, Any]:
