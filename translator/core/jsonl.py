@@ -17,12 +17,14 @@ from translator import model as M
 
 class BadLine(Exception):
     """A line that cannot be used: `reason` is what the diagnostic says, `line` its bytes
-    (where known). Raised inside a decode, returned by the readers as a value."""
+    (where known), `ends_run` whether it was a run's last event (a rejected RunEnd still ends
+    its run). Raised inside a decode, returned by the readers as a value."""
 
-    def __init__(self, reason: str, line: bytes = b"") -> None:
+    def __init__(self, reason: str, line: bytes = b"", ends_run: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.line = line
+        self.ends_run = ends_run
 
 
 def loads(line: bytes) -> Any:
@@ -44,7 +46,9 @@ ENVELOPE_VERSION = 1
 def unwrap(value: Any) -> list[Any] | None:
     """The events inside what the agent's MCP and HTTP adapters deliver (ADR 0055): an envelope
     `{"v":1,"event":{…}}`, a JSON array of envelopes (or of bare events), or a whole poll
-    response `{"events":[…],"next_cursor":…}`. None when `value` is none of these."""
+    response `{"events":[…],"next_cursor":…}`. None when `value` is none of these. An envelope
+    whose `v` is not the integer 1 (`true`, `1.0` and `2` are not) is a BadLine among the
+    events: one bad event, not a bad line (a poll response's other events are read)."""
     if type(value) is dict and "type" not in value:
         if "event" in value and "v" in value:
             items: list[Any] = [value]
@@ -56,11 +60,14 @@ def unwrap(value: Any) -> list[Any] | None:
         items = value
     else:
         return None
-    events = []
+    events: list[Any] = []
     for item in items:
         if type(item) is dict and "type" not in item and "event" in item and "v" in item:
-            if item["v"] != ENVELOPE_VERSION:
-                raise BadLine(f"envelope version {item['v']!r} is not supported")
+            version = item["v"]
+            if type(version) is not int or version != ENVELOPE_VERSION:
+                events.append(BadLine(f"envelope version {orjson.dumps(version).decode()} is not supported "
+                                      f"(the integer {ENVELOPE_VERSION})", orjson.dumps(item)))
+                continue
             item = item["event"]
         events.append(item)
     return events

@@ -13,6 +13,7 @@ The reader makes no move and says nothing itself: it returns values (after h11's
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 import orjson
@@ -22,11 +23,13 @@ from translator.core import jsonl as E
 from translator.core.fold import Options
 from translator.core.headless import HINTS as FRAME_HINTS
 from translator.core.jsonl import BadLine
-from translator.core.reading import Headless, Item, Passthrough
+from translator.core.reading import Foreign, Headless, Item, Passthrough
 from translator.model import RECORDED, Event
 
 STAMPED = b'"timestamp":'  # an ISO stamp: read (and its range checked) line by line
 HEADLESS = b'{"type":"'  # then a lower-case letter: a headless frame as the agent writes it
+CLAUDE_CODE_KEY = "claude_code_version"  # in Claude Code's init (and this command's claude-code format's), never the agent's
+CLAUDE_CODE = b'"claude_code_version":'
 # msgspec raises RecursionError, not a DecodeError, past ~1000 levels (orjson stops at 1024).
 TOO_DEEP = "invalid JSON (nested too deeply)"
 
@@ -59,6 +62,17 @@ def reason(etype: str, error: str, hints: dict[str, str] = HINTS) -> str:
     return f"{etype} has a malformed {key or 'value'!r}{hint}"
 
 
+def held(value: dict[str, Any], error: str | None) -> str:
+    """What the field a validation error names holds, when it is a number or a short string
+    (`: 4294967296`); nothing for a missing field or a bigger value."""
+    key = (error or "").partition(" - at `$.")[2].rstrip("`").split(".")[0].split("[")[0]
+    found = value.get(key)
+    if isinstance(found, bool) or not isinstance(found, (int, float, str)) or key == "":
+        return ""
+    text = orjson.dumps(found).decode()
+    return f", not {text}" if len(text) <= 40 else ""
+
+
 def utf8(data: bytes | memoryview) -> bool:
     """Whether bytes are valid UTF-8 (a value decoded as `Raw`, or a field serde does not
     write, is checked as JSON without its strings being decoded)."""
@@ -86,6 +100,9 @@ class RawReader:
         self._batch = True
         self._all_raw = True
         self._lined = False  # the last chunk was read line by line
+        # Claude Code's own output given as input (its init says claude_code_version): its lines
+        # are skipped until the agent's own events come again; said once a stream.
+        self._foreign = self._foreign_said = False
 
     def chunk(self, data: bytes, pos: int, end: int, last: bool) -> tuple[list[M.TurnEvent], list[bytes]] | None:
         """The hot path: complete lines `data[pos:end]`, none of them blank (each ends with a
@@ -112,6 +129,7 @@ class RawReader:
             except (*M.Errors, RecursionError):  # a bad or blank line among them: said line by line
                 evs = None
             if evs is not None:
+                self._foreign = False
                 if not self._seen_first:
                     self._first_event(evs[0])
                 return evs, lines
@@ -132,8 +150,12 @@ class RawReader:
             return self._untyped(line, None)
         except RecursionError:
             return [BadLine(TOO_DEEP, line)]
+        self._foreign = False  # the agent's own events again
         bad = self._unusable(ev, line)
-        return [ev] if bad is None else [bad]
+        if bad is None:
+            return [ev]
+        bad.ends_run = type(ev) is M.RunEnd
+        return [bad]
 
     def _unusable(self, ev: Event, line: bytes) -> BadLine | None:
         """The checks a decoded event (of either dialect) still needs: its bytes are UTF-8
@@ -167,6 +189,13 @@ class RawReader:
             return [BadLine(TOO_DEEP, line)]
         else:  # a headless frame
             self._all_raw = False
+            if type(frame) is M.SystemFrame and frame.subtype == "init":
+                self._foreign = CLAUDE_CODE in line and CLAUDE_CODE_KEY in E.loads(line)
+                if self._foreign:
+                    first, self._foreign_said = not self._foreign_said, True
+                    return [Foreign(line, first)]
+            if self._foreign:
+                return [Foreign(line, False)]
             whole = None
             if type(frame) is M.ResultFrame:  # the repair reads it whole (a Raw field, an unknown one)
                 try:
@@ -181,9 +210,13 @@ class RawReader:
             return [BadLine(exc.reason, line)]
         etype = value.get("type") if type(value) is dict else None
         if type(etype) is str:
+            if etype == "RunEnd":  # it still ends its run: the run's error result names the bad value
+                return [BadLine(reason(etype, error or "invalid JSON") + held(value, error), line, ends_run=True)]
             if etype in M.TYPES:  # a raw event that did not decode: the decoder said why
                 return [BadLine(reason(etype, error or "invalid JSON"), line)]
             self._all_raw = False
+            if self._foreign:  # Claude Code's own frames (assistant, stream_event, …): skipped with it
+                return [Foreign(line, False)]
             if etype in M.HEADLESS_TYPES:  # a headless frame that did not decode: its decoder said why
                 return [BadLine(reason(etype, frame_error or "invalid JSON", FRAME_HINTS), line)]
             return [Passthrough(line.strip())]
@@ -194,7 +227,10 @@ class RawReader:
         if inner is None:
             return [BadLine(E.not_an_event(value), line)]
         self._all_raw = False
-        return [item for event in inner for item in self.read(orjson.dumps(event))]
+        items: list[Item] = []
+        for event in inner:  # (a bad envelope among them is one bad event)
+            items += [event] if isinstance(event, BadLine) else self.read(orjson.dumps(event))
+        return items
 
     def _may_read_stamps(self) -> bool:
         """Whether stamps are (or, the clock not decided yet, may be) read."""

@@ -19,6 +19,14 @@ class Passthrough(NamedTuple):
     line: bytes
 
 
+class Foreign(NamedTuple):
+    """A line of Claude Code's own output (its stream-json, or this command's claude-code
+    format) given as input: not the agent's, skipped. `first`: the stream's first, said."""
+
+    line: bytes
+    first: bool
+
+
 class Headless(NamedTuple):
     """A headless frame as read: typed and checked, its line, and (for a result, which the
     repair reads whole) every key it has, in order."""
@@ -29,7 +37,7 @@ class Headless(NamedTuple):
 
 
 # What a line is read into (a raw event is one of the model's TurnEvent classes).
-Item = M.Event | Headless | BadLine | Passthrough
+Item = M.Event | Headless | BadLine | Passthrough | Foreign
 
 
 class Reader(Protocol):

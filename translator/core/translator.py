@@ -26,7 +26,7 @@ from translator.core.headless import HeadlessReader
 from translator.core.jsonl import BadLine
 from translator.core.rates import RateCard
 from translator.core.raw import RawReader
-from translator.core.reading import Headless, Item, Passthrough, Reader
+from translator.core.reading import Foreign, Headless, Item, Passthrough, Reader
 from translator.core.stops import LOST_RUN_END as LOST_RUN_END  # re-exported: callers read them here
 from translator.core.stops import THINKING_BUDGET as THINKING_BUDGET
 from translator.core.stops import TRUNCATED as TRUNCATED
@@ -41,6 +41,9 @@ from translator.model import Delta, DeltaRun
 IS_DELTA = attrgetter("is_delta")
 NEWLINE = 0x0A
 TEXT = re.compile(rb"[^\n]")  # where a run of blank lines ends
+CLAUDE_CODE_INPUT = ("Claude Code's own output (claude -p stream-json, or --format claude-code), not the agent's "
+                     "events: skipped, this line and the rest of it")
+RUN_END = b'{"type":"RunEnd"'  # how the agent's serde begins a RunEnd (an over-long one is known by it)
 
 
 class Translator:
@@ -112,9 +115,12 @@ class Translator:
         return self._lines.pending_bytes
 
     def _skipped(self, reason: str, excerpt: bytes) -> None:
-        """A line the buffer skipped has ended: it is reported as a line of its own."""
+        """A line the buffer skipped has ended: it is reported as a line of its own (an
+        over-long RunEnd, a long session's whole history, still ends its run)."""
         self.line_no += 1
         self._report(reason, excerpt)
+        if excerpt.startswith(RUN_END):
+            self._run_end_rejected(reason)
 
     def end(self, now: float) -> None:
         """The input ended: a last line without newline counts; an open frame is closed."""
@@ -234,7 +240,8 @@ class Translator:
         self.line_no += 1
         try:
             if len(line) > self.options.max_line_bytes:
-                self._bad(BadLine(f"line longer than {self.options.max_line_bytes} bytes ({len(line)} bytes)", line))
+                self._bad(BadLine(f"line longer than {self.options.max_line_bytes} bytes ({len(line)} bytes)", line,
+                                  line.startswith(RUN_END)))
             else:
                 self._apply(self._raw.read(line), now)
         except Exception as exc:
@@ -249,6 +256,10 @@ class Translator:
                 self._headless.read(item, now)
             elif isinstance(item, Passthrough):
                 self._runs.encoder.passthrough(item.line)
+            elif isinstance(item, Foreign):  # rejected as it came; said once
+                self._rejects.append(item.line + b"\n")
+                if item.first:
+                    self._report(CLAUDE_CODE_INPUT, item.line)
             elif item.is_delta:
                 self.fold.deltas(DeltaRun([item]), now)  # type: ignore[list-item]  # (is_delta: a Delta)
             else:
@@ -288,9 +299,18 @@ class Translator:
     # ------------------------------------------------------------------ the error policy
 
     def _bad(self, bad: BadLine) -> None:
-        """A bad line (a reader's value): rejected as it came, reported with its reason."""
+        """A bad line (a reader's value): rejected as it came, reported with its reason. A
+        run's last event so rejected still ends its run, with an error result that says why
+        (else the next run's events were read as the same run's: one result lost)."""
         self._rejects.append(bad.line + b"\n")
         self._report(bad.reason, bad.line)
+        if bad.ends_run:
+            self._run_end_rejected(bad.reason)
+
+    def _run_end_rejected(self, reason: str) -> None:
+        """A rejected RunEnd still ends its run: an error result that says why."""
+        if not self.stopped:
+            self._runs.abort(self._runs.now_guess(), f"its RunEnd was rejected at line {self.line_no}: {reason}")
 
     def _report(self, reason: str, line: bytes) -> None:
         """A line said on stderr at its number; under --on-invalid fail the stream stops."""
