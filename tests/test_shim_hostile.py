@@ -37,19 +37,52 @@ def control(rid: str, **request: Any) -> bytes:
     return json.dumps({"type": "control_request", "request_id": rid, "request": request}).encode() + b"\n"
 
 
+def caliban(root: Path, *scripts: dict[str, Any], exec_: bool = True) -> dict[str, str]:
+    """The shim's environment for a fake caliban in `root`, run through a wrapper (`exec` or not)."""
+    wrapper = root / "caliban"
+    run = f'exec "{sys.executable}" "{FAKE}" "$@"' if exec_ else f'"{sys.executable}" "{FAKE}" "$@"\nexit $?'
+    wrapper.write_text(f"#!/bin/sh\n{run}\n")
+    wrapper.chmod(0o755)
+    return {
+        "CALIBAN_BIN": str(wrapper), "CALIBAN_SESSIONS_DIR": str(root / "sessions"),
+        "FAKE_CALIBAN_LOG": str(root / "calls.jsonl"), "FAKE_CALIBAN_SCRIPTS": json.dumps(scripts),
+    }  # fmt: skip
+
+
+def calls(root: Path) -> list[dict[str, Any]]:
+    log = root / "calls.jsonl"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def left_running(root: Path) -> list[int]:
+    """Live processes of every caliban group started for `root`, and the children caliban left
+    behind (their pids in the `orphan` marker files)."""
+    groups = {call["pgid"] for call in calls(root)}
+    pids = [int(p.read_text()) for p in root.glob("orphan*") if p.read_text()]
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) in groups and fields[0] != "Z":
+            pids.append(int(stat.parent.name))
+    return sorted({pid for pid in pids if running(pid)})
+
+
+def gone(root: Path, timeout: float = 5.0) -> list[int]:
+    """What is still running once `timeout` has passed (or at once, when nothing is)."""
+    deadline = time.monotonic() + timeout
+    while (left := left_running(root)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
 class Shim:
     """The shim over pipes, with a fake caliban run through `wrapper` (`exec` or not)."""
 
     def __init__(self, root: Path, *scripts: dict[str, Any], exec_: bool = True) -> None:
         self.root = root
-        wrapper = root / "caliban"
-        run = f'exec "{sys.executable}" "{FAKE}" "$@"' if exec_ else f'"{sys.executable}" "{FAKE}" "$@"\nexit $?'
-        wrapper.write_text(f"#!/bin/sh\n{run}\n")
-        wrapper.chmod(0o755)
-        env = {
-            **os.environ, "CALIBAN_BIN": str(wrapper), "CALIBAN_SESSIONS_DIR": str(root / "sessions"),
-            "FAKE_CALIBAN_LOG": str(root / "calls.jsonl"), "FAKE_CALIBAN_SCRIPTS": json.dumps(scripts),
-        }  # fmt: skip
+        env = {**os.environ, **caliban(root, *scripts, exec_=exec_)}
         self.proc = subprocess.Popen(ARGV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         self.buf = b""
         self.stderr: list[bytes] = []
@@ -100,29 +133,13 @@ class Shim:
         return b"".join(self.stderr).decode("utf-8", "replace")
 
     def calls(self) -> list[dict[str, Any]]:
-        log = self.root / "calls.jsonl"
-        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        return calls(self.root)
 
     def left_running(self) -> list[int]:
-        """Live processes of every caliban group the shim started, and the children caliban
-        left behind (their pids in the `orphan` marker files)."""
-        groups = {call["pgid"] for call in self.calls()}
-        pids = [int(p.read_text()) for p in self.root.glob("orphan*") if p.read_text()]
-        for stat in Path("/proc").glob("[0-9]*/stat"):
-            try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) in groups and fields[0] != "Z":
-                pids.append(int(stat.parent.name))
-        return sorted({pid for pid in pids if running(pid)})
+        return left_running(self.root)
 
     def gone(self, timeout: float = 5.0) -> list[int]:
-        """What is still running once `timeout` has passed (or at once, when nothing is)."""
-        deadline = time.monotonic() + timeout
-        while (left := self.left_running()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        return left
+        return gone(self.root, timeout)
 
 
 @pytest.fixture
@@ -310,3 +327,26 @@ def test_a_prompt_with_an_unpaired_surrogate_is_delivered(tmp_path: Path, reaped
     assert shim.wait() == 0
     assert [call["stdin"] for call in shim.calls()] == ["hi \ufffd there \U0001f600"]
     assert "stdin:1: unpaired surrogate escape(s) replaced by U+FFFD" in shim.said()
+
+
+async def test_the_sdks_close_leaves_nothing_of_caliban_behind(tmp_path: Path) -> None:
+    """The real Agent SDK closes mid-run (stdin's end, 5 s, SIGTERM) a shim whose caliban runs
+    behind a wrapper without `exec` and has left a child holding its pipes: nothing is left."""
+    from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, SystemMessage
+
+    env = caliban(tmp_path, {**PAUSED, "orphan": str(tmp_path / "orphan")}, exec_=False)
+    client = ClaudeSDKClient(ClaudeAgentOptions(cli_path=SHIM, env=env))
+    await client.connect()
+    try:
+        await client.query("hi")
+        async for message in client.receive_messages():
+            if isinstance(message, SystemMessage) and message.subtype == "init":
+                break
+        assert len(left_running(tmp_path)) == 3  # caliban, its wrapper and its child are running
+    finally:
+        await client.disconnect()
+    try:
+        assert gone(tmp_path) == []
+    finally:
+        for pid in left_running(tmp_path):
+            os.kill(pid, signal.SIGKILL)
