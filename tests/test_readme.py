@@ -18,6 +18,9 @@ Convention (for everyone who edits the README or a page in docs/):
 - A relative link, `[text](path)` or `[text](path#anchor)`, names a tracked file, and its
   anchor a heading of that page (as GitHub makes anchors: lower case, punctuation dropped,
   spaces as hyphens).
+- A repository path in backticks (`translator/core/fold.py`, `fixtures/caliban/`) is tracked.
+- A page has one `# ` title, and each row of a table as many cells as its header (escape a `|`
+  in a cell as `\\|`, even inside backticks).
 """
 
 from __future__ import annotations
@@ -198,3 +201,21 @@ def test_every_path_the_pages_name_is_there() -> None:
                 missing.append(f"{page.relative_to(ROOT)}: {path}")
     assert named > 50
     assert not missing, "\n".join(missing)
+
+
+def test_every_page_has_one_title_and_its_tables_are_whole() -> None:
+    """One `# ` heading a page; each row of a table has as many cells as its header (a `|` in a
+    cell must be escaped, `\\|`, even inside backticks, or the row splits)."""
+    wrong = []
+    for page in PAGES:
+        lines = prose(page.read_text()).split("\n")
+        if sum(line.startswith("# ") for line in lines) != 1:
+            wrong.append(f"{page.relative_to(ROOT)}: not one title")
+        cells = 0
+        for n, line in enumerate(lines):
+            count = len(re.findall(r"(?<!\\)\|", line)) if line.startswith("|") else 0
+            if count and n + 1 < len(lines) and re.fullmatch(r"\|(\s*:?-+:?\s*\|)+\s*", lines[n + 1]):
+                cells = count  # a header, the delimiter row under it
+            elif count and count != cells:
+                wrong.append(f"{page.relative_to(ROOT)}:{n + 1}: {count - 1} cells where the header has {cells - 1}")
+    assert not wrong, "\n".join(wrong)
