@@ -64,7 +64,8 @@ class CalibanRun:
             while proc.poll() is None:  # stdout closed: caliban may still be saving its session
                 with self._lock:
                     wait = group.step()
-                time.sleep(TICK if wait is None else max(wait, 0.005))
+                with contextlib.suppress(subprocess.TimeoutExpired):  # (its exit is seen at once, not a TICK on)
+                    proc.wait(TICK if wait is None else max(wait, 0.005))
         except BaseException:  # the shim's own error: caliban is stopped as on an interrupt
             with self._lock:
                 group.escalate(LADDER)
