@@ -189,7 +189,7 @@ def test_end_and_cancel_are_guarded_too() -> None:
     for stop in ("end", "cancel"):
         core = Translator(FailingEncoder([], session_id="S"), rates=RateCard.bundled(), options=Options(clock="estimated"))
         core.feed(lines_of("tool_use_two_turns")[0] + b"\n", 0.0)
-        core.encoder.result = None  # type: ignore[method-assign]  # the encoder dies before the run ends
+        core.fold.runs.encoder.result = None  # type: ignore[method-assign]  # the encoder dies before the run ends
         getattr(core, stop)(1.0)
         (result,) = frames_of(core.take_output())[-1:]
         assert result["type"] == "result" and result["subtype"] == "error"

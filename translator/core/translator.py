@@ -3,11 +3,10 @@
 `Translator` is the facade over the parts: chunks become lines (lines.py), lines become values
 (raw.py: events, headless frames, bad lines, lines to pass through; reading.py), headless frames
 become the fold's moves (headless.py), and events move the run fold it owns (fold.py). It owns
-the line numbers and the one error policy (`_bad` for a bad line, `_fault` for what nothing
-foresaw; as jc's streaming parsers, errors come back as values and one place decides what each
-costs). It never reads, writes or looks at a clock: the caller passes each chunk with the time
-it arrived (`now`, monotonic seconds) and collects what came out with `take_output()` and
-`take_diagnostics()`. One input frame is one agent run, closed by its `RunEnd`.
+the line numbers, and hands what goes wrong to the one error policy (policy.py: the readers'
+bad lines come back as values, as jc's streaming parsers' errors do). It never reads, writes
+or looks at a clock: the caller passes each chunk with the time it arrived (`now`, monotonic
+seconds) and collects what came out with `take_output()` and `take_diagnostics()`. One input frame is one agent run, closed by its `RunEnd`.
 """
 
 from __future__ import annotations
@@ -18,21 +17,19 @@ from itertools import groupby
 from operator import attrgetter
 
 from translator import model as M
-from translator.core import headless_result as H
-from translator.core import jsonl as E
 from translator.core.fold import Options as Options  # re-exported: every shell builds one here
 from translator.core.fold import RunFold
 from translator.core.headless import HeadlessReader
 from translator.core.jsonl import BadLine
+from translator.core.policy import RUN_END, Policy
 from translator.core.rates import RateCard
 from translator.core.raw import RawReader
 from translator.core.reading import Foreign, Headless, Item, Passthrough, Reader
 from translator.core.stops import LOST_RUN_END as LOST_RUN_END  # re-exported: callers read them here
 from translator.core.stops import THINKING_BUDGET as THINKING_BUDGET
 from translator.core.stops import TRUNCATED as TRUNCATED
-from translator.diagnostics import Diagnostic
 from translator.encoders import Encoder, RunSummary
-from translator.lines import EXCERPT_BYTES, LineBuffer
+from translator.lines import LineBuffer
 from translator.model import ESTIMATED as ESTIMATED  # re-exported: the clocks are read from here too
 from translator.model import RECORDED as RECORDED
 from translator.model import WALL as WALL
@@ -43,7 +40,6 @@ NEWLINE = 0x0A
 TEXT = re.compile(rb"[^\n]")  # where a run of blank lines ends
 CLAUDE_CODE_INPUT = ("Claude Code's own output (claude -p stream-json, or --format claude-code), not the agent's "
                      "events: skipped, this line and the rest of it")
-RUN_END = b'{"type":"RunEnd"'  # how the agent's serde begins a RunEnd (an over-long one is known by it)
 
 
 class Translator:
@@ -62,7 +58,6 @@ class Translator:
         self.options = opts = options or Options()
         self.source = source
         self.line_no = 0
-        self.bad_lines = 0
         self.frames_written = 0  # output frames taken so far
         self.stopped = False  # after --on-invalid fail, or end()/cancel()
         self._out = encoder.out
@@ -77,6 +72,7 @@ class Translator:
         self._lines = LineBuffer(opts.max_line_bytes, self._rejects.append, self._skipped)
         self._raw: Reader = RawReader(opts, self._runs.use_recorded_clock)
         self._headless = HeadlessReader(self.fold)
+        self._policy = Policy(source, opts.stop_on_invalid, self._runs, self._rejects, self._diags)
 
     # ------------------------------------------------------------------ public API
 
@@ -118,9 +114,7 @@ class Translator:
         """A line the buffer skipped has ended: it is reported as a line of its own (an
         over-long RunEnd, a long session's whole history, still ends its run)."""
         self.line_no += 1
-        self._report(reason, excerpt)
-        if excerpt.startswith(RUN_END):
-            self._run_end_rejected(reason)
+        self.stopped = self._policy.skipped(reason, excerpt, self.line_no, self.stopped)
 
     def end(self, now: float) -> None:
         """The input ended: a last line without newline counts; an open frame is closed."""
@@ -176,10 +170,6 @@ class Translator:
         return self._runs.run is not None
 
     # What the fold knows of the stream's runs, read here by the shells and the library.
-    @property
-    def encoder(self) -> Encoder:
-        return self._runs.encoder
-
     @property
     def clock(self) -> str:
         """The clock the stream is timed by (`--clock auto` decides at the first event)."""
@@ -259,7 +249,7 @@ class Translator:
             elif isinstance(item, Foreign):  # rejected as it came; said once
                 self._rejects.append(item.line + b"\n")
                 if item.first:
-                    self._report(CLAUDE_CODE_INPUT, item.line)
+                    self.stopped = self._policy.report(CLAUDE_CODE_INPUT, item.line, self.line_no, self.stopped)
             elif item.is_delta:
                 self.fold.deltas(DeltaRun([item]), now)  # type: ignore[list-item]  # (is_delta: a Delta)
             else:
@@ -296,46 +286,14 @@ class Translator:
                     return
                 k += 1
 
-    # ------------------------------------------------------------------ the error policy
+    # ------------------------------------------------------------------ the error policy (policy.py)
+
+    @property
+    def bad_lines(self) -> int:
+        return self._policy.bad_lines
 
     def _bad(self, bad: BadLine) -> None:
-        """A bad line (a reader's value): rejected as it came, reported with its reason. A
-        run's last event so rejected still ends its run, with an error result that says why
-        (else the next run's events were read as the same run's: one result lost)."""
-        self._rejects.append(bad.line + b"\n")
-        self._report(bad.reason, bad.line)
-        if bad.ends_run:
-            self._run_end_rejected(bad.reason)
-
-    def _run_end_rejected(self, reason: str) -> None:
-        """A rejected RunEnd still ends its run: an error result that says why."""
-        if not self.stopped:
-            self._runs.abort(self._runs.now_guess(), f"its RunEnd was rejected at line {self.line_no}: {reason}")
-
-    def _report(self, reason: str, line: bytes) -> None:
-        """A line said on stderr at its number; under --on-invalid fail the stream stops."""
-        self.bad_lines += 1
-        excerpt = line[:EXCERPT_BYTES].decode("utf-8", "backslashreplace").rstrip("\r")
-        self._diags.append(Diagnostic(self.source, self.line_no, reason, excerpt))
-        if self.options.stop_on_invalid and not self.stopped:
-            self._runs.abort(self._runs.now_guess(), f"input rejected at line {self.line_no}: {reason}")
-            self.stopped = True
+        self.stopped = self._policy.bad(bad, self.line_no, self.stopped)
 
     def _fault(self, exc: Exception, line: bytes | None, now: float) -> None:
-        """The last resort for a failure nothing else foresaw: the line at fault (if one is) is
-        reported and rejected, the open run ends with an error result (its state is in doubt)
-        and the stream goes on with the next line."""
-        if line is not None:
-            self._rejects.append(line + b"\n")
-        self._report(f"cannot be translated (internal error, {type(exc).__name__}: {exc})", line or b"")
-        self._runs.abort(now, f"internal error at line {self.line_no}: {type(exc).__name__}")
-        if not (line is not None and ends_run(line)):
-            self._runs.skip_rest()  # the rest of the failed run is read into nothing: it has one result
-
-
-def ends_run(line: bytes) -> bool:
-    """Whether a line is a run's last event (a RunEnd, or a headless result)."""
-    try:
-        return E.loads(line).get("type") in ("RunEnd", H.RESULT)
-    except (BadLine, AttributeError):
-        return False
+        self.stopped = self._policy.fault(exc, line, self.line_no, now, self.stopped)
