@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import ROOT
 
 from translator.cli import reference
-from translator.cli.command import build_parser
+from translator.cli.parser import build_parser
 
 DOCS = ROOT / "docs"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from translator import __version__
-from translator.cli.command import build_parser
+from translator.cli.parser import build_parser
 from translator.shim import flags
 from translator.shim.main import USAGE
 from translator.table import report
