@@ -197,7 +197,12 @@ class Translator:
     def _block(self, data: bytes, pos: int, end: int, now: float) -> None:
         """Complete lines `data[pos:end]` (each ends with a newline), `end` just past the
         chunk's last newline. Blank lines are counted, nothing more (a run of them is one
-        search in C); the stretches between them go to the hot path, each a batch."""
+        search in C); the stretches between them go to the hot path, each a batch. The usual
+        chunk has no blank line, so it is tried whole first: a blank line fails the batch decode,
+        and the search for one (a pass over every byte) is made only then."""
+        if pos < end and data[pos] != NEWLINE and (batch := self._raw.chunk(data, pos, end, True)) is not None:
+            self._batched(batch, now)
+            return
         while pos < end and not self.stopped:
             if data[pos] == NEWLINE:  # blank lines
                 text = TEXT.search(data, pos, end)
@@ -214,16 +219,20 @@ class Translator:
         them): one batch when they all decode (the hot path), else one by one."""
         batch = self._raw.chunk(data, pos, end, last)
         if batch is not None:
-            evs, lines = batch
-            first_no = self.line_no + 1
-            self.line_no += len(lines)
-            self._events(evs, first_no, now, lines.__getitem__)
+            self._batched(batch, now)
             return
         start = pos
         while start < end and not self.stopped:
             nl = data.index(b"\n", start, end)
             self._line(data[start:nl], now)
             start = nl + 1
+
+    def _batched(self, batch: tuple[list[M.TurnEvent], list[bytes]], now: float) -> None:
+        """A batch of raw events with their lines, numbered and applied."""
+        evs, lines = batch
+        first_no = self.line_no + 1
+        self.line_no += len(lines)
+        self._events(evs, first_no, now, lines.__getitem__)
 
     def _line(self, line: bytes, now: float) -> None:
         """One line, read on its own, and what it was applied."""
