@@ -50,7 +50,7 @@ bench: $(TESTS)
 	@command -v jq >/dev/null || echo 'bench: jq is not installed; its comparison will count as missed (apt-get install jq)'
 	$(BYTECODE)
 	$(BIN)/python bench/run.py; status=$$?; $(BIN)/python bench/load.py || status=1; \
-		$(BIN)/python bench/fleet.py || status=1; exit $$status
+		$(BIN)/python bench/fleet.py || status=1; $(BIN)/python bench/permission_latency.py || status=1; exit $$status
 
 clean:
 	rm -rf $(VENV) bench/out

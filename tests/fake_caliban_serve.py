@@ -11,11 +11,14 @@ last events of a message (the drain rule).
 
 tests/fake_caliban.py hands `caliban [GLOBAL FLAGS] mcp serve` here. Environment:
 - FAKE_SERVE_SCRIPT: JSON (inline or a path): `{"messages": [{"turns": [TURN...]}...],
-  "delay": s, "permit_timeout": s, "die_after_events": n}`; a TURN is
+  "delay": s, "quiet_before_ask": s, "permit_timeout": s, "die_after_events": n}`; a TURN is
   `{"text": str?, "tools": [{"name", "input", "result"?, "is_error"?}]?, "usage": {...}?}`.
-  Message i answers the i-th user message (the last one repeats).
-- FAKE_SERVE_LOG: a file; each JSON-RPC line received is appended (`{"in": msg, "t": time}`),
-  and each permission prompt shown (`{"prompted": id, "t": time}`) and answered (`{"permit": ..}`).
+  Message i answers the i-th user message (the last one repeats). `{"servers": [SCRIPT...]}`:
+  the n-th server started (counted in FAKE_SERVE_LOG) plays the n-th.
+- FAKE_SERVE_LOG: a file; the server's start is appended (`{"pid", "argv"}`), then each
+  JSON-RPC line received (`{"in": msg, "t": time}`),
+  and each permission prompt raised (`{"pending": id, "t"}`), first shown in a poll
+  (`{"prompted": id, "t"}`) and answered (`{"permit": id, "allow", "t"}`).
 """
 
 from __future__ import annotations
@@ -245,10 +248,12 @@ class Run:
 
     def ask(self, tid: str, name: str, tool_input: Any) -> tuple[bool, str]:
         prompt = Prompt(tid, name, tool_input)
+        time.sleep(self.server.script.get("quiet_before_ask", 0))  # (the model still streaming other blocks)
         with self.lock:
             while self.pending is not None:  # a stale prompt hides this one until it is permitted
                 self.wake.wait(0.05)
             self.pending = prompt
+        self.server.log({"pending": tid, "t": time.time()})
         timeout = self.server.script.get("permit_timeout", 600)
         if not prompt.answered.wait(timeout):
             with self.lock:
@@ -416,4 +421,14 @@ def load_script() -> dict[str, Any]:
 
 
 def main(global_args: dict[str, Any]) -> int:
-    return Server(global_args.get("--model"), load_script()).serve()
+    script = load_script()
+    log = os.environ.get("FAKE_SERVE_LOG")
+    if "servers" in script:  # one script per server started, in turn (counted in the log)
+        started = 0
+        if log and os.path.exists(log):
+            with open(log) as fh:
+                started = sum('"pid"' in line for line in fh)
+        script = script["servers"][started % len(script["servers"])]
+    server = Server(global_args.get("--model"), script)
+    server.log({"pid": os.getpid(), "argv": sys.argv[1:]})
+    return server.serve()

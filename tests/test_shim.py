@@ -323,7 +323,8 @@ async def test_stderr_reaches_the_app_with_the_shims_warnings(caliban: Caliban) 
     assert isinstance(echo, UserMessage) and echo.content == "hi"
 
 
-async def test_callbacks_are_warned_about_and_the_run_completes(caliban: Caliban) -> None:
+async def test_callbacks_on_a_caliban_without_mcp_serve_are_warned_about_and_the_run_completes(caliban: Caliban) -> None:
+    """(With `mcp serve`, the drive backend calls them: test_shim_drive.py.)"""
     from claude_agent_sdk import HookMatcher, PermissionResultAllow
 
     async def allow(name: str, tool_input: dict[str, Any], context: Any) -> PermissionResultAllow:
@@ -337,6 +338,7 @@ async def test_callbacks_are_warned_about_and_the_run_completes(caliban: Caliban
         {"file": "tool_use_two_turns.jsonl"}, stderr=lines.append, can_use_tool=allow,
         hooks={"PreToolUse": [HookMatcher(matcher=None, hooks=[hook])]},
     )  # fmt: skip
+    options.env["FAKE_CALIBAN_NO_SERVE"] = "1"
     async with ClaudeSDKClient(options) as client:
         await client.query("how many files are here?")
         result = (await until_result(client))[-1]

@@ -129,7 +129,8 @@ def env(tmp_path: Path) -> dict[str, str]:
     wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
     wrapper.chmod(0o755)
     return {**os.environ, "CALIBAN_BIN": str(wrapper), "CALIBAN_SESSIONS_DIR": str(tmp_path / "sessions"),
-            "FAKE_CALIBAN_LOG": str(tmp_path / "calls.jsonl"), "CALIBAN_CLAUDE_ARGS": ""}  # fmt: skip
+            "FAKE_CALIBAN_LOG": str(tmp_path / "calls.jsonl"), "CALIBAN_CLAUDE_ARGS": "",
+            "FAKE_CALIBAN_NO_SERVE": "1"}  # the -p backend (the recordings' callbacks go unanswered here)  # fmt: skip
 
 
 def replay(name: str, env: dict[str, str]) -> list[tuple[list[dict[str, Any]], list[dict[str, Any]], int, int]]:

@@ -203,8 +203,9 @@ def test_two_streamed_messages_are_two_runs_of_one_session(drive: Any) -> None:
     assert got.argv(0)[got.argv(0).index("--session") + 1] == got.argv(1)[got.argv(1).index("--session") + 1]
 
 
-def test_hooks_are_said_to_be_unbridged(drive: Any) -> None:
-    got = drive({"prompt": PROMPT, "hooks": True}, "tool_use_two_turns.jsonl")
+def test_hooks_on_a_caliban_without_mcp_serve_are_said_to_be_unbridged(drive: Any) -> None:
+    """(With `mcp serve` the drive backend calls them: test_shim_drive_ts.py.)"""
+    got = drive({"prompt": PROMPT, "hooks": True}, "tool_use_two_turns.jsonl", env={"FAKE_CALIBAN_NO_SERVE": "1"})
     assert got.kinds == TOOL_RUN and got.of("hook") == []  # caliban -p cannot call them
     assert "SDK hook callbacks cannot be bridged" in got.stderr
 

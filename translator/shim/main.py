@@ -27,6 +27,8 @@ from translator.diagnostics import stdout_text
 from translator.feed import CHUNK
 from translator.shim import configure, control, initialize, printing, stdin
 from translator.shim.conversation import Conversation
+from translator.shim.drive.backend import DriveBackend
+from translator.shim.drive.policy import Policy
 from translator.shim.flags import parse
 from translator.shim.group import LADDER, TICK
 from translator.shim.mapping import PERMISSION_MODES, Plan, plan, resolve_model, run_argv
@@ -37,6 +39,7 @@ EX_USAGE = 64
 EX_SOFTWARE = 70
 EX_IOERR = 74
 PROG = "caliban-claude"
+BACKENDS = ("drive", "print")  # CALIBAN_CLAUDE_BACKEND: force one (default: chosen per session)
 
 
 def say(line: str) -> None:
@@ -68,9 +71,13 @@ def _unchanged(frames: list[bytes]) -> list[bytes]:
 
 class Shim:
     def __init__(
-        self, binary: str, p: Plan, session: Session, shape: Callable[[list[bytes]], list[bytes]] = _unchanged
-    ) -> None:
+        self, binary: str, p: Plan, session: Session, shape: Callable[[list[bytes]], list[bytes]] = _unchanged, *,
+        policy: Policy | None = None, backend: str | None = None, prompt_tool: bool = False,
+    ) -> None:  # fmt: skip
         self.binary, self.plan, self.session = binary, p, session
+        self.policy, self.backend, self.prompt_tool = policy or Policy(None, None), backend, prompt_tool
+        self.drive: DriveBackend | None = None  # the drive backend, once chosen and probed
+        self._no_drive = backend == "print"  # (forced, or probed once and missing)
         self.shape = shape  # what of the frames is written as they come (print mode holds some back)
         self.model = p.model
         self.mode = p.permission_mode
@@ -149,6 +156,8 @@ class Shim:
                 self.send(control.error(rid, f"caliban shim: malformed {subtype} request: {exc}"))
         elif kind == "user":
             self.inbox.put(msg)
+        elif kind == "control_response" and self.drive is not None:
+            self.drive.answer(msg)  # (the app's answer to can_use_tool or a hook callback)
         elif kind not in ("control_response", "control_cancel_request", "keep_alive"):
             warn(f"stdin:{n}: message of type {kind!r} ignored")
 
@@ -166,13 +175,22 @@ class Shim:
         subtype = request.get("subtype")
         if subtype == "initialize":
             self.initialize = init = initialize.read(request)
+            self.policy.also_deny(init.disallowed_tools or ())  # (what the drive backend applies itself)
+            if init.hooks_sent and self.use_drive():
+                assert self.drive is not None
+                self.drive.set_hooks(init.hooks)
             applied, warnings = configure.apply(self.plan, init)  # (no run has started: the reader runs first)
+            if self.drive is not None:
+                warnings = [w for w in warnings if w != configure.HOOKS]  # they are called
             self.prefix = self.plan.prefix if self.session.new else ""
             for message in warnings:
                 warn(message)
-            self.send(control.success(rid, control.initialize(self.mode, init.hooks_sent, applied)))
+            self.send(control.success(rid, control.initialize(self.mode, init.hooks_sent and self.drive is None, applied)))
         elif subtype == "interrupt":
             self.send(control.success(rid, {"still_queued": []}))
+            if self.drive is not None:
+                self.drive.interrupt()
+                return
             run = self.current
             if run is not None:
                 self.conversation.interrupted = True
@@ -190,6 +208,9 @@ class Shim:
                 self.send(control.error(rid, f"caliban shim: model {model!r} is not a name"))
                 return
             self.model = resolve_model(model)
+            if self.drive is not None:
+                self.drive.model = self.model
+                warn("set_model: caliban mcp serve fixes its model at its start; it applies after an interrupt")
             self.send(control.success(rid, {}))
         elif subtype == "mcp_status":
             self.send(control.success(rid, {"mcpServers": self.conversation.mcp_servers()}))
@@ -198,9 +219,30 @@ class Shim:
 
     # ------------------------------------------------------------------ runs
 
+    def use_drive(self) -> bool:
+        """The drive backend (caliban mcp serve), for permission callbacks and hooks: probed
+        once; where caliban has none, said in one line, and the session stays on `-p`."""
+        if self.drive is not None:
+            return True
+        if self._no_drive:
+            return False
+        drive = DriveBackend(
+            binary=self.binary, model=self.model, session_id=self.session.id, partial=self.plan.partial,
+            mode=lambda: self.mode, policy=self.policy, can_use_tool=self.prompt_tool, write=self.write, warn=warn,
+        )  # fmt: skip
+        why = drive.probe()
+        if why is not None:
+            self._no_drive = True
+            warn(f"caliban mcp serve is not available ({why}); permission callbacks and hooks fall back to caliban -p")
+            return False
+        self.drive = drive
+        return True
+
     def work(self) -> None:
         while not self.stopping.is_set():
             msg = self.inbox.get()
+            if msg is None and self.drive is not None and not self.stopping.is_set():
+                self.drive.finish()
             if msg is None or self.stopping.is_set():
                 return
             if isinstance(msg, str):
@@ -222,6 +264,9 @@ class Shim:
         conv = self.conversation
         if self.plan.replay_user:
             self.send(control.user_echo(msg, self.session.id))
+        if self.drive is not None:
+            self.drive.run_message(prompt)
+            return
         conv.start_run()
         run = CalibanRun(run_argv(self.binary, self.plan, self.model, self.mode, self.session.args()))
         self.current = run
@@ -256,7 +301,8 @@ class Shim:
             if self._write_error is not None:  # (a reader that has gone is no error to say)
                 say(f"write error: {self._write_error}")
                 return EX_IOERR
-        return 1 if self.conversation.last_is_error else 0
+        last_is_error = self.drive.last_is_error if self.drive is not None else self.conversation.last_is_error
+        return 1 if last_is_error else 0
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self.signal = signum
@@ -265,6 +311,8 @@ class Shim:
         """End caliban's process group (group.py's ladder: SIGINT, with which caliban saves its
         session and prints its result; SIGTERM; SIGKILL): nothing of it outlives the shim."""
         self.stopping.set()
+        if self.drive is not None:
+            self.drive.kill()
         run = self.current
         if run is not None:
             run.interrupt()
@@ -287,7 +335,8 @@ the Claude Agent SDKs (Python, TypeScript) speak with the CLI.
   ClaudeAgentOptions(cli_path="{PROG}")                (Python SDK)
   query({{prompt, options: {{pathToClaudeCodeExecutable: "{PROG}"}}}})   (TypeScript SDK)
 Environment: CALIBAN_BIN (default: caliban on PATH), CALIBAN_SESSIONS_DIR, CALIBAN_CLAUDE_MODELS,
-CALIBAN_CLAUDE_ARGS, CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT=1. See docs/shim.md.
+CALIBAN_CLAUDE_ARGS, CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT=1, CALIBAN_CLAUDE_BACKEND=drive|print (default:
+caliban mcp serve for SDK apps with can_use_tool or hook callbacks, caliban -p otherwise). See docs/shim.md.
 """
 
 
@@ -320,11 +369,21 @@ def main(argv: list[str] | None = None) -> int:
     if text_input and len(args.positional) > 1:
         p.warnings.append(f"arguments after the prompt ignored: {' '.join(map(repr, args.positional[1:]))}")
     session = Session(args, p.warnings)
+    backend = os.environ.get("CALIBAN_CLAUDE_BACKEND") or None
+    if backend not in (None, *BACKENDS):
+        warn(f"CALIBAN_CLAUDE_BACKEND={backend}: expected drive or print; chosen per session")
+        backend = None
+    prompt_tool = args.get("--permission-prompt-tool") == "stdio"
+    policy = Policy(args.get("--allowedTools"), args.get("--disallowedTools"))
+    sdk = Shim(binary, p, session, policy=policy, backend=backend, prompt_tool=prompt_tool) if prompt is None else None
+    if sdk is not None and (backend == "drive" or (backend is None and prompt_tool)) and sdk.use_drive():
+        p.warnings = [w for w in p.warnings if not w.startswith("can_use_tool")]  # it is bridged
     for message in p.warnings:
         warn(message)
     try:
         if prompt is None:
-            return Shim(binary, p, session).serve()
+            assert sdk is not None
+            return sdk.serve()
         printer = printing.Printer(args)
         shim = Shim(binary, p, session, printer.take)
         shim.inbox.put(printing.user_message(prompt))

@@ -1,0 +1,251 @@
+"""The drive backend: the shim session's one `caliban mcp serve`, one interactive run for the
+conversation, each message polled to its boundary, each permission prompt bridged.
+
+The first message starts the run (`caliban_run{prompt, interactive:true}`), each further one is
+`caliban_send_input{text}`; the end of the app's input is `end:true`. A message ends at the
+first `awaiting_input` (or `done`/`failed`) followed by a poll with no new events (the drain
+rule). An interrupt ends the server (the surface has no cancel): the next message starts a new
+server and run, which know nothing of the conversation before it.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from translator.shim.drive import requests
+from translator.shim.drive.frames import DriveFrames
+from translator.shim.drive.gate import Gate
+from translator.shim.drive.hooks import Hooks, blocked
+from translator.shim.drive.mcp import McpServer, ServerGone, ToolError
+from translator.shim.drive.policy import Policy
+from translator.shim.drive.segments import Segments
+from translator.shim.initialize import HookMatcher
+
+POLL_MIN_S = 0.002  # while events flow, and right after a status change or an answer
+POLL_MAX_S = 0.025  # the backoff's ceiling while a message runs (a prompt waits at most this)
+FINISH_S = 5.0  # the end of the app's input: how long the run may take to reach `done`
+SETTLING = ("awaiting_input", "done", "failed")
+
+
+class DriveBackend:
+    def __init__(self, *, binary: str, model: str | None, session_id: str, partial: bool, mode: Callable[[], str],
+                 policy: Policy, can_use_tool: bool, write: Callable[[list[bytes]], None],
+                 warn: Callable[[str], None]) -> None:  # fmt: skip
+        self.binary, self.model, self.session_id = binary, model, session_id
+        self._mode, self._write, self.warn = mode, write, warn
+        self.frames = DriveFrames(session_id, partial=partial)
+        self.app = requests.AppChannel(self.send)
+        self.hooks = Hooks({})
+        self.gate = Gate(self.app, policy, can_use_tool, self.hooks, warn)
+        self.gate.session_id = session_id
+        self.segments = Segments()
+        self.server: McpServer | None = None
+        self.run_id: str | None = None
+        self.cursor = 0
+        self.interrupted: str | None = None  # "user" (interrupt), "tool" (a deny with interrupt)
+        self.active = False  # a message is being run
+        self._tools: dict[str, tuple[str, list[str]]] = {}  # tool_use_id → name, input fragments
+
+    @property
+    def last_is_error(self) -> bool:
+        return self.frames.last_is_error
+
+    def send(self, *frames: dict[str, Any]) -> None:
+        self._write([orjson.dumps(f) + b"\n" for f in frames])
+
+    def emit(self, line: bytes | None) -> None:
+        if line is not None:
+            self._write(self.frames.feed(line))
+            for said in self.frames.diagnostics():
+                self.warn(said)
+
+    # ------------------------------------------------------------------ the server
+
+    def probe(self) -> str | None:
+        """Start the server and check its five tools (once per session): None, or why not."""
+        try:
+            self.server = self._start()
+        except ServerGone as exc:
+            return str(exc)
+        return None
+
+    def _start(self) -> McpServer:
+        argv = [self.binary, *(["--model", self.model] if self.model else []), "mcp", "serve"]
+        server = McpServer(argv)
+        try:
+            server.start()
+        except ServerGone as exc:
+            reason = str(exc) if server.alive else f"{server.why()} ({exc})"
+            server.kill()
+            raise ServerGone(reason) from None
+        return server
+
+    def set_hooks(self, config: Mapping[str, Sequence[HookMatcher]]) -> None:
+        self.hooks = self.gate.hooks = Hooks(config)
+        for event in self.hooks.unfired():
+            self.warn(f"{event} hooks never fire on caliban (the drive surface has no such event)")
+
+    def answer(self, message: dict[str, Any]) -> None:
+        self.app.answer(message)
+
+    def interrupt(self) -> None:
+        """The app's interrupt: end the server, which ends the run."""
+        if not self.active:
+            return
+        self.interrupted = self.interrupted or "user"
+        self.app.cancel()
+        if self.server is not None:
+            self.server.kill()
+
+    def kill(self) -> None:
+        self.app.cancel()
+        if self.server is not None:
+            self.server.kill()
+
+    def finish(self) -> None:
+        """The app's input ended: end the run (`end:true`, drained to `done`), then the server."""
+        server = self.server
+        if server is None:
+            return
+        try:
+            if self.run_id is not None and server.alive:
+                server.call("caliban_send_input", {"run_id": self.run_id, "end": True})
+                deadline = time.monotonic() + FINISH_S
+                while time.monotonic() < deadline:
+                    body = server.call("caliban_poll", {"run_id": self.run_id, "cursor": self.cursor})
+                    self.cursor = int(body.get("next_cursor", self.cursor))
+                    if _state(body) in ("done", "failed") and not body.get("events"):
+                        break
+                    time.sleep(POLL_MAX_S)
+        except (ServerGone, ToolError):
+            pass
+        server.close()
+
+    # ------------------------------------------------------------------ one message
+
+    def run_message(self, prompt: str) -> None:
+        """One user message to its result (always exactly one)."""
+        self.active, self.interrupted = True, None
+        self.frames.begin(self._mode())
+        self.gate.begin(self._mode(), str(uuid.uuid4()))
+        self.send(requests.session_state("running", self.session_id))
+        self.segments.begin()
+        stopped: Any = "EndOfTurn"
+        reason = blocked(self.gate.hook("UserPromptSubmit", {"prompt": prompt}))
+        if reason is not None:
+            stopped = {"HookDenied": reason}
+        else:
+            try:
+                armed = self._send(prompt)
+                stopped = self._follow(armed)
+            except ServerGone as exc:
+                stopped = "Cancelled" if self.interrupted else {"Error": str(exc)}
+                self._drop()
+        if self.interrupted:
+            self._drop()
+            self.frames.before_result = requests.interrupted(self.session_id, self.interrupted == "tool")
+            stopped = "Cancelled"
+            if self.interrupted == "tool":
+                self.frames.terminal_reason = "aborted_tools"
+        self.frames.denials = self.gate.denials
+        self.gate.hook("Stop", {"stop_hook_active": False})  # (before the result, as Claude Code calls it)
+        self.emit(self.segments.close(stopped))
+        self.active = False
+        self.send(requests.session_state("idle", self.session_id))
+
+    def _send(self, prompt: str) -> bool:
+        """Start the run, or give it the message. True: the status that follows is this message's."""
+        if self.server is None or not self.server.alive:
+            self._drop()
+            self.server = self._start()  # (the probe started the first: this one follows an end)
+            self.gate.reset()
+            self.warn("a new caliban mcp serve and run: it knows nothing of this conversation's earlier messages")
+        if self.run_id is not None:
+            try:
+                self.server.call("caliban_send_input", {"run_id": self.run_id, "text": prompt})
+                return False
+            except ToolError as exc:  # the run ended (an error, its turn limit): a new one, without the context
+                self.warn(f"caliban_send_input: {exc}; starting a new run, which knows nothing of the earlier messages")
+        self.run_id = str(self.server.call("caliban_run", {"prompt": prompt, "interactive": True}).get("run_id"))
+        self.cursor = 0
+        return True
+
+    def _drop(self) -> None:
+        if self.server is not None:
+            self.server.kill()
+        self.server, self.run_id = None, None
+
+    def _follow(self, armed: bool) -> Any:
+        """Poll to the message's boundary: the stop its RunEnd gets."""
+        assert self.server is not None and self.run_id is not None
+        interval, settling = POLL_MIN_S, None
+        while not self.interrupted or self.interrupted == "tool":
+            body = self.server.call("caliban_poll", {"run_id": self.run_id, "cursor": self.cursor})
+            listed = body.get("events")
+            events: list[Any] = listed if isinstance(listed, list) else []
+            self.cursor = int(body.get("next_cursor", self.cursor))
+            for envelope in events:
+                event = envelope.get("event") if isinstance(envelope, dict) else None
+                if isinstance(event, dict) and self._event(event):
+                    return "Cancelled"  # the turn of a deny that interrupted has ended
+            state = _state(body)
+            armed = armed or bool(events) or state == "running"
+            if settling is not None and not events:
+                if settling != "awaiting_input":
+                    self.run_id = None  # the run is over
+                status = body.get("status")
+                error = status.get("error") if isinstance(status, dict) else None
+                return {"Error": str(error)} if settling == "failed" else "EndOfTurn"
+            settling = state if armed and state in SETTLING else None
+            ask = body.get("permission_request")
+            if isinstance(ask, dict) and self.gate.new(ask):
+                allow, reason = self.gate.decide(ask)
+                if self.gate.interrupt:
+                    self.interrupted = "tool"
+                self._permit(ask, allow, reason)
+                interval = POLL_MIN_S
+                continue
+            interval = POLL_MIN_S if events or settling else min(interval * 2, POLL_MAX_S)
+            time.sleep(interval)
+        return "Cancelled"
+
+    def _permit(self, ask: dict[str, Any], allow: bool, reason: str) -> None:
+        assert self.server is not None
+        args: dict[str, Any] = {"run_id": self.run_id, "tool_use_id": str(ask.get("tool_use_id")), "allow": allow}
+        if not allow:
+            args["reason"] = reason
+        try:
+            self.server.call("caliban_permit", args)
+        except ToolError as exc:  # (it waited 600 s and denied it: "run is no longer waiting on that prompt")
+            self.warn(f"caliban_permit: {exc}")
+
+    def _event(self, event: dict[str, Any]) -> bool:
+        """Fold one event in; PostToolUse at a tool's end. True: stop here (an interrupting deny's turn ended)."""
+        kind = event.get("type")
+        tid = str(event.get("tool_use_id", ""))
+        if kind == "ToolCallStart":
+            self._tools[tid] = (str(event.get("name", "")), [])
+        elif kind == "ToolCallInputDelta" and tid in self._tools:
+            self._tools[tid][1].append(str(event.get("partial_json", "")))
+        self.emit(self.segments.event(event))
+        if kind == "ToolCallEnd":
+            name, parts = self._tools.pop(tid, ("", []))
+            self.gate.post_tool(name, _input(parts), tid, event)
+        return kind == "TurnEnd" and self.interrupted == "tool"
+
+
+def _state(body: dict[str, Any]) -> str:
+    status = body.get("status")
+    return str(status.get("state")) if isinstance(status, dict) else ""
+
+
+def _input(parts: list[str]) -> Any:
+    try:
+        return orjson.loads("".join(parts)) if parts else {}
+    except orjson.JSONDecodeError:
+        return "".join(parts)

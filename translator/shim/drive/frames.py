@@ -1,0 +1,62 @@
+"""The drive backend's Claude Code frames: each message's run (segments.py) through the
+translator's own core, completed with what only the shim knows (as conversation.py does for
+the `-p` backend): the installation facts, the permission mode, the tools the shim denied,
+the interrupt's terminal reason. Every frame stays under the SDK's line limit.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import orjson
+
+from translator.api import Stream
+from translator.shim import control
+from translator.shim.conversation import fit
+from translator.shim.mapping import CALIBAN_TOOLS
+
+
+class DriveFrames:
+    def __init__(self, session_id: str, *, partial: bool) -> None:
+        self.session_id = session_id
+        # One translation for the whole shim session: result_index counts and the cost adds up.
+        self.translation = Stream(
+            "claude-code", session_id=session_id, include_partial_messages=partial, clock="wall",
+            source="caliban mcp serve",
+        )  # fmt: skip
+        self.mode = "default"
+        self.last_is_error = False
+        self.denials: list[dict[str, Any]] = []  # this message's denied tools, as the result lists them
+        self.terminal_reason: str | None = None  # an override (a deny that interrupted: aborted_tools)
+        self.before_result: dict[str, Any] | None = None  # the interrupted-by-user frame
+
+    def begin(self, mode: str) -> None:
+        self.mode, self.denials, self.terminal_reason, self.before_result = mode, [], None, None
+
+    def feed(self, line: bytes) -> list[bytes]:
+        return self._complete(self.translation.feed(line))
+
+    def diagnostics(self) -> list[str]:
+        return self.translation.take_diagnostics()
+
+    def _complete(self, frames: list[bytes]) -> list[bytes]:
+        out: list[bytes] = []
+        for raw in frames:
+            if b'"subtype":"init"' not in raw[:64] and b'"result_index":' not in raw:
+                out.append(fit(raw))
+                continue
+            frame = orjson.loads(raw)
+            if frame.get("type") == "system":
+                cwd = os.getcwd()  # the server's workspace: its cwd, which is ours
+                frame.update(cwd=cwd, original_cwd=cwd, tools=list(CALIBAN_TOOLS), permissionMode=self.mode,
+                             claude_code_version=control.CLI_VERSION, apiKeySource=control.api_key_source())  # fmt: skip
+            elif frame.get("type") == "result":
+                if self.before_result is not None:
+                    out.append(orjson.dumps(self.before_result) + b"\n")
+                frame["permission_denials"] = self.denials
+                if self.terminal_reason is not None:
+                    frame["terminal_reason"] = self.terminal_reason
+                self.last_is_error = frame.get("is_error") is True
+            out.append(fit(orjson.dumps(frame) + b"\n"))
+        return out

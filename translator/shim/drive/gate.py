@@ -1,0 +1,100 @@
+"""The permission bridge: a prompt caliban raises (a poll's `permission_request`) settled as
+Claude Code settles one: PreToolUse hooks first (a deny denies, an allow skips the rest), then
+the session's mode and rules (policy.py), then the app's `can_use_tool`. Each prompt is asked
+once (by `tool_use_id`: a poll repeats it until it is answered).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+from translator.shim.drive import requests
+from translator.shim.drive.hooks import Hooks, pre_tool_verdict
+from translator.shim.drive.policy import Policy
+
+CHANGED_INPUT = "caliban cannot run a tool with an input changed by the app (updatedInput); denied instead"
+
+
+class Gate:
+    def __init__(self, app: requests.AppChannel, policy: Policy, can_use_tool: bool, hooks: Hooks,
+                 warn: Callable[[str], None]) -> None:  # fmt: skip
+        self.app, self.policy, self.can_use_tool, self.hooks, self.warn = app, policy, can_use_tool, hooks, warn
+        self.asked: set[str] = set()
+        self.denials: list[dict[str, Any]] = []
+        self.interrupt = False  # the last deny asked to end the run
+        self.mode = "default"
+        self.prompt_id = ""
+        self.session_id = ""
+
+    def reset(self) -> None:
+        """A new server and run: its prompts are new (caliban's tool ids are the provider's)."""
+        self.asked.clear()
+
+    def begin(self, mode: str, prompt_id: str) -> None:
+        self.mode, self.prompt_id, self.denials, self.interrupt = mode, prompt_id, [], False
+
+    def new(self, ask: dict[str, Any]) -> bool:
+        tid = str(ask.get("tool_use_id", ""))
+        if tid in self.asked:
+            return False
+        self.asked.add(tid)
+        return True
+
+    def decide(self, ask: dict[str, Any]) -> tuple[bool, str]:
+        """Allow, or deny with the reason the model is shown."""
+        name, tool_input, tid = str(ask.get("tool_name", "")), ask.get("input"), str(ask.get("tool_use_id", ""))
+        allow, reason = self._decide(name, tool_input, tid)
+        if not allow:
+            self.denials.append({"tool_name": name, "tool_use_id": tid, "tool_input": tool_input})
+        return allow, reason
+
+    def _decide(self, name: str, tool_input: Any, tid: str) -> tuple[bool, str]:
+        if self.interrupt:
+            return False, "the user interrupted this run"
+        outputs = self.hook("PreToolUse", {"tool_name": name, "tool_input": tool_input, "tool_use_id": tid}, name, tid)
+        verdict, why = pre_tool_verdict(outputs)
+        if verdict == "deny":
+            return False, why or "denied by a PreToolUse hook"
+        if verdict == "allow":
+            return True, ""
+        decision = "ask" if verdict == "ask" else self.policy.decide(self.mode, name, tool_input)
+        if decision != "ask":
+            return decision == "allow", f"Permission to use {name} has been denied."
+        if not self.can_use_tool:
+            return False, f"Claude requested permissions to use {name}, but you haven't granted it yet."
+        self.app_state("requires_action")
+        answer = self.app.ask(requests.can_use_tool(name, tool_input, tid))
+        self.app_state("running")
+        if answer is None:
+            errors = self.app.errors
+            return False, errors.pop() if errors else "the user interrupted this run"
+        if answer.get("behavior") == "allow":
+            updated = answer.get("updatedInput")
+            if updated is not None and updated != tool_input:
+                self.warn(f"{name}: {CHANGED_INPUT}")
+                return False, CHANGED_INPUT
+            return True, ""
+        self.interrupt = answer.get("interrupt") is True
+        return False, str(answer.get("message") or "denied by the user")
+
+    def app_state(self, state: str) -> None:
+        self.app.notify(requests.session_state(state, self.session_id))
+
+    def post_tool(self, name: str, tool_input: Any, tid: str, end: dict[str, Any]) -> None:
+        blocks = end.get("content")
+        text = "".join(b.get("text", "") for b in blocks if isinstance(b, dict)) if isinstance(blocks, list) else ""
+        fields = {"tool_name": name, "tool_input": tool_input, "tool_response": text, "tool_use_id": tid}
+        self.hook("PostToolUse", fields, name, tid)
+
+    def hook(self, event: str, fields: dict[str, Any], tool: str | None = None, tid: str | None = None) -> list[dict[str, Any]]:
+        """Call the app's callbacks for `event` in turn: their outputs."""
+        base = {"session_id": self.session_id, "transcript_path": "", "cwd": os.getcwd(), "prompt_id": self.prompt_id,
+                "permission_mode": self.mode}  # fmt: skip
+        outputs = []
+        for callback in self.hooks.callbacks(event, tool):
+            answer = self.app.ask(requests.hook_callback(callback, event, base, fields, tid))
+            if answer is not None:
+                outputs.append(answer)
+        return outputs

@@ -1,0 +1,80 @@
+"""The app's hook callbacks (from `initialize`), matched and read as Claude Code does.
+
+Which fire on the drive path: `PreToolUse` for the tools caliban asks about (before
+`can_use_tool`), `PostToolUse` at each tool's end, `UserPromptSubmit` before each message,
+`Stop` at each result. The rest (PreCompact, SubagentStart, Notification, ...) have no event
+on the drive surface and never fire; docs/shim.md says so.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from translator.shim.initialize import HookMatcher
+
+FIRED = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop")
+Verdict = Literal["allow", "deny", "ask"] | None
+PRECEDENCE: tuple[Literal["deny", "ask", "allow"], ...] = ("deny", "ask", "allow")  # between several hooks
+
+
+class Hooks:
+    def __init__(self, config: Mapping[str, Sequence[HookMatcher]]) -> None:
+        """`config`: what the SDK's initialize registered (initialize.py's `hooks`)."""
+        self._table: dict[str, list[tuple[str | None, tuple[str, ...]]]] = {
+            event: [(m.matcher, m.callback_ids) for m in ms] for event, ms in config.items() if ms
+        }
+
+    def unfired(self) -> list[str]:
+        """The events the app registered that the drive path never raises."""
+        return sorted(e for e in self._table if e not in FIRED)
+
+    def callbacks(self, event: str, tool: str | None = None) -> list[str]:
+        """The callback ids for `event` (for a tool event, those whose matcher takes `tool`)."""
+        found: list[str] = []
+        for matcher, ids in self._table.get(event, []):
+            if tool is None or _takes(matcher, tool):
+                found += ids
+        return found
+
+
+def _takes(matcher: str | None, tool: str) -> bool:
+    """No matcher, `""` or `*` takes every tool; otherwise a name, `A|B`, or a regex."""
+    if matcher in (None, "", "*"):
+        return True
+    assert matcher is not None
+    if re.fullmatch(r"[\w|]+", matcher):
+        return tool in matcher.split("|")
+    try:
+        return re.fullmatch(matcher, tool) is not None
+    except re.error:
+        return matcher == tool
+
+
+def pre_tool_verdict(outputs: list[dict[str, Any]]) -> tuple[Verdict, str]:
+    """What PreToolUse hooks decided between them: deny wins, then ask, then allow; with the reason."""
+    verdicts: list[tuple[str, str]] = []
+    for out in outputs:
+        specific = out.get("hookSpecificOutput")
+        decision = specific.get("permissionDecision") if isinstance(specific, dict) else None
+        reason = specific.get("permissionDecisionReason") if isinstance(specific, dict) else None
+        legacy = {"approve": "allow", "block": "deny"}.get(str(out.get("decision")))
+        decision = decision or legacy
+        if out.get("continue") is False:
+            decision, reason = "deny", out.get("stopReason") or reason
+        if decision in ("allow", "deny", "ask"):
+            verdicts.append((decision, str(reason or out.get("reason") or "")))
+    for wanted in PRECEDENCE:
+        for decision, reason in verdicts:
+            if decision == wanted:
+                return wanted, reason
+    return None, ""
+
+
+def blocked(outputs: list[dict[str, Any]]) -> str | None:
+    """A UserPromptSubmit hook that blocked the prompt: its reason."""
+    for out in outputs:
+        if out.get("decision") == "block" or out.get("continue") is False:
+            return str(out.get("reason") or out.get("stopReason") or "blocked by a UserPromptSubmit hook")
+    return None
