@@ -3,6 +3,8 @@ the repository as a fresh clone has it. The command as a process is in support_p
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import signal
 import subprocess
@@ -305,3 +307,30 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         if "SKIPPED:" in reason:
             terminalreporter.write_line(reason.removeprefix("Skipped: "))
             return
+
+
+# The TypeScript Agent SDK from npm, for the tests that run it under node (test_shim_ts_sdk.py,
+# test_shim_drive_ts.py).
+TS_SDK_VERSION = "0.3.333"
+TS_SDK_PACKAGE = "@anthropic-ai/claude-agent-sdk"
+TS_SDK_CACHE = Path(os.environ.get("CALIBAN_CLAUDE_TS_SDK_CACHE") or Path.home() / ".cache" / "caliban-claude-ts-sdk")
+TS_SDK_SKIPPED = "the TypeScript Agent SDK tests were SKIPPED: node and npm are not installed (.ci/run installs them)"
+
+
+@pytest.fixture(scope="module")
+def sdk() -> Path:
+    """The SDK's entry module, installed once into the cache (without the optional native CLI)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip(TS_SDK_SKIPPED)
+    entry = TS_SDK_CACHE / "node_modules" / TS_SDK_PACKAGE / "sdk.mjs"
+    manifest = entry.with_name("package.json")
+    if not manifest.exists() or json.loads(manifest.read_text())["version"] != TS_SDK_VERSION:
+        TS_SDK_CACHE.mkdir(parents=True, exist_ok=True)
+        if not (TS_SDK_CACHE / "package.json").exists():
+            (TS_SDK_CACHE / "package.json").write_text('{"name": "caliban-claude-ts-sdk-cache", "private": true}\n')
+        subprocess.run(
+            [npm, "install", "--omit=optional", "--no-audit", "--no-fund", f"{TS_SDK_PACKAGE}@{TS_SDK_VERSION}"],
+            cwd=TS_SDK_CACHE, check=True, capture_output=True, timeout=600,
+        )  # fmt: skip
+    return entry

@@ -12,6 +12,7 @@ from translator.api import Stream
 from translator.shim.drive.hooks import Hooks, blocked, pre_tool_verdict
 from translator.shim.drive.policy import Policy
 from translator.shim.drive.segments import Segments
+from translator.shim.initialize import read
 
 
 def turn(index: int, text: str, usage: dict[str, int]) -> list[dict[str, Any]]:
@@ -87,12 +88,12 @@ def test_the_mode_and_rules_settle_a_prompt_as_claude_code_does(
 
 
 def test_hook_matchers_and_what_never_fires() -> None:
-    hooks = Hooks({
+    hooks = Hooks(read({"subtype": "initialize", "hooks": {
         "PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["a"]}, {"matcher": None, "hookCallbackIds": ["b"]},
                        {"matcher": "Write|Edit", "hookCallbackIds": ["c"]}, {"matcher": "mcp__.*", "hookCallbackIds": ["d"]}],
         "PreCompact": [{"matcher": None, "hookCallbackIds": ["e"]}],
         "Stop": [{"hookCallbackIds": ["f"]}],
-    })  # fmt: skip
+    }}).hooks)  # fmt: skip
     assert hooks.callbacks("PreToolUse", "Bash") == ["a", "b"]
     assert hooks.callbacks("PreToolUse", "Edit") == ["b", "c"]
     assert hooks.callbacks("PreToolUse", "mcp__calc__add") == ["b", "d"]

@@ -8,43 +8,19 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from support_processes import running
 
-VERSION = "0.3.333"
-PACKAGE = "@anthropic-ai/claude-agent-sdk"
-CACHE = Path(os.environ.get("CALIBAN_CLAUDE_TS_SDK_CACHE") or Path.home() / ".cache" / "caliban-claude-ts-sdk")
 DRIVE = Path(__file__).with_name("ts_sdk") / "callbacks.mjs"
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
 FAKE = Path(__file__).with_name("fake_caliban.py")
 TOUCH_D = {"name": "Bash", "input": {"command": "touch d.txt"}, "id": "toolu_d"}
 TOUCH_E = {"name": "Bash", "input": {"command": "touch e.txt"}, "id": "toolu_e"}
 TWO_TOOLS = {"turns": [{"text": "Counting.", "tools": [TOUCH_D, TOUCH_E]}, {"text": "Made d.txt."}]}
-
-
-@pytest.fixture(scope="module")
-def sdk() -> Path:
-    """The SDK's entry module, installed once into the cache (without the optional native CLI)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("the TypeScript Agent SDK tests were SKIPPED: node and npm are not installed")
-    entry = CACHE / "node_modules" / PACKAGE / "sdk.mjs"
-    manifest = entry.with_name("package.json")
-    if not manifest.exists() or json.loads(manifest.read_text())["version"] != VERSION:
-        CACHE.mkdir(parents=True, exist_ok=True)
-        if not (CACHE / "package.json").exists():
-            (CACHE / "package.json").write_text('{"name": "caliban-claude-ts-sdk-cache", "private": true}\n')
-        subprocess.run(
-            [npm, "install", "--omit=optional", "--no-audit", "--no-fund", f"{PACKAGE}@{VERSION}"],
-            cwd=CACHE, check=True, capture_output=True, timeout=600,
-        )  # fmt: skip
-    return entry
 
 
 def session(sdk: Path, tmp_path: Path, script: dict[str, Any], spec: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

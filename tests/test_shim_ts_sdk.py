@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -20,32 +19,9 @@ from conftest import FIXTURES
 from translator.shim.flags import BOOL_FLAGS, CANONICAL, VALUE_FLAGS
 from translator.shim.mapping import MAPPED
 
-VERSION = "0.3.333"
-PACKAGE = "@anthropic-ai/claude-agent-sdk"
-CACHE = Path(os.environ.get("CALIBAN_CLAUDE_TS_SDK_CACHE") or Path.home() / ".cache" / "caliban-claude-ts-sdk")
 DRIVE = Path(__file__).with_name("ts_sdk") / "drive.mjs"
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
 FAKE = Path(__file__).with_name("fake_caliban.py")
-SKIPPED = "the TypeScript Agent SDK tests were SKIPPED: node and npm are not installed (.ci/run installs them)"
-
-
-@pytest.fixture(scope="module")
-def sdk() -> Path:
-    """The SDK's entry module, installed once into the cache (without the optional native CLI)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip(SKIPPED)
-    entry = CACHE / "node_modules" / PACKAGE / "sdk.mjs"
-    manifest = entry.with_name("package.json")
-    if not manifest.exists() or json.loads(manifest.read_text())["version"] != VERSION:
-        CACHE.mkdir(parents=True, exist_ok=True)
-        if not (CACHE / "package.json").exists():
-            (CACHE / "package.json").write_text('{"name": "caliban-claude-ts-sdk-cache", "private": true}\n')
-        subprocess.run(
-            [npm, "install", "--omit=optional", "--no-audit", "--no-fund", f"{PACKAGE}@{VERSION}"],
-            cwd=CACHE, check=True, capture_output=True, timeout=600,
-        )  # fmt: skip
-    return entry
 
 
 @dataclass
