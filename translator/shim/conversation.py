@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -113,26 +114,12 @@ class Conversation:
         return self.translation.take_diagnostics()
 
     def _complete(self, frames: list[bytes]) -> list[bytes]:
-        out: list[bytes] = []
-        for raw in frames:
-            # Only an init or a result is completed here: the rest pass as they are. (A key
-            # cannot hide in a string value: its quotes would be escaped there.)
-            if b'"subtype":"init"' not in raw[:64] and b'"result_index":' not in raw:
-                out.append(fit(raw))
-                continue
-            frame = orjson.loads(raw)
-            kind = frame.get("type")
-            if kind == "system" and frame.get("subtype") == "init":
-                self._init(frame)
-            elif kind == "result":
-                if self.interrupted:
-                    out.append(orjson.dumps(control.interrupted(self.session_id)) + b"\n")
-                self.last_is_error = frame.get("is_error") is True
-            else:
-                out.append(fit(raw))
-                continue
-            out.append(fit(orjson.dumps(frame) + b"\n"))
-        return out
+        return complete(frames, self._init, self._result)
+
+    def _result(self, frame: dict[str, Any]) -> list[bytes]:
+        """The interrupted-by-user frame before an interrupted run's result."""
+        self.last_is_error = frame.get("is_error") is True
+        return [orjson.dumps(control.interrupted(self.session_id)) + b"\n"] if self.interrupted else []
 
     def _init(self, frame: dict[str, Any]) -> None:
         """Claude Code's init, with what caliban's own init says about the installation."""
@@ -176,3 +163,28 @@ def _cut(value: Any, limit: int) -> Any:
     if isinstance(value, dict):
         return {k: _cut(v, limit) for k, v in value.items()}
     return value
+
+
+def complete(frames: list[bytes], init: Callable[[dict[str, Any]], None],
+             result: Callable[[dict[str, Any]], list[bytes]]) -> list[bytes]:
+    """A translation's frames with what only the shim knows, for both backends (`-p` here,
+    drive/frames.py): `init` completes an init in place; `result` completes a result in place
+    and gives the frames to go before it; the rest pass as they are, each fitted."""
+    out: list[bytes] = []
+    for raw in frames:
+        # Only an init or a result is completed: the rest pass as they are. (A key cannot
+        # hide in a string value: its quotes would be escaped there.)
+        if b'"subtype":"init"' not in raw[:64] and b'"result_index":' not in raw:
+            out.append(fit(raw))
+            continue
+        frame = orjson.loads(raw)
+        kind = frame.get("type")
+        if kind == "system" and frame.get("subtype") == "init":
+            init(frame)
+        elif kind == "result":
+            out.extend(result(frame))
+        else:
+            out.append(fit(raw))
+            continue
+        out.append(fit(orjson.dumps(frame) + b"\n"))
+    return out

@@ -13,7 +13,7 @@ import orjson
 
 from translator.api import Stream
 from translator.shim import control
-from translator.shim.conversation import fit
+from translator.shim.conversation import complete
 from translator.shim.mapping import CALIBAN_TOOLS
 
 
@@ -41,22 +41,17 @@ class DriveFrames:
         return self.translation.take_diagnostics()
 
     def _complete(self, frames: list[bytes]) -> list[bytes]:
-        out: list[bytes] = []
-        for raw in frames:
-            if b'"subtype":"init"' not in raw[:64] and b'"result_index":' not in raw:
-                out.append(fit(raw))
-                continue
-            frame = orjson.loads(raw)
-            if frame.get("type") == "system":
-                cwd = os.getcwd()  # the server's workspace: its cwd, which is ours
-                frame.update(cwd=cwd, original_cwd=cwd, tools=list(CALIBAN_TOOLS), permissionMode=self.mode,
-                             claude_code_version=control.CLI_VERSION, apiKeySource=control.api_key_source())  # fmt: skip
-            elif frame.get("type") == "result":
-                if self.before_result is not None:
-                    out.append(orjson.dumps(self.before_result) + b"\n")
-                frame["permission_denials"] = self.denials
-                if self.terminal_reason is not None:
-                    frame["terminal_reason"] = self.terminal_reason
-                self.last_is_error = frame.get("is_error") is True
-            out.append(fit(orjson.dumps(frame) + b"\n"))
-        return out
+        return complete(frames, self._init, self._result)
+
+    def _init(self, frame: dict[str, Any]) -> None:
+        cwd = os.getcwd()  # the server's workspace: its cwd, which is ours
+        frame.update(cwd=cwd, original_cwd=cwd, tools=list(CALIBAN_TOOLS), permissionMode=self.mode,
+                     claude_code_version=control.CLI_VERSION, apiKeySource=control.api_key_source())  # fmt: skip
+
+    def _result(self, frame: dict[str, Any]) -> list[bytes]:
+        """This message's denials and terminal reason; the interrupted-by-user frame before it."""
+        frame["permission_denials"] = self.denials
+        if self.terminal_reason is not None:
+            frame["terminal_reason"] = self.terminal_reason
+        self.last_is_error = frame.get("is_error") is True
+        return [] if self.before_result is None else [orjson.dumps(self.before_result) + b"\n"]
