@@ -253,12 +253,13 @@ def test_a_frame_type_this_build_does_not_know_passes_through() -> None:
 
 
 @pytest.mark.parametrize(("change", "why"), [
-    (b'"total_cost_usd":-1.0', "result has a malformed 'total_cost_usd' (a number, not negative)"),
-    (b'"turns":"2"', "result has a malformed 'turns' (a whole number 0 to 4294967295)"),
-    (b'"duration_ms":18446744073709551616', "result has a malformed 'duration_ms' (a whole number 0 to 18446744073709551615)"),
+    (b'"total_cost_usd":-1.0', "result has a malformed 'total_cost_usd' (a number, not negative), not -1.0"),
+    (b'"turns":"2"', "result has a malformed 'turns' (a whole number 0 to 4294967295), not \"2\""),
+    (b'"duration_ms":18446744073709551616', "result has a malformed 'duration_ms' (a whole number 0 to "
+                                            "18446744073709551615)"),
     (b'"usage":{"input_tokens":-1,"output_tokens":0}',
      "result has a malformed 'usage' (input_tokens and output_tokens, whole numbers 0 to 4294967295)"),
-    (b'"ts":1e20', "'ts' is out of range (Unix seconds, 1970 to 9999)"),
+    (b'"ts":1e20', "'ts' is out of range (Unix seconds, 1970 to 9999), not 1e+20"),
 ])
 def test_a_result_out_of_the_agents_ranges_is_a_bad_line(change: bytes, why: str) -> None:
     bad = b'{"type":"result","subtype":"success",' + change + b"}\n"
@@ -314,10 +315,12 @@ def test_a_result_the_repair_cannot_read_whole_is_a_bad_line(fmt: str, extra: by
     assert data != headless("thinking")
     run = translate_bytes(data, fmt)
     said = [d.split(": ")[2] for d in run.diagnostics if d.startswith("translator: test:3:")]
-    assert said == ["invalid JSON (number is infinity when parsed as double", "warning"]  # then: cut off
+    assert said == ["invalid JSON (number is infinity when parsed as double"]  # (cut off at the colon)
     assert not [d for d in run.diagnostics if "internal error" in d]
     assert run.rejects == data.splitlines(keepends=True)[2]
-    assert len(run.results) == 1
+    assert len(run.results) == 1  # its run's, which it still closes
+    error = run.results[0]["error"] if fmt == "enriched" else run.results[0]["errors"][0]
+    assert error.startswith("its result was rejected at line 3: invalid JSON (number is infinity")
 
 
 # A headless `error` result says its cause only in its message: the stops whose message the agent

@@ -7,7 +7,9 @@ from __future__ import annotations
 import orjson
 import pytest
 from conftest import FIXTURES, events, frames_of, results, run_end, turn
-from support_processes import run
+from support_processes import Live, run
+
+from translator.core.stops import LOST_RUN_END
 
 ONE = turn(0, "first") + run_end(turns=1)
 TWO = turn(0, "second") + run_end(turns=1)
@@ -56,6 +58,23 @@ def test_an_over_long_run_end_still_closes_its_run() -> None:
     assert second["result"] == "second" and len(err) == 1
 
 
+def test_a_run_end_that_is_no_json_for_a_bad_value_still_closes_its_run() -> None:
+    """A number no double holds (JSON allows one), or invalid UTF-8: the line is no JSON, its
+    run known by how it begins. One cut short is its writer's end, not a rejected RunEnd: the
+    next run's start closes its run as before, said."""
+    bad = run_end(turns=1).replace(b'"turn_count":1', b'"turn_count":1e400')
+    status, frames, err = translated(turn(0, "first") + bad + TWO)
+    first, second = [f for f in frames if f["type"] == "result"]
+    assert status == 0 and len(err) == 1
+    assert first["error"] == (f"its RunEnd was rejected at line {AT}: invalid JSON (number is infinity when parsed "
+                              "as double: line 1 column 102 (char 101))")
+    assert second["result"] == "second"
+    status, frames, err = translated(turn(0, "first") + run_end(turns=1)[:40] + b"\n" + TWO)
+    first, second = [f for f in frames if f["type"] == "result"]
+    assert (first["error"], second["result"]) == (LOST_RUN_END, "second")
+    assert len(err) == 2 and RECOVERY in err[1]
+
+
 @pytest.mark.parametrize(("v", "said"), [("true", "true"), ("1.0", "1.0"), ("1e0", "1.0"), ('"1"', '"1"'),
                                          ("2", "2"), ("null", "null")])
 def test_the_envelope_version_is_the_integer_1(v: str, said: str) -> None:
@@ -97,3 +116,77 @@ def test_claude_codes_own_output_is_said_once_and_skipped(name: str, tmp_path: o
     own = run("--format", "claude-code", stdin=events("thinking")).stdout  # this command's own claude-code format
     again = run(stdin=own)
     assert (again.returncode, again.stdout, len(again.stderr.splitlines())) == (0, b"", 1)
+
+
+HEADLESS_RUN = (FIXTURES / "headless" / "tool_use_two_turns.jsonl").read_bytes()
+HEADLESS_NEXT = (FIXTURES / "headless" / "multi_input_frames.jsonl").read_bytes()
+RESULT_AT = HEADLESS_RUN.count(b"\n")  # the first run's result's line
+BAD_RESULTS = [
+    (b'"turns":2,', b'"turns":4294967296,',
+     "result has a malformed 'turns' (a whole number 0 to 4294967295), not 4294967296"),
+    (b'"turns":2,', b'"turns":"two",', "result has a malformed 'turns' (a whole number 0 to 4294967295), not \"two\""),
+    (b'"total_cost_usd":0.025906199999999997,', b'"total_cost_usd":-1,',
+     "result has a malformed 'total_cost_usd' (a number, not negative), not -1"),
+    (b'"subtype":"success"', b'"subtype":7', "result has a malformed 'subtype', not 7"),
+    (b'"result":"There', b'"result":"\xff There', "invalid UTF-8"),
+    (b'"duration_ms":3,', b'"duration_ms":1e400,', "invalid JSON (number is infinity when parsed as double: "
+                                                    "line 1 column 235 (char 234))"),
+]
+
+
+def headless_error(frame: dict, fmt: str) -> str:
+    """The error text of a run's result in either format."""
+    return frame["error"] if fmt == "enriched" else frame["errors"][0]
+
+
+@pytest.mark.parametrize("fmt", ["enriched", "claude-code"])
+@pytest.mark.parametrize(("good", "bad", "said"), BAD_RESULTS)
+def test_a_rejected_headless_result_still_closes_its_run(fmt: str, good: bytes, bad: bytes, said: str) -> None:
+    """As a rejected RunEnd: the run stayed open, the next run's init closed it as a result
+    'missing' (said as such), and a live stream had no result until then. Now its error result
+    names the bad value and its line, and the next run has its own."""
+    assert HEADLESS_RUN.count(good) == 1
+    status, frames, err = translated(HEADLESS_RUN.replace(good, bad) + HEADLESS_NEXT, "--format", fmt)
+    first, second = [f for f in frames if f["type"] == "result"]
+    assert status == 0
+    assert first["is_error"] is True and first["subtype"] == ("error" if fmt == "enriched" else "error_during_execution")
+    assert headless_error(first, fmt) == f"its result was rejected at line {RESULT_AT}: {said}"
+    assert (second["is_error"], second["result"]) == (False, "2 + 2 = 4.")
+    assert len(err) == 1 and err[0].startswith(f"translator: <stdin>:{RESULT_AT}: {said}: "), err
+
+
+@pytest.mark.parametrize("fmt", ["enriched", "claude-code"])
+def test_an_over_long_headless_result_still_closes_its_run(fmt: str) -> None:
+    data = HEADLESS_RUN.replace(b'"result":"There', b'"result":"' + b"x" * 5000 + b"There") + HEADLESS_NEXT
+    status, frames, err = translated(data, "--format", fmt, "--max-line-bytes", "4096")
+    first, second = [f for f in frames if f["type"] == "result"]
+    assert status == 0 and len(err) == 1
+    assert headless_error(first, fmt).startswith(f"its result was rejected at line {RESULT_AT}: line longer than 4096 "
+                                                 "bytes")
+    assert second["result"] == "2 + 2 = 4."
+
+
+@pytest.mark.parametrize("fmt", ["enriched", "claude-code"])
+def test_a_rejected_headless_result_is_answered_at_once_live(fmt: str) -> None:
+    """A pipe held open: the run's error result comes as its result line does, not when the
+    next run begins or the input ends."""
+    good, bad, said = BAD_RESULTS[0]
+    live = Live("--session-id", "S", "--clock", "estimated", "--format", fmt)
+    try:
+        live.send(HEADLESS_RUN.replace(good, bad))
+        frame: dict = {}
+        while frame.get("type") != "result":
+            frame = live.read_frames(1)[0]
+        assert headless_error(frame, fmt) == f"its result was rejected at line {RESULT_AT}: {said}"
+        live.send(HEADLESS_NEXT)
+        frame = {}
+        while frame.get("type") != "result":
+            frame = live.read_frames(1)[0]
+        assert frame["result"] == "2 + 2 = 4."
+    finally:
+        assert live.proc.stdin is not None
+        live.proc.stdin.close()
+        status, rest, err = live.finish()
+    assert status == 0 and rest == b""
+    assert err.decode().splitlines() == [f"translator: <stdin>:{RESULT_AT}: {said}: "
+                                         f"{HEADLESS_RUN.replace(good, bad).splitlines()[-1][:80].decode()}"]

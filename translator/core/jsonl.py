@@ -17,14 +17,28 @@ from translator import model as M
 
 class BadLine(Exception):
     """A line that cannot be used: `reason` is what the diagnostic says, `line` its bytes
-    (where known), `ends_run` whether it was a run's last event (a rejected RunEnd still ends
-    its run). Raised inside a decode, returned by the readers as a value."""
+    (where known), `ends_run` the type of the run's last event it was ("RunEnd", or a headless
+    "result"; "" for any other line): a rejected last event still ends its run. Raised inside a
+    decode, returned by the readers as a value."""
 
-    def __init__(self, reason: str, line: bytes = b"", ends_run: bool = False) -> None:
+    def __init__(self, reason: str, line: bytes = b"", ends_run: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
         self.line = line
         self.ends_run = ends_run
+
+
+# How the agent's serde begins a run's last event, a RunEnd or a headless result: a line too
+# long, or too broken, to decode is known by it (a rejected last event still ends its run).
+LAST_EVENTS = ((b'{"type":"RunEnd"', "RunEnd"), (b'{"type":"result",', "result"))
+
+
+def last_event(line: bytes) -> str:
+    """Which run's last event ("RunEnd", "result") a line begins as the agent writes it, or ""."""
+    return next((etype for start, etype in LAST_EVENTS if line.startswith(start)), "")
+
+
+CUT = "invalid JSON (truncated line)"  # a line cut short: its writer's end, not a bad value
 
 
 def loads(line: bytes) -> Any:
@@ -36,7 +50,7 @@ def loads(line: bytes) -> Any:
         if "utf-8" in msg.lower() or "surrogate" in msg.lower():
             raise BadLine("invalid UTF-8") from None
         if msg.startswith("unexpected end of data"):  # a line cut short (a dying writer)
-            raise BadLine("invalid JSON (truncated line)") from None
+            raise BadLine(CUT) from None
         raise BadLine(f"invalid JSON ({msg})") from None
 
 

@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from translator.core import headless_result as H
 from translator.core import jsonl as E
-from translator.core.jsonl import BadLine
+from translator.core.jsonl import BadLine, last_event
 from translator.core.runs import Runs
 from translator.diagnostics import Diagnostic
 from translator.lines import EXCERPT_BYTES
-
-RUN_END = b'{"type":"RunEnd"'  # how the agent's serde begins a RunEnd (an over-long one is known by it)
 
 
 class Policy:
@@ -34,26 +32,29 @@ class Policy:
 
     def bad(self, bad: BadLine, line_no: int, stopped: bool) -> bool:
         """A bad line: its bytes to the rejects, its reason said. A run's last event so
-        rejected still ends its run, with an error result that says why (else the next run's
-        events were read as the same run's: one result lost)."""
+        rejected (a RunEnd, a headless result) still ends its run, with an error result that
+        says why (else the next run's events were read as the same run's: one result lost, and
+        a live stream's result waited for the next run or the end)."""
         self._rejects.append(bad.line + b"\n")
         stopped = self.report(bad.reason, bad.line, line_no, stopped)
         if bad.ends_run:
-            self._run_end_rejected(bad.reason, line_no, stopped)
+            self._last_event_rejected(bad.ends_run, bad.reason, line_no, stopped)
         return stopped
 
     def skipped(self, reason: str, excerpt: bytes, line_no: int, stopped: bool) -> bool:
         """A line the buffer skipped (over-long): said; an over-long RunEnd (a long session's
-        whole history) still ends its run."""
+        whole history) or headless result still ends its run."""
         stopped = self.report(reason, excerpt, line_no, stopped)
-        if excerpt.startswith(RUN_END):
-            self._run_end_rejected(reason, line_no, stopped)
+        last = last_event(excerpt)
+        if last:
+            self._last_event_rejected(last, reason, line_no, stopped)
         return stopped
 
-    def _run_end_rejected(self, reason: str, line_no: int, stopped: bool) -> None:
-        """A rejected RunEnd still ends its run: an error result that says why."""
+    def _last_event_rejected(self, etype: str, reason: str, line_no: int, stopped: bool) -> None:
+        """A rejected RunEnd (or headless result, `etype`) still ends its run: an error result
+        that says why."""
         if not stopped:
-            self._runs.abort(self._runs.now_guess(), f"its RunEnd was rejected at line {line_no}: {reason}")
+            self._runs.abort(self._runs.now_guess(), f"its {etype} was rejected at line {line_no}: {reason}")
 
     def report(self, reason: str, line: bytes, line_no: int, stopped: bool) -> bool:
         """A line said on stderr at its number; under --on-invalid fail the stream stops."""

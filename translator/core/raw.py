@@ -19,6 +19,7 @@ import msgspec
 import orjson
 
 from translator import model as M
+from translator.core import headless_result as H
 from translator.core import jsonl as E
 from translator.core.fold import Options
 from translator.core.headless import HINTS as FRAME_HINTS
@@ -154,7 +155,7 @@ class RawReader:
         bad = self._unusable(ev, line)
         if bad is None:
             return [ev]
-        bad.ends_run = type(ev) is M.RunEnd
+        bad.ends_run = "RunEnd" if type(ev) is M.RunEnd else ""
         return [bad]
 
     def _unusable(self, ev: Event, line: bytes) -> BadLine | None:
@@ -197,26 +198,34 @@ class RawReader:
             if self._foreign:
                 return [Foreign(line, False)]
             whole = None
-            if type(frame) is M.ResultFrame:  # the repair reads it whole (a Raw field, an unknown one)
+            last = H.RESULT if type(frame) is M.ResultFrame else ""  # a rejected one still ends its run
+            if last:  # the repair reads it whole (a Raw field, an unknown one)
                 try:
                     whole = E.loads(line)
                 except BadLine as exc:
-                    return [BadLine(exc.reason, line)]
+                    return [BadLine(exc.reason, line, last)]
             bad = self._unusable(frame, line)
-            return [Headless(frame, line, whole)] if bad is None else [bad]
+            if bad is None:
+                return [Headless(frame, line, whole)]
+            bad.ends_run = last
+            return [bad]
         try:
             value = E.loads(line)
-        except BadLine as exc:
-            return [BadLine(exc.reason, line)]
+        except BadLine as exc:  # a run's last event, known by how it begins, still ends its run
+            ends = "" if exc.reason == E.CUT else E.last_event(line)  # (cut short: its writer's end)
+            return [BadLine(exc.reason, line, ends)]
         etype = value.get("type") if type(value) is dict else None
         if type(etype) is str:
             if etype == "RunEnd":  # it still ends its run: the run's error result names the bad value
-                return [BadLine(reason(etype, error or "invalid JSON") + held(value, error), line, ends_run=True)]
+                return [BadLine(reason(etype, error or "invalid JSON") + held(value, error), line, etype)]
             if etype in M.TYPES:  # a raw event that did not decode: the decoder said why
                 return [BadLine(reason(etype, error or "invalid JSON"), line)]
             self._all_raw = False
             if self._foreign:  # Claude Code's own frames (assistant, stream_event, …): skipped with it
                 return [Foreign(line, False)]
+            if etype == H.RESULT:  # a run's last frame, as a RunEnd: its run's error result names the bad value
+                said = reason(etype, frame_error or "invalid JSON", FRAME_HINTS) + held(value, frame_error)
+                return [BadLine(said, line, etype)]
             if etype in M.HEADLESS_TYPES:  # a headless frame that did not decode: its decoder said why
                 return [BadLine(reason(etype, frame_error or "invalid JSON", FRAME_HINTS), line)]
             return [Passthrough(line.strip())]

@@ -20,8 +20,8 @@ from translator import model as M
 from translator.core.fold import Options as Options  # re-exported: every shell builds one here
 from translator.core.fold import RunFold
 from translator.core.headless import HeadlessReader
-from translator.core.jsonl import BadLine
-from translator.core.policy import RUN_END, Policy
+from translator.core.jsonl import BadLine, last_event
+from translator.core.policy import Policy
 from translator.core.rates import RateCard
 from translator.core.raw import RawReader
 from translator.core.reading import Foreign, Headless, Item, Passthrough, Reader
@@ -240,7 +240,7 @@ class Translator:
         try:
             if len(line) > self.options.max_line_bytes:
                 self._bad(BadLine(f"line longer than {self.options.max_line_bytes} bytes ({len(line)} bytes)", line,
-                                  line.startswith(RUN_END)))
+                                  last_event(line)))
             else:
                 self._apply(self._raw.read(line), now)
         except Exception as exc:
