@@ -317,3 +317,61 @@ def test_a_quiet_scrape_connection_is_closed_and_a_burst_of_200_is_queued(reap: 
         assert answer.startswith(b"HTTP/1.0 200 OK") and b"translator_input_lines_total" in answer
     live.proc.send_signal(signal.SIGTERM)
     assert live.finish()[::2] == (143, b"")  # a connection timed out is unsaid (it was a traceback)
+
+
+def test_connections_over_the_cap_are_answered_503_at_once_and_given_no_thread(reap: Reap) -> None:
+    """Each connection had a thread of its own, without a bound: a client holding thousands
+    exhausted the process's threads and memory, and the translation with them. MAX_SCRAPES are
+    served at once; the next are answered 503 at once and closed, given no thread, and a slot
+    freed serves the next scrape."""
+    from translator.shell.metrics import BUSY, MAX_SCRAPES
+
+    live = Live(*METRICS)
+    reap(live.proc)
+    port = port_of(live.proc)
+
+    def threads() -> int:
+        with open(f"/proc/{live.proc.pid}/status") as f:
+            return int(next(line for line in f if line.startswith("Threads:")).split()[1])
+
+    def hold() -> None:  # a byte more of a request line each: the held connections never go quiet
+        for sock in held:
+            sock.sendall(b"G")
+
+    base = threads()  # (the main thread and the server's: no scrape's yet)
+    held = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(MAX_SCRAPES)]
+    try:
+        hold()
+        poll(lambda: threads() == base + MAX_SCRAPES)  # each served on a thread of its own
+        over = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(300)]
+        hold()
+        began = time.monotonic()
+        for sock in over:
+            with sock:
+                assert read_all(sock) == BUSY
+        assert time.monotonic() - began < 3  # at once, not after a wait or the quiet timeout
+        assert BUSY.startswith(b"HTTP/1.0 503 Service Unavailable\r\n") and b"\r\nRetry-After: 1\r\n" in BUSY
+        assert threads() == base + MAX_SCRAPES
+        held.pop().close()  # a slot freed: the next scrape is served
+        hold()
+        samples = poll(lambda: _served(port))
+        assert value(samples, "translator_input_lines_total") == 0
+    finally:
+        for sock in held:
+            sock.close()
+    poll(lambda: threads() == base)
+    assert scrape(port)
+    live.proc.send_signal(signal.SIGTERM)
+    assert live.finish()[::2] == (143, b"")
+
+
+def _served(port: int) -> Samples | None:
+    """A scrape's samples, or None when it was answered busy (or reset: its request sent before
+    the busy answer's close)."""
+    try:
+        return scrape(port)
+    except urllib.error.HTTPError as exc:
+        assert exc.code == 503
+    except (ConnectionResetError, urllib.error.URLError):
+        pass
+    return None

@@ -13,6 +13,7 @@ with --metrics.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
 import socket
@@ -46,6 +47,12 @@ HEARTBEAT_S = 1.0
 STALE_S = 10.0  # the loop counts as stuck when its heartbeat is older than this
 CONNECTION_TIMEOUT_S = 5.0  # a scrape's connection quiet this long is closed (it holds a thread)
 BACKLOG = 1024  # connections waiting to be accepted (socketserver's 5 dropped a burst of 200 scrapes)
+# Connections served at once, each on a thread (far above any real set of scrapers: a burst of 200
+# is served); one over it is answered 503 at once and closed, never given a thread of its own.
+MAX_SCRAPES = 256
+_BUSY_BODY = b"busy: too many connections to the metrics server\n"
+BUSY = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nRetry-After: 1\r\n"
+        b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY))
 
 
 def _labelled(name: str, documentation: str, label: str, values: dict[str, int] | dict[str, float]) -> Metric:
@@ -263,11 +270,47 @@ class _Quiet(WSGIRequestHandler):
 
 
 class _Server(ThreadingWSGIServer):
+    """At most MAX_SCRAPES connections served at once. One over it is answered 503 at once
+    rather than made to wait: a scraper never retries within a scrape and counts any failure
+    alike, so a wait would only add a flood's delay to every connection queued behind it (a real
+    scraper's too) and keep the backlog full (a connect then times out, the scrape's whole
+    timeout lost); a 503 drains the backlog at accept speed and names the cause on the target's
+    page."""
+
     request_queue_size = BACKLOG
+    slots: threading.BoundedSemaphore  # each server's own (see Server)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.slots.acquire(blocking=False):
+            busy(request)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)  # (its thread releases the slot)
+        except BaseException:
+            self.slots.release()  # no thread could be started
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         """A connection that failed (timed out, its client gone) ends, unsaid: socketserver
         printed a traceback on stderr for each."""
+
+
+def busy(request: socket.socket) -> None:
+    """The 503 of a connection over the cap, written without waiting (it fits in any socket's
+    buffer; a client that cannot take it gets the close alone). The request read so far is read
+    first: a socket closed with bytes unread is reset, which can lose the answer."""
+    with contextlib.suppress(OSError):
+        request.setblocking(False)
+        with contextlib.suppress(BlockingIOError):  # (nothing sent yet)
+            request.recv(65536)
+        request.send(BUSY)
 
 
 class Server:
@@ -275,7 +318,8 @@ class Server:
 
     def __init__(self, app: Callable[..., Iterable[bytes]], host: str, port: int) -> None:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
-        server_class = type("HTTPServer", (_Server,), {"address_family": family})
+        slots = threading.BoundedSemaphore(MAX_SCRAPES)
+        server_class = type("HTTPServer", (_Server,), {"address_family": family, "slots": slots})
         self.httpd: WSGIServer = make_server(host, port, app, server_class, _Quiet)
         self.port: int = self.httpd.server_port
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="metrics", daemon=True)
