@@ -37,6 +37,15 @@ if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
     signal.signal(signal.SIGHUP, lambda signum, frame: None)  # the suite itself still outlives a hang-up
 
 
+def fleet(root: Path, files: int) -> Path:
+    """`files` small sessions of varied sizes, one folder each, as a fleet keeps them."""
+    sources = sorted(FIXTURES.glob("*.events.jsonl"))
+    for n in range(files):
+        (root / f"h{n % 7}" / f"s{n}").mkdir(parents=True)
+        shutil.copy(sources[n % len(sources)], root / f"h{n % 7}" / f"s{n}" / "stdout.ndjson")
+    return root
+
+
 def events(name: str) -> bytes:
     return (FIXTURES / f"{name}.events.jsonl").read_bytes()
 

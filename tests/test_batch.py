@@ -39,8 +39,9 @@ def logs(tmp_path: Path) -> Path:
 
 
 def listing(out: Path) -> list[str]:
-    """What a user sees in the output directory (the hidden up-to-date markers aside)."""
-    return sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if not p.name.startswith("."))
+    """What a user sees in the output directory (the hidden up-to-date records aside)."""
+    return sorted(p.relative_to(out).as_posix() for p in out.rglob("*")
+                  if not any(part.startswith(".") for part in p.relative_to(out).parts))
 
 
 def test_a_directory_is_translated_file_by_file_and_reruns_are_identical(tmp_path: Path) -> None:
@@ -166,7 +167,7 @@ def test_a_failing_file_is_named_and_the_others_finish(tmp_path: Path) -> None:
 
 def test_an_output_that_cannot_be_committed_fails_its_file_alone(tmp_path: Path) -> None:
     """Outputs of a chunk are committed together: one that cannot be (a folder in its place)
-    is named, gets no marker and leaves no temporary; the others of its chunk are written."""
+    is named, gets no up-to-date entry and leaves no temporary; the others of its chunk are written."""
     src, out = logs(tmp_path), tmp_path / "out"
     (out / "one.enriched.jsonl" / "inside").mkdir(parents=True)
     proc = batch("--out-dir", str(out), "--jobs", "1", str(src))
@@ -174,8 +175,28 @@ def test_an_output_that_cannot_be_committed_fails_its_file_alone(tmp_path: Path)
     lines = proc.stderr.decode().splitlines()
     assert lines[0].startswith("translator: 1 translated, 0 skipped (up to date), 1 failed;")
     assert lines[1] == "translator: failed: one.ndjson: Is a directory"
-    assert (out / "team" / "two.enriched.jsonl").is_file() and (out / "team" / ".two.enriched.jsonl.done").is_file()
-    assert not (out / ".one.enriched.jsonl.done").exists() and not list(out.rglob("*.tmp"))
+    assert (out / "team" / "two.enriched.jsonl").is_file() and not list(out.rglob("*.tmp"))
+    records = [[orjson.loads(line) for line in r.read_bytes().splitlines()] for r in (out / ".translator.done").iterdir()]
+    assert sorted(f for head, *_ in records for f in head["files"]) == ["one.ndjson", "team/two.jsonl.gz"]
+    assert [e["file"] for _, *entries in records for e in entries] == ["team/two.jsonl.gz"]  # none for the failed one
+    again = batch("--out-dir", str(out), "--jobs", "1", str(src))
+    assert again.stderr.decode().startswith("translator: 0 translated, 1 skipped (up to date), 1 failed;")
+
+
+def test_an_earlier_versions_markers_are_removed_and_its_outputs_made_again(tmp_path: Path) -> None:
+    """Before the records, a hidden `.<output>.done` marker stood beside each output: the first
+    run now makes the outputs again (the version is in the key) and removes the markers that
+    stand beside an output, no other file."""
+    src, out = logs(tmp_path), tmp_path / "out"
+    (out / "team").mkdir(parents=True)
+    for name in ("one.enriched.jsonl", "team/two.enriched.jsonl"):
+        (out / name).write_bytes(b"old bytes\n")
+        (out / name).with_name(f".{(out / name).name}.done").write_bytes(b'{"key": "old", "results": []}')
+    (out / ".mine.jsonl.done").write_bytes(b"not the batch's")  # beside no output: left alone
+    proc = batch("--out-dir", str(out), "--jobs", "1", str(src))
+    assert proc.stderr.decode().startswith("translator: 2 translated, 0 skipped"), proc.stderr
+    assert sorted(p.name for p in out.rglob(".*.done") if p.is_file()) == [".mine.jsonl.done"]
+    assert (out / "one.enriched.jsonl").read_bytes() != b"old bytes\n"
 
 
 class Exploding:
@@ -198,11 +219,11 @@ class Exploding:
     def writer(self, path: str) -> AbstractContextManager[BinaryIO]:
         return self.inner.writer(path)
 
-    def read_marker(self, path: str) -> bytes | None:
-        return self.inner.read_marker(path)
+    def together(self, record: str | None = None, head: bytes = b"") -> AbstractContextManager[dict[str, OSError]]:
+        return self.inner.together(record, head)
 
-    def write_marker(self, path: str, data: bytes) -> None:
-        self.inner.write_marker(path, data)
+    def close_record(self, record: str, head: bytes, tail: bytes) -> None:
+        self.inner.close_record(record, head, tail)
 
 
 def test_an_unexpected_exception_fails_only_its_file(tmp_path: Path, bundled_rates: RateCard) -> None:
@@ -214,7 +235,7 @@ def test_an_unexpected_exception_fails_only_its_file(tmp_path: Path, bundled_rat
               target=str(tmp_path / "x.enriched.jsonl"), size=source.stat().st_size)
     done = translate_file(job, Exploding(LocalStore()))  # type: ignore[arg-type]
     assert (done.error, done.data_error) == ("RuntimeError: the poison", True)
-    assert list(tmp_path.iterdir()) == []  # no output, no temporary, no marker
+    assert list(tmp_path.iterdir()) == []  # no output, no temporary
     assert translate_file(job, LocalStore()).error is None
 
 

@@ -37,8 +37,7 @@ def test_a_name_that_is_not_utf8_is_translated_under_its_own_bytes(tmp_path: Pat
     shown = f"{src}/caf\\xe9 \\xff.ndjson"
     assert {r["source"] for r in reports} == {shown, f"{src}/plain.ndjson"}
 
-    assert sorted(os.listdir(os.fsencode(out))) == [b".caf\xe9 \xff.enriched.jsonl.done", b".plain.enriched.jsonl.done",
-                                                    b"caf\xe9 \xff.enriched.jsonl", b"plain.enriched.jsonl"]
+    assert sorted(os.listdir(os.fsencode(out))) == [b".translator.done", b"caf\xe9 \xff.enriched.jsonl", b"plain.enriched.jsonl"]
     odd = frames_of(Path(os.fsdecode(os.path.join(os.fsencode(out), b"caf\xe9 \xff.enriched.jsonl"))).read_bytes())
     plain = frames_of((out / "plain.enriched.jsonl").read_bytes())
     expected_id = str(uuid.UUID(bytes=hashlib.sha1(NAMESPACE.bytes + NAME).digest()[:16], version=5))

@@ -3,31 +3,21 @@ counted on the real process pool, in-process (a count, not a timing)."""
 
 from __future__ import annotations
 
-import shutil
 from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import FIXTURES
+from conftest import fleet
 from tqdm import tqdm
 
 from translator.core.rates import RateCard
 from translator.core.translator import Options
-from translator.shell import batch
+from translator.shell import batch, ledger
 from translator.shell.local_disk import LocalStore
 from translator.shell.packing import CHUNK_FILES, pack
-from translator.shell.replay import Job, marker_path, translate_many
-
-SOURCES = sorted(FIXTURES.glob("*.events.jsonl"))
-
-
-def fleet(root: Path, files: int) -> Path:
-    """`files` small sessions of varied sizes, one folder each, as a fleet keeps them."""
-    for n in range(files):
-        (root / f"h{n % 7}" / f"s{n}").mkdir(parents=True)
-        shutil.copy(SOURCES[n % len(SOURCES)], root / f"h{n % 7}" / f"s{n}" / "stdout.ndjson")
-    return root
+from translator.shell.replay import Job, translate_many
 
 
 class Counting(ProcessPoolExecutor):
@@ -89,15 +79,24 @@ def test_packing_puts_every_file_in_one_chunk_largest_first(bundled_rates: RateC
 
 
 def test_the_up_to_date_check_starts_from_one_walk_of_the_output(tmp_path: Path, bundled_rates: RateCard) -> None:
-    """A file whose marker the walk did not find is translated without a look for it; one
-    whose marker is there is read and found up to date."""
+    """The walk of the output finds its records (one file per chunk, not a marker per file) and
+    its outputs: a file recorded under this run's key, its output there, is up to date without
+    a worker reading anything; one whose output was removed is made again."""
     src, out = fleet(tmp_path / "logs", 20), tmp_path / "out"
     template = Job(format="enriched", partial=False, results_only=False, rates=bundled_rates,
                    rates_digest=bundled_rates.fingerprint(), options=Options(), clock="auto")
-    jobs = batch.plan([str(src)], LocalStore(), str(out), template, markers=batch.prepare_out_dir(str(out)))
-    assert len(jobs) == 20 and all(job.force for job in jobs)  # a fresh output: nothing to look for
-    assert all(d.error is None and not d.skipped for d in translate_many(jobs, LocalStore()))
-    Path(marker_path(jobs[3].target or "")).unlink()
-    again = batch.plan([str(src)], LocalStore(), str(out), template, markers=batch.prepare_out_dir(str(out)))
-    assert [job.relative for job in again if job.force] == [jobs[3].relative]
-    assert [d.skipped for d in translate_many(again, LocalStore())] == [not job.force for job in again]
+    records = batch.prepare_out_dir(str(out))
+    jobs = batch.plan([str(src)], LocalStore(), str(out), template)
+    assert batch.up_to_date(jobs, records) == (jobs, [])  # a fresh output: nothing recorded
+    chunks = pack(jobs, 2)
+    done = [d for n, chunk in enumerate(chunks) for d in translate_many(chunk, LocalStore(), record=records.path(n))]
+    assert all(d.error is None and not d.skipped for d in done)
+    assert len(list((out / ledger.FOLDER).iterdir())) == len(chunks) < len(jobs)
+    assert not [p for p in out.rglob(".*") if p.parent.name != ledger.FOLDER and p.name != ledger.FOLDER]
+    Path(jobs[3].target or "").unlink()
+    todo, skipped = batch.up_to_date(jobs, batch.prepare_out_dir(str(out)))
+    assert todo == [jobs[3]] and len(skipped) == 19 and all(d.skipped for d in skipped)
+    by_file = {d.relative: d.results for d in done}
+    assert all(d.results == by_file[d.relative] and d.results for d in skipped)  # rows as recorded
+    forced = batch.up_to_date([replace(job, force=True) for job in jobs], batch.prepare_out_dir(str(out)))
+    assert len(forced[0]) == 20 and forced[1] == []

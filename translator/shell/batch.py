@@ -29,9 +29,11 @@ from tqdm import tqdm
 
 from translator.diagnostics import formatted, stderr
 from translator.object_store import TIMEOUT
+from translator.shell import ledger
+from translator.shell.ledger import Ledger
 from translator.shell.local_disk import LocalStore, sweep_temporaries
 from translator.shell.packing import pack
-from translator.shell.replay import Done, Job, Store, marker_path, shown, translate_many
+from translator.shell.replay import Done, Job, Store, shown, translate_many
 from translator.shell.selection import Input, SelectionError, check_distinct, select, target_name
 from translator.shell.sink import SCARCE
 from translator.stdio import stop_signals
@@ -42,22 +44,33 @@ WINDOW = 2  # chunks in flight per worker: one translating, one queued behind it
 
 
 def plan(names: list[str], lister: Any, out_dir: str | None, template: Job,
-         url: Callable[[str], str] = lambda p: p, markers: set[str] | None = None) -> list[Job]:
+         url: Callable[[str], str] = lambda p: p) -> list[Job]:
     """One job per selected input (raises SelectionError); `url` turns a store path into what
-    the store opens. `markers`, the up-to-date markers a listing of the output found: a job
-    whose marker is not among them is translated without looking for it."""
+    the store opens."""
     picked: list[Input] = select(names, lister)
     check_distinct(picked, template.format)
     if not picked:
         stderr([f"translator: warning: no *.ndjson or *.jsonl files (optionally .gz) under {' '.join(names)}"])
-    jobs = [
+    return [
         replace(template, source=url(item.path), relative=item.relative, size=item.size, mtime=item.mtime,
                 target=None if out_dir is None else f"{out_dir.rstrip('/')}/{target_name(item.relative, template.format)}")
         for item in picked
     ]
-    if markers is None or template.force:
-        return jobs
-    return [job if job.target is None or marker_path(job.target) in markers else replace(job, force=True) for job in jobs]
+
+
+def up_to_date(jobs: list[Job], records: Ledger | None) -> tuple[list[Job], list[Done]]:
+    """The jobs to do, and the files the output directory's records find up to date (done
+    here, with their recorded results: no worker reads anything for them)."""
+    if records is None:
+        return jobs, []
+    todo, skipped = [], []
+    for job in jobs:
+        rows = None if job.force or job.target is None else records.recorded(shown(job.relative), job.target, job.key())
+        if rows is None:
+            todo.append(job)
+        else:
+            skipped.append(Done(job.relative, job.size, results=rows, skipped=True))
+    return todo, skipped
 
 
 def summary(done: list[Done], elapsed: float, interrupted: bool = False, signum: int = signal.SIGINT) -> int:
@@ -79,14 +92,23 @@ def summary(done: list[Done], elapsed: float, interrupted: bool = False, signum:
     return EX_DATAERR if failed else 0
 
 
-def prepare_out_dir(out_dir: str) -> set[str]:
+def prepare_out_dir(out_dir: str, now_ns: int | None = None) -> Ledger:
     """Create the output directory (a user error, 73, if it cannot be) and clear the
-    temporaries a killed run left; the up-to-date markers in it."""
+    temporaries a killed run left; what its records say (its dead records removed)."""
     try:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SelectionError(f"--out-dir {out_dir}: {exc.strerror}", EX_CANTCREAT) from exc
-    return sweep_temporaries(out_dir)
+    outputs, paths = sweep_temporaries(out_dir)
+    store = LocalStore()
+    folder = f"{out_dir.rstrip('/')}/{ledger.FOLDER}"
+    now = time.time_ns() if now_ns is None else now_ns
+    try:
+        found = ledger.read(folder, store.read_records(paths), now, os.getpid(), outputs)
+    except OSError:  # a record that cannot be read: nothing is known, everything is made again
+        return ledger.read(folder, {}, now, os.getpid(), outputs)
+    store.remove(found.dead)
+    return found
 
 
 _progress: Any = None  # a worker's shared byte counter (set by _worker_init)
@@ -113,11 +135,12 @@ def _advance(n: int) -> None:
         _progress.value += n
 
 
-def _work(chunk: list[Job]) -> list[Done]:
-    return translate_many(chunk, _store, _advance)
+def _work(chunk: list[Job], record: str | None) -> list[Done]:
+    return translate_many(chunk, _store, _advance, record)
 
 
-def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = None) -> tuple[list[Done], bool]:
+def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = None,
+              records: Ledger | None = None) -> tuple[list[Done], bool]:
     """Translate `jobs` in a process pool, a chunk of files per task (packing.py); at most
     WINDOW chunks per worker are in flight, and each completion is taken as it comes (a queue
     fed by the futures' callbacks), so the cost of scheduling grows with the chunks, never with
@@ -126,18 +149,18 @@ def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = No
     counter = context.Value("q", 0)
     done: list[Done] = []
     workers = max(1, min(workers, len(jobs) or 1))
-    chunks = iter(pack(jobs, workers))
+    chunks = iter(enumerate(pack(jobs, workers)))
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                initializer=_worker_init, initargs=(counter, os.getpid(), store or LocalStore()))
     finished: queue.SimpleQueue[tuple[list[Job], Future[list[Done]]]] = queue.SimpleQueue()
     in_flight = 0
 
     def submit() -> bool:
-        chunk = next(chunks, None)
+        n, chunk = next(chunks, (0, None))
         if chunk is None:
             return False
         try:
-            future = pool.submit(_work, chunk)
+            future = pool.submit(_work, chunk, None if records is None else records.path(n))
         except BrokenProcessPool:  # a worker died: what is left fails as the chunks in flight did
             future = Future()
             future.set_exception(BrokenProcessPool())
@@ -187,8 +210,8 @@ def report_done(result: Done, done: list[Done], total: int, bar: tqdm) -> None:
 def run(names: list[str], out_dir: str | None, workers: int, template: Job, results_table: str | None = None) -> int:
     """Translate every local file under `names` as `template` says; the exit status."""
     try:
-        markers = None if out_dir is None else prepare_out_dir(out_dir)
-        todo = plan(names, LocalStore(), out_dir, template, markers=markers)
+        records = None if out_dir is None else prepare_out_dir(out_dir)
+        todo, done = up_to_date(plan(names, LocalStore(), out_dir, template), records)
     except SelectionError as exc:
         stderr([f"translator: {exc}"])
         return exc.status
@@ -197,7 +220,8 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job, resu
     try:
         with tqdm(total=sum(job.size for job in todo), unit="B", unit_scale=True, file=sys.stderr,
                   disable=not drawn(), desc=f"0/{len(todo)} files") as bar, stopping(came):
-            done, interrupted = run_local(todo, workers, bar)
+            made, interrupted = run_local(todo, workers, bar, records=records)
+            done += made
     except OSError as exc:  # the pool's pipes or processes: the system's resources (ulimit)
         if exc.errno not in (*SCARCE, errno.EAGAIN):
             raise

@@ -29,7 +29,8 @@ from tqdm import tqdm
 from translator.diagnostics import stderr
 from translator.extras import MissingExtra, need
 from translator.object_store import TIMEOUT, StoreError, configured_timeout, faults, filesystem
-from translator.shell import batch
+from translator.shell import batch, ledger
+from translator.shell.ledger import Ledger
 from translator.shell.local_disk import LocalStore, sweep_temporaries
 from translator.shell.packing import pack
 from translator.shell.replay import Done, Job, Store, translate_file, translate_many
@@ -179,45 +180,41 @@ class FsspecStore:
             upload.discard()
             raise
 
-    def read_marker(self, path: str) -> bytes | None:
-        """The marker's bytes; None if there is none (a fault of the store is raised: the file
-        would fail on it anyway, after the wait)."""
-        if "://" not in path:
-            return self.local.read_marker(path)
-        fs, bare = self._fs(path)
-        try:
-            with faults(path, self.timeout):
-                return bytes(fs.cat_file(bare))
-        except FileNotFoundError:
-            return None
-
-    def together(self) -> AbstractContextManager[dict[str, OSError]]:
-        """Local outputs as LocalStore commits them; an object is committed whole by its
-        own PUT (or multipart completion) as its writer ends."""
+    def together(self, record: str | None = None, head: bytes = b"") -> AbstractContextManager[dict[str, OSError]]:
+        """Local outputs as LocalStore commits them; an object is committed whole by its own
+        PUT (or multipart completion) as its writer ends, so a record on the store has its
+        head PUT before the chunk starts."""
+        if record is None or "://" not in record:
+            return self.local.together(record, head)
+        self._put(record, head)
         return self.local.together()
 
-    def write_marker(self, path: str, data: bytes) -> None:
-        if "://" not in path:
-            self.local.write_marker(path, data)
+    def close_record(self, record: str, head: bytes, tail: bytes) -> None:
+        if "://" not in record:
+            self.local.close_record(record, head, tail)
         else:
-            fs, bare = self._fs(path)
-            with faults(path, self.timeout):
-                fs.pipe_file(bare, data)
+            self._put(record, head + tail)
+
+    def _put(self, path: str, data: bytes) -> None:
+        fs, bare = self._fs(path)
+        with faults(path, self.timeout):
+            fs.pipe_file(bare, data)
 
 
-def _task(job: Job, store: Store) -> Done:
+def _task(job: Job, store: Store, record: str | None) -> Done:
     """A Dask task: one file, in the worker's process; I/O errors go back to Dask to retry."""
-    return translate_file(job, store, raise_io=True)
+    return translate_file(job, store, record)
 
 
-def _group_task(jobs: list[Job], store: Store) -> list[Done]:
+def _group_task(jobs: list[Job], record: str | None, store: Store) -> list[Done]:
     """A Dask task: a chunk of files, one after another (I/O errors come back as results, and
     the client gives each such file a task of its own, which Dask retries)."""
-    return translate_many(jobs, store)
+    return translate_many(jobs, store, record=record)
 
 
-def plan(names: list[str], out_dir: str | None, template: Job, timeout: float = TIMEOUT) -> tuple[list[Job], Store]:
-    """The jobs and the store that reads and writes them."""
+def plan(names: list[str], out_dir: str | None, template: Job,
+         timeout: float = TIMEOUT) -> tuple[list[Job], Store, Ledger | None]:
+    """The jobs, the store that reads and writes them, and what the output's records say."""
     remote = [n for n in names if "://" in n]
     url: Callable[[str], str] = str
     if not remote:
@@ -232,26 +229,36 @@ def plan(names: list[str], out_dir: str | None, template: Job, timeout: float = 
         lister = Lister(fs, scheme, timeout)
         url = lambda path: f"{scheme}://{path}"  # noqa: E731 (named by the annotation above)
     store: Store = LocalStore() if not remote and "://" not in (out_dir or "") else FsspecStore(timeout)
-    markers = None
+    records = None
     if out_dir is not None:
-        markers = batch.prepare_out_dir(out_dir) if "://" not in out_dir else _markers(out_dir, timeout)
-    return batch.plan(names, lister, out_dir, template, url, markers), store
+        records = batch.prepare_out_dir(out_dir) if "://" not in out_dir else _records(out_dir, timeout)
+    return batch.plan(names, lister, out_dir, template, url), store, records
 
 
-def _markers(out_dir: str, timeout: float) -> set[str] | None:
-    """The up-to-date markers under an object-store prefix: one listing of it (paginated by
-    the store, not a walk of its "folders"); None if it cannot be listed (each marker is then
-    looked for by its file's task, as before, and a store's fault is said there, file by file)."""
+def _records(out_dir: str, timeout: float) -> Ledger:
+    """What the records under an object-store prefix say: one listing of it (paginated by the
+    store, not a walk of its "folders"), then the records read together, the dead removed. If
+    it cannot be listed or read, nothing is known: everything is made again (and a fault of
+    the store is said there, file by file)."""
     scheme = out_dir.split("://", 1)[0]
+    folder = f"{out_dir.rstrip('/')}/{ledger.FOLDER}"
+    now, pid = time.time_ns(), os.getpid()
     try:
         with faults(out_dir, timeout):
             fs, path = filesystem(out_dir, timeout)
-            found = fs.find(path)
+            found = [f"{scheme}://{name}" for name in fs.find(path)]
+            paths = [name for name in found if name.startswith(f"{folder}/") and ledger.is_record(name)]
+            data = fs.cat([p.split("://", 1)[1] for p in paths]) if paths else {}
     except FileNotFoundError:  # nothing written there yet
-        return set()
+        return ledger.read(folder, {}, now, pid, set())
     except OSError:
-        return None
-    return {f"{scheme}://{name}" for name in found if name.rpartition("/")[2].startswith(".") and name.endswith(".done")}
+        return ledger.read(folder, {}, now, pid, None)
+    records = {f"{scheme}://{name}": bytes(value) for name, value in data.items()}
+    got = ledger.read(folder, records, now, pid, set(found) - set(paths))
+    if got.dead:
+        with suppress(OSError), faults(out_dir, timeout):
+            fs.rm([p.split("://", 1)[1] for p in got.dead])
+    return got
 
 
 def run(names: list[str], out_dir: str | None, workers: int, template: Job,
@@ -266,7 +273,8 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
     started = time.monotonic()
     with batch.stopping(came):
         try:
-            jobs, store = plan(names, out_dir, template, timeout)
+            jobs, store, records = plan(names, out_dir, template, timeout)
+            todo, skipped = batch.up_to_date(jobs, records)
             if cluster is not None:
                 need("distributed")
         except KeyboardInterrupt:  # listing: nothing done yet
@@ -280,7 +288,8 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
         except OSError as exc:  # listing the store failed (credentials, no bucket)
             stderr([f"translator: {' '.join(names)}: {exc.strerror or exc}"])
             return batch.EX_IOERR
-        done, interrupted = _translate(jobs, store, cluster, workers)
+        done, interrupted = _translate(todo, store, cluster, workers, records)
+        done = skipped + done
         if out_dir is not None and "://" not in out_dir:
             sweep_temporaries(out_dir)  # a lost worker's, whose file was done again elsewhere
         try:
@@ -291,15 +300,16 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
             return 128 + (came[0] if came else signal.SIGINT)
 
 
-def _translate(jobs: list[Job], store: Store, cluster: str | None, workers: int) -> tuple[list[Done], bool]:
+def _translate(jobs: list[Job], store: Store, cluster: str | None, workers: int,
+               records: Ledger | None) -> tuple[list[Done], bool]:
     """The jobs done on the local pool or on Dask, and whether a stop signal cut them short (the
     pool's workers are then ended: one a store keeps waiting would hold the exit)."""
     try:
         with tqdm(total=sum(job.size for job in jobs), unit="B", unit_scale=True, file=sys.stderr,
                   disable=not batch.drawn(), desc=f"0/{len(jobs)} files") as bar:
             if cluster is not None:
-                return run_dask(jobs, store, cluster, workers, bar)
-            done, interrupted = batch.run_local(jobs, workers, bar, store)
+                return run_dask(jobs, store, cluster, workers, bar, records)
+            done, interrupted = batch.run_local(jobs, workers, bar, store, records)
     except KeyboardInterrupt:  # starting or leaving the engine
         done, interrupted = [], True
     if interrupted:
@@ -340,7 +350,8 @@ def settle(work: list[Job] | Job, value: Any) -> list[Done | Job]:
     return [job if d.error is not None and not d.data_error else d for d, job in zip(value, work, strict=True)]
 
 
-def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: tqdm) -> tuple[list[Done], bool]:
+def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: tqdm,
+             records: Ledger | None = None) -> tuple[list[Done], bool]:
     distributed = need("distributed")
     done: list[Done] = []
     with connect(cluster, workers) as client:
@@ -350,17 +361,23 @@ def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: tqd
         # given (internal priority), here largest first: a huge log starts at once and the
         # small ones fill the other cores around it.
         packed = pack(jobs, sum(client.nthreads().values()))
+
+        def record(chunk: int | str) -> str | None:
+            return None if records is None else records.path(chunk)
+
         keys = [f"translate-{os.getpid()}-{n}-{hashlib.sha1(g[0].source.encode()).hexdigest()[:16]}" for n, g in enumerate(packed)]
         futures: dict[Any, list[Job] | Job] = dict(zip(
-            client.map(_group_task, packed, store=store, key=keys, retries=RETRIES, pure=False), packed, strict=True))
+            client.map(_group_task, packed, [record(n) for n in range(len(packed))], store=store, key=keys,
+                       retries=RETRIES, pure=False), packed, strict=True))
         # Results come back in batches with the completions, not one round trip each.
         finished = distributed.as_completed(futures, with_results=True, raise_errors=False)
         try:
             for future, value in finished:
                 for result in settle(futures.pop(future), value):
                     if isinstance(result, Job):  # alone now, retried by Dask, then reported
-                        key = f"translate-{os.getpid()}-alone-{hashlib.sha1(result.source.encode()).hexdigest()}"
-                        retry = client.submit(_task, result, store, key=key, retries=RETRIES, pure=False)
+                        digest = hashlib.sha1(result.source.encode()).hexdigest()
+                        retry = client.submit(_task, result, store, record(digest), key=f"translate-{os.getpid()}-alone-{digest}",
+                                              retries=RETRIES, pure=False)
                         futures[retry] = result
                         finished.add(retry)
                         continue

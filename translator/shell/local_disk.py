@@ -1,6 +1,7 @@
 """Local disk as a batch's store: inputs read in place, outputs committed whole (a temporary
-beside the target, on disk before it is renamed over it), and the one walk of an output
-directory that clears a killed run's temporaries and finds the up-to-date markers.
+beside the target, on disk before it is renamed over it), a chunk's up-to-date record written
+around their commit (ledger.py), and the one walk of an output directory that clears a killed
+run's temporaries and finds its outputs and records.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import BinaryIO
 
+from translator.shell.ledger import FOLDER, is_record
 from translator.shell.selection import Found
 
 TEMPORARY = re.compile(r"^\..+\.(\d+)\.tmp$")  # `.<output name>.<pid>.tmp`
+MARKER = re.compile(r"^\.(.+\.jsonl)\.done$")  # `.<output name>.done`: an earlier version's up-to-date marker
 
 
 class LocalStore:
@@ -78,11 +81,23 @@ class LocalStore:
             raise
 
     @contextmanager
-    def together(self) -> Iterator[dict[str, OSError]]:
-        """One sync of each disk the temporaries are on, then the renames (a sync per file
-        cost ~1 ms, more than a small log's translation)."""
+    def together(self, record: str | None = None, head: bytes = b"") -> Iterator[dict[str, OSError]]:
+        """The head of the chunk's record first (raises OSError if it cannot be written: then
+        nothing is committed); after the block, one sync of each disk the temporaries and the
+        record are on, then the renames (a sync per file cost ~1 ms, more than a small log's
+        translation)."""
         failed: dict[str, OSError] = {}
         staged: list[tuple[str, str, int]] = []
+        disks: dict[int, str] = {}
+        if record is not None:
+            try:
+                out = open(record, "wb")  # noqa: SIM115 (closed at once)
+            except FileNotFoundError:
+                os.makedirs(os.path.dirname(record), exist_ok=True)
+                out = open(record, "wb")  # noqa: SIM115
+            with out:
+                out.write(head)
+                disks[os.fstat(out.fileno()).st_dev] = record
         self._staged = staged
         try:
             yield failed
@@ -94,7 +109,7 @@ class LocalStore:
         finally:
             self._staged = None
         try:
-            _sync({device: tmp for tmp, _, device in staged})
+            _sync(disks | {device: tmp for tmp, _, device in staged})
         except OSError as exc:
             failed.update((target, exc) for _, target, _ in staged)
         for tmp, target, _ in staged:
@@ -107,18 +122,24 @@ class LocalStore:
                 with suppress(OSError):
                     os.unlink(tmp)
 
-    def read_marker(self, path: str) -> bytes | None:
-        try:
-            with open(path, "rb") as f:
-                return f.read()
-        except OSError:
-            return None
+    def close_record(self, record: str, head: bytes, tail: bytes) -> None:
+        """The entries of the outputs committed, after the head (not synced: entries lost in a
+        crash only make their files be redone)."""
+        with open(record, "ab") as out:
+            out.write(tail)
 
-    def write_marker(self, path: str, data: bytes) -> None:
-        """In place, not synced: a marker cut short is not JSON, and one lost in a crash, like
-        that, only makes its (synced) output be redone."""
-        with open(path, "wb") as out:
-            out.write(data)
+    def read_records(self, paths: list[str]) -> dict[str, bytes]:
+        """The record files' bytes (raises OSError if one cannot be read)."""
+        found = {}
+        for path in paths:
+            with open(path, "rb") as f:
+                found[path] = f.read()
+        return found
+
+    def remove(self, paths: list[str]) -> None:
+        for path in paths:
+            with suppress(OSError):
+                os.unlink(path)
 
 
 def _sync(files: dict[int, str]) -> None:
@@ -146,22 +167,35 @@ def _syncfs() -> Callable[[int], int] | None:
 _SYNCFS = _syncfs()
 
 
-def sweep_temporaries(out_dir: str) -> set[str]:
+def sweep_temporaries(out_dir: str) -> tuple[set[str], list[str]]:
     """Remove the temporaries of writers that are gone (killed, or a lost machine's pid that
-    is not alive here; a live writer's are left alone); the up-to-date markers found on the
-    same walk of the output, so that a file with none is known stale without a look of its own."""
-    markers: set[str] = set()
-    for entry in _hidden(out_dir.rstrip("/") or "/"):
-        if entry.name.endswith(".done"):
-            markers.add(entry.path)
-        elif (match := TEMPORARY.match(entry.name)) is not None and not _alive(int(match.group(1))):
+    is not alive here; a live writer's are left alone); the output files and the up-to-date
+    records found on the same walk, so that no file needs a look of its own."""
+    outputs: set[str] = set()
+    records: list[str] = []
+    markers: list[tuple[str, str]] = []
+    top = out_dir.rstrip("/") or "/"
+    for entry in _files(top):
+        if (match := TEMPORARY.match(entry.name)) is not None:
+            if not _alive(int(match.group(1))):
+                with suppress(OSError):
+                    os.unlink(entry.path)
+        elif is_record(entry.name) and os.path.basename(os.path.dirname(entry.path)) == FOLDER:
+            records.append(entry.path)
+        else:
+            outputs.add(entry.path)
+            if (found := MARKER.match(entry.name)) is not None:
+                markers.append((entry.path, os.path.join(os.path.dirname(entry.path), found.group(1))))
+    for marker, output in markers:  # an earlier version's, beside its output: records hold that now
+        if output in outputs:
+            outputs.discard(marker)
             with suppress(OSError):
-                os.unlink(entry.path)
-    return markers
+                os.unlink(marker)
+    return outputs, records
 
 
-def _hidden(top: str) -> Iterator[os.DirEntry[str]]:
-    """The hidden files under `top` (markers, temporaries), folder by folder."""
+def _files(top: str) -> Iterator[os.DirEntry[str]]:
+    """The files under `top`, folder by folder."""
     folders = [top]
     while folders:
         try:
@@ -169,7 +203,7 @@ def _hidden(top: str) -> Iterator[os.DirEntry[str]]:
                 for entry in entries:
                     if entry.is_dir(follow_symlinks=False):
                         folders.append(entry.path)
-                    elif entry.name.startswith("."):
+                    else:
                         yield entry
         except OSError:  # gone or unreadable: its files are found stale (and redone), no more
             continue

@@ -3,9 +3,10 @@ Dask) and every store (local disk or object storage).
 
 The work of a file is a pure function of its bytes and its `Job`: the session id comes from its
 relative path, time from its modification time, so a rerun (or a retry on another machine)
-writes the same bytes. An output is committed only whole (`Store.writer`), then a small marker
-beside it records the key it was made under (input, options, rate card, version) and its
-results, so "up to date" is a comparison of keys and a skipped file still has its rows.
+writes the same bytes. An output is committed only whole (`Store.writer`), a chunk's together,
+and the chunk's record (ledger.py) keeps the key each was made under (input, options, rate card,
+version) and its results, so "up to date" is a comparison of keys and a skipped file still has
+its rows.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from translator.core.rates import RateCard
 from translator.core.translator import Options
 from translator.encoders import Encoder
 from translator.feed import CHUNK, Feed, new_core, steps
+from translator.shell import ledger
 from translator.table.rows import Recorder
 
 NAMESPACE = uuid.UUID("7b7c2f0e-49a1-4b5e-9c1d-0c6a1e5d2b49")  # this tool's uuid5 namespace
@@ -39,11 +41,14 @@ class Store(Protocol):
     def writer(self, path: str) -> AbstractContextManager[BinaryIO]:
         """A file whose content appears at `path` only if the block ends without an exception."""
         ...
-    def read_marker(self, path: str) -> bytes | None: ...
-    def write_marker(self, path: str, data: bytes) -> None: ...
-    def together(self) -> AbstractContextManager[dict[str, OSError]]:
+    def together(self, record: str | None = None, head: bytes = b"") -> AbstractContextManager[dict[str, OSError]]:
         """The writers opened inside commit at its end, in one go (local disk: one sync for
-        them all, not one per file); the dict is filled then with the paths that failed."""
+        them all, not one per file); the dict is filled then with the paths that failed.
+        `head`, the first part of the chunk's `record`, is written before any of them is
+        committed (raises OSError if it cannot be)."""
+        ...
+    def close_record(self, record: str, head: bytes, tail: bytes) -> None:
+        """The record complete: `tail` after `head`."""
         ...
 
 
@@ -81,7 +86,7 @@ class Done:
     size: int
     diagnostics: list[str] = field(default_factory=list)
     results: list[dict[str, Any]] = field(default_factory=list)  # one row per run (table/rows.py)
-    skipped: bool = False  # up to date: nothing was read but the marker
+    skipped: bool = False  # up to date: its record says so, nothing was read
     error: str | None = None  # why the file failed
     data_error: bool = False  # it failed on its content, not on I/O
 
@@ -92,11 +97,6 @@ class Rejected(Exception):
 
 class Broken(Exception):
     """The compressed input is damaged or cut short (`gzip: <why>`): the output is discarded."""
-
-
-def marker_path(target: str) -> str:
-    head, _, name = target.rpartition("/")
-    return f"{head}/.{name}.done" if head else f".{name}.done"
 
 
 def shown(name: str) -> str:
@@ -134,47 +134,59 @@ class _Sink:
         return len(data)
 
 
-def translate_file(job: Job, store: Store, progress: Callable[[int], None] = lambda n: None,
-                   raise_io: bool = False) -> Done:
-    """Translate one file (in a worker). Content that fails (a broken gzip, --on-invalid fail,
-    or anything the core could not survive) is a data error; I/O trouble is an I/O error, or
-    is raised with `raise_io` so that an engine that retries can retry it."""
-    done, marker = _one(job, store, progress, raise_io)
-    if marker is not None:
-        _mark(job, store, marker, done, raise_io)
-    return done
+def translate_file(job: Job, store: Store, record: str | None = None) -> Done:
+    """One file as a chunk of its own, its I/O errors raised for an engine that retries."""
+    return translate_many([job], store, record=record, raise_io=True)[0]
 
 
-def translate_many(jobs: list[Job], store: Store, progress: Callable[[int], None] = lambda n: None) -> list[Done]:
-    """A chunk of files (one task), each as translate_file does; their outputs committed
-    together at the end, then their markers, so a marker never stands beside an output that
-    was not committed. A file whose commit failed is an I/O error."""
-    made: list[tuple[Job, Done, bytes | None]] = []
-    with store.together() as failed:
-        for job in jobs:
-            made.append((job, *_one(job, store, progress, False)))
-    for job, done, marker in made:
-        if job.target is not None and (exc := failed.get(job.target)) is not None:
-            done.results, done.error = [], exc.strerror or str(exc) or type(exc).__name__
-        elif marker is not None:
-            _mark(job, store, marker, done, False)
+def translate_many(jobs: list[Job], store: Store, progress: Callable[[int], None] = lambda n: None,
+                   record: str | None = None, raise_io: bool = False) -> list[Done]:
+    """Translate a chunk of files (one task, in a worker); their outputs committed together at
+    the end, inside the chunk's `record` (ledger.py), which then gets an entry for each output
+    committed. Content that fails (a broken gzip, --on-invalid fail, or anything the core could
+    not survive) is a data error; I/O trouble (a commit that failed too) an I/O error, or is
+    raised with `raise_io` so that an engine that retries can retry it."""
+    files = [shown(job.relative) for job in jobs if job.target is not None]
+    head = ledger.head(files)
+    made: list[tuple[Job, Done, str | None]] = []
+    if not files:
+        record = None
+    try:
+        with store.together(record, head) as failed:
+            for job in jobs:
+                made.append((job, *_one(job, store, progress, raise_io)))
+    except OSError as exc:  # the record's head: nothing is committed
+        if raise_io:
+            raise
+        return [Done(job.relative, job.size, error=f"its up-to-date record: {_why(exc)}") for job in jobs]
+    committed = []
+    for job, done, key in made:
+        if job.target is not None and (fault := failed.get(job.target)) is not None:
+            if raise_io:
+                raise fault
+            done.results, done.error = [], _why(fault)
+        elif key is not None:
+            committed.append((shown(job.relative), key, done.results))
+    if record is not None and committed:
+        try:
+            store.close_record(record, head, ledger.entries(committed))
+        except OSError as exc:  # the outputs are there, but will be redone
+            if raise_io:
+                raise
+            for _, done, key in made:
+                if key is not None and done.error is None:
+                    done.error = f"its up-to-date record: {_why(exc)}"
     return [done for _, done, _ in made]
 
 
-def _mark(job: Job, store: Store, marker: bytes, done: Done, raise_io: bool) -> None:
-    try:
-        store.write_marker(marker_path(job.target or ""), marker)
-    except OSError as exc:
-        if raise_io:
-            raise
-        done.error = exc.strerror or str(exc) or type(exc).__name__
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc) or type(exc).__name__
 
 
-def _one(job: Job, store: Store, progress: Callable[[int], None], raise_io: bool) -> tuple[Done, bytes | None]:
-    """The file's outcome and, when it was written, its marker (for the caller to write once
-    the output is committed)."""
+def _one(job: Job, store: Store, progress: Callable[[int], None], raise_io: bool) -> tuple[Done, str | None]:
+    """The file's outcome and, when its output was written, the key it was made under."""
     done = Done(job.relative, job.size)
-    marker = None
+    made = None
     seen = 0
 
     def tick(n: int) -> None:
@@ -183,14 +195,10 @@ def _one(job: Job, store: Store, progress: Callable[[int], None], raise_io: bool
         progress(n)
 
     try:
-        key = job.key()
-        if job.target is not None and not job.force and (found := _up_to_date(job, store, key)) is not None:
-            done.results, done.skipped = found, True
-            return done, None
         recorder = _translate(job, store, tick, done)
         done.results = recorder.rows
         if job.target is not None:
-            marker = orjson.dumps({"key": key, "results": recorder.rows})
+            made = job.key()
     except Rejected:
         done.error, done.data_error = "rejected: --on-invalid fail", True
     except Broken as exc:
@@ -198,26 +206,13 @@ def _one(job: Job, store: Store, progress: Callable[[int], None], raise_io: bool
     except OSError as exc:
         if raise_io:
             raise
-        done.error = exc.strerror or str(exc) or type(exc).__name__
+        done.error = _why(exc)
     except Exception as exc:  # a poison file: named and failed, never the whole batch
         done.error, done.data_error = f"{type(exc).__name__}: {exc}", True
     finally:
         if seen < job.size:
-            progress(job.size - seen)  # skipped, failed or grown: the bar still ends at 100%
-    return done, marker
-
-
-def _up_to_date(job: Job, store: Store, key: str) -> list[dict[str, Any]] | None:
-    """The results recorded with the output, if it was made under the same key."""
-    data = store.read_marker(marker_path(job.target or ""))
-    try:
-        marker = orjson.loads(data) if data is not None else None
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(marker, dict) or marker.get("key") != key:
-        return None
-    rows = marker.get("results")
-    return rows if isinstance(rows, list) else None
+            progress(job.size - seen)  # failed or grown: the bar still ends at 100%
+    return done, made
 
 
 def _translate(job: Job, store: Store, progress: Callable[[int], None], done: Done) -> Recorder:

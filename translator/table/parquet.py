@@ -4,7 +4,7 @@ The rows come from the pass that translates (rows.py); this only writes them. Th
 is hive-partitioned by the log's day (`date=YYYY-MM-DD/part-0.parquet`: the first recorded
 event's UTC day, else the file's modification day), so DuckDB, pandas or Spark read it as one
 table and prune by date. Each write replaces the partitions it has rows for; a batch's rows
-include those of up-to-date files (kept in their markers), so a rerun rewrites the same table.
+include those of up-to-date files (kept in their records), so a rerun rewrites the same table.
 
 A partition's file is made whole beside its place (a `.part-0.parquet.<pid>.tmp` no reader
 takes for a part) and renamed over it; on an object store it is one PUT, which replaces an

@@ -1,0 +1,117 @@
+"""The up-to-date records of an output directory: one record file per chunk of outputs, in a
+hidden folder of it, not a marker file beside each output (creating a file costs more than
+translating a small log; on object storage each is a PUT).
+
+A chunk's record is written in two steps around the commit of its outputs:
+  1. before any of them is committed, a head naming the chunk's files (on local disk it reaches
+     the disk with the chunk's one sync, before the renames);
+  2. after, one line per output committed: the key it was made under and its results rows.
+Records are read in the order they were written (their names: the run's generation, then its
+process and chunk), and a file's latest record decides: an entry whose key is this run's, with
+its output there, is up to date; a head with no entry after it (a run stopped between its
+commit and its entries, or whose entries were lost in a crash) means the output may be anything
+and is redone. A record that is no file's latest is dead, and removed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+FOLDER = ".translator.done"
+NAME = re.compile(r"^(\d{20})-(\d+)-([0-9a-z]+)\.done$")  # generation, pid, chunk
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A committed output: the key it was made under, and its results rows."""
+
+    key: str
+    results: list[dict[str, Any]]
+
+
+@dataclass
+class Ledger:
+    """What an output directory's records say, and where this run writes its own."""
+
+    folder: str  # <out>/.translator.done, as the store names it
+    generation: int  # this run's: after every record found
+    pid: int
+    latest: dict[str, Entry | None] = field(default_factory=dict)  # file (shown relative path) -> its latest record
+    outputs: set[str] | None = None  # the output files there are (None: not listed, taken as there)
+    dead: list[str] = field(default_factory=list)  # record files that are no file's latest
+
+    def path(self, chunk: int | str) -> str:
+        """The record file of one chunk (an int) or of a file retried alone (a hex digest,
+        after the chunks of the same run in the reading order)."""
+        name = f"{chunk:06d}" if isinstance(chunk, int) else f"z{chunk}"
+        return f"{self.folder}/{self.generation:020d}-{self.pid}-{name}.done"
+
+    def recorded(self, relative: str, target: str, key: str) -> list[dict[str, Any]] | None:
+        """The results of an output made under `key` that is still there; None if it must be made."""
+        entry = self.latest.get(relative)
+        if entry is None or entry.key != key or (self.outputs is not None and target not in self.outputs):
+            return None
+        return entry.results
+
+
+def head(files: list[str]) -> bytes:
+    """A record's first line: the files of its chunk, written before any of them is committed."""
+    return orjson.dumps({"files": files}) + b"\n"
+
+
+def entries(made: Iterable[tuple[str, str, list[dict[str, Any]]]]) -> bytes:
+    """A record's other lines, one per output committed: (file, key, results) each."""
+    return b"".join(orjson.dumps({"file": file, "key": key, "results": rows}) + b"\n" for file, key, rows in made)
+
+
+def _order(name: str) -> tuple[int, int, str]:
+    match = NAME.match(name.rpartition("/")[2])
+    assert match is not None
+    return int(match.group(1)), int(match.group(2)), match.group(3)
+
+
+def is_record(name: str) -> bool:
+    return NAME.match(name.rpartition("/")[2]) is not None
+
+
+def read(folder: str, records: dict[str, bytes], now_ns: int, pid: int, outputs: set[str] | None) -> Ledger:
+    """The ledger of the record files found (path -> bytes), for a run starting at `now_ns`
+    (its generation: that, or after the latest found if the clock went back)."""
+    latest: dict[str, tuple[str, Entry | None]] = {}
+    last = 0
+    for path in sorted(records, key=_order):
+        last = max(last, _order(path)[0])
+        lines = records[path].split(b"\n")
+        try:
+            listed = orjson.loads(lines[0])["files"]
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            listed = []  # a head cut short was never synced, so none of its outputs were committed
+        files = {name for name in listed if isinstance(name, str)} if isinstance(listed, list) else set()
+        for name in files:
+            latest[name] = (path, None)
+        for line in lines[1:]:
+            found = _entry(line)
+            if found is not None and found[0] in files:
+                latest[found[0]] = (path, found[1])
+    live = {path for path, _ in latest.values()}
+    return Ledger(folder, max(now_ns, last + 1), pid, {name: e for name, (_, e) in latest.items()}, outputs,
+                  [path for path in records if path not in live])
+
+
+def _entry(line: bytes) -> tuple[str, Entry] | None:
+    """A well-formed entry line; None for anything else (a line cut short by a crash)."""
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    file, key, results = value.get("file"), value.get("key"), value.get("results")
+    if isinstance(file, str) and isinstance(key, str) and isinstance(results, list):
+        return file, Entry(key, results)
+    return None
