@@ -199,6 +199,21 @@ def test_an_earlier_versions_markers_are_removed_and_its_outputs_made_again(tmp_
     assert (out / "one.enriched.jsonl").read_bytes() != b"old bytes\n"
 
 
+def test_the_local_listing_is_what_rglob_found(tmp_path: Path) -> None:
+    """files_under walks with scandir now: the same files as pathlib's rglob (links to files
+    in, linked folders not entered), each with its size and modification time."""
+    root = tmp_path / "logs"
+    (root / "a" / "b").mkdir(parents=True)
+    (root / "a" / "b" / "x.ndjson").write_bytes(b"12345")
+    (root / "y.jsonl").write_bytes(b"1")
+    (root / "link.ndjson").symlink_to(root / "y.jsonl")
+    (root / "linked").symlink_to(root / "a", target_is_directory=True)
+    (root / "dangling.ndjson").symlink_to(root / "nowhere")
+    got = sorted((f.path, f.size, f.mtime) for f in LocalStore().files_under(str(root)))
+    want = sorted((str(p), p.stat().st_size, p.stat().st_mtime) for p in root.rglob("*") if p.is_file())
+    assert got == want and len(got) == 3
+
+
 class Exploding:
     """A store whose input fails in the middle with an exception the core never expects:
     the last-resort guard of a worker, proven by injecting the failure."""

@@ -65,7 +65,9 @@ def up_to_date(jobs: list[Job], records: Ledger | None) -> tuple[list[Job], list
         return jobs, []
     todo, skipped = [], []
     for job in jobs:
-        rows = None if job.force or job.target is None else records.recorded(shown(job.relative), job.target, job.key())
+        name, rows = shown(job.relative), None
+        if not job.force and job.target is not None and records.latest.get(name) is not None:  # (the key: only then)
+            rows = records.recorded(name, job.target, job.key())
         if rows is None:
             todo.append(job)
         else:

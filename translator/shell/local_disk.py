@@ -12,7 +12,6 @@ import re
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from pathlib import Path
 from typing import BinaryIO
 
 from translator.shell.ledger import FOLDER, is_record
@@ -44,7 +43,25 @@ class LocalStore:
         return Found(path, st.st_size, st.st_mtime)
 
     def files_under(self, path: str) -> list[Found]:
-        return [self.stat(str(p)) for p in Path(path).rglob("*") if p.is_file()]
+        """Every file under `path` (symbolic links to files too; not into linked folders, as
+        pathlib's rglob): a scandir walk, one stat a file (rglob took three, and pathlib
+        objects: a third of the planning of 16,000 small files)."""
+        found = []
+        folders = [path]
+        while folders:
+            try:
+                entries = os.scandir(folders.pop())
+            except (PermissionError, FileNotFoundError):  # unreadable (rglob skips it too), or gone
+                continue
+            with entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+                    elif entry.is_file():
+                        with suppress(FileNotFoundError):  # gone since the listing: not an input
+                            st = entry.stat()
+                            found.append(Found(entry.path, st.st_size, st.st_mtime))
+        return found
 
     def glob(self, pattern: str) -> list[Found]:
         import glob
