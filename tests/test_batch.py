@@ -299,6 +299,41 @@ def test_a_stop_signal_ends_the_batch_with_its_summary(tmp_path: Path, signum: i
     assert [p.name for p in out.rglob("*.tmp")] == []
 
 
+@pytest.mark.parametrize("fifo_writer", [False, True])
+def test_a_stop_signal_ends_a_worker_stuck_on_its_input(tmp_path: Path, fifo_writer: bool) -> None:
+    """A worker that waits on its input (a FIFO with no writer yet, or one that keeps it open
+    without writing, its output's temporary begun) held the batch after its summary until the
+    worker was done, for ever here; it is ended, its temporary removed, the status 143 at once."""
+    src, out = tmp_path / "logs", tmp_path / "out"
+    src.mkdir()
+    stuck = src / "stuck.ndjson"
+    os.mkfifo(stuck)
+    shutil.copy(FIXTURES / "thinking.events.jsonl", src / "done.ndjson")
+    proc = subprocess.Popen([TRANSLATOR, "--out-dir", str(out), "--jobs", "2", str(stuck), str(src / "done.ndjson")],
+                            stderr=subprocess.PIPE)
+    writer = None
+    try:
+        if fifo_writer:
+            writer = open(stuck, "wb")  # noqa: SIM115 (the writer of the worker's input, held open)
+            writer.write(events("thinking")[:200])
+            writer.flush()
+            poll(lambda: list(out.glob(".stuck.*.tmp")), 60)
+        poll(lambda: (out / "done.enriched.jsonl").exists(), 60)  # the other file is done: one worker waits
+        workers = children(proc.pid)
+        assert workers
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if writer is not None:
+            writer.close()
+        proc.kill()
+    assert proc.returncode == 143
+    assert re.fullmatch(rb"translator: 1 translated, 0 skipped \(up to date\), 0 failed; .* \(interrupted\)\n", err), err
+    assert not any(Path(f"/proc/{pid}").exists() for pid in workers)
+    assert [p.name for p in out.rglob("*.tmp")] == [] and (out / "done.enriched.jsonl").exists()
+    assert not (out / "stuck.enriched.jsonl").exists()
+
+
 def test_progress_is_in_bytes_within_a_file_on_a_terminal(tmp_path: Path) -> None:
     import fcntl
     import pty

@@ -189,6 +189,9 @@ def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = No
             in_flight += submit()
     except KeyboardInterrupt:
         pool.shutdown(wait=False, cancel_futures=True)
+        for worker in multiprocessing.active_children():  # the files in hand abandoned: one stuck held the exit
+            worker.kill()
+            worker.join()
         return done, True
     pool.shutdown()
     return done, False
@@ -229,6 +232,8 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job, resu
             raise
         stderr([f"translator: cannot start the worker processes: {exc.strerror}"])
         return EX_OSERR
+    if interrupted and out_dir is not None:  # the ended workers' temporaries
+        sweep_temporaries(out_dir)
     return finish(done, time.monotonic() - started, results_table, interrupted, came[0] if came else signal.SIGINT)
 
 
