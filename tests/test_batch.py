@@ -334,6 +334,42 @@ def test_a_stop_signal_ends_a_worker_stuck_on_its_input(tmp_path: Path, fifo_wri
     assert not (out / "stuck.enriched.jsonl").exists()
 
 
+# The batch, with a stop signal sent to itself from an at-fork hook while its pool forks the
+# first worker: where one landed under load (logging's hook said "Exception ignored").
+LANDS_IN_A_FORK = """
+import os, signal, sys
+from translator.cli.command import run
+
+def land() -> None:
+    if not sent:
+        sent.append(1)
+        os.kill(os.getpid(), {signum})
+        for _ in range(1000):  # the handler runs here, inside the hook
+            pass
+
+sent = []
+os.register_at_fork(after_in_parent=land)
+sys.argv = ["translator", "--out-dir", {out!r}, "--jobs", "2", {src!r}]
+run()
+"""
+
+
+@pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)])
+def test_a_stop_signal_while_the_pool_forks_is_not_lost(tmp_path: Path, signum: int, status: int) -> None:
+    """It was a KeyboardInterrupt raised where the signal landed: in an at-fork hook it was
+    swallowed, and the batch ran on to its end, 0 (or it escaped before the summary: 130, not
+    a word). Now the signal is noted and the pool's loop stops on it."""
+    import sys
+
+    src, out = logs(tmp_path), tmp_path / "out"
+    code = LANDS_IN_A_FORK.format(signum=int(signum), out=str(out), src=str(src))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    assert proc.returncode == status, proc.stderr
+    assert re.fullmatch(rb"translator: \d translated, 0 skipped \(up to date\), 0 failed; .* \(interrupted\)\n",
+                        proc.stderr), proc.stderr
+    assert [p.name for p in out.rglob("*.tmp")] == []
+
+
 def test_progress_is_in_bytes_within_a_file_on_a_terminal(tmp_path: Path) -> None:
     import fcntl
     import pty

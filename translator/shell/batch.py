@@ -142,11 +142,12 @@ def _work(chunk: list[Job], record: str | None) -> list[Done]:
 
 
 def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = None,
-              records: Ledger | None = None) -> tuple[list[Done], bool]:
+              records: Ledger | None = None, came: list[int] | None = None) -> tuple[list[Done], bool]:
     """Translate `jobs` in a process pool, a chunk of files per task (packing.py); at most
     WINDOW chunks per worker are in flight, and each completion is taken as it comes (a queue
     fed by the futures' callbacks), so the cost of scheduling grows with the chunks, never with
-    their square. The bar follows the bytes read inside each file."""
+    their square. The bar follows the bytes read inside each file. A stop signal comes as a
+    KeyboardInterrupt, or (`came`, from stopping(came, raising=False)) noted, seen within 0.1 s."""
     context = multiprocessing.get_context("fork")
     counter = context.Value("q", 0)
     done: list[Done] = []
@@ -170,9 +171,9 @@ def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = No
         return True
 
     try:
-        while in_flight < WINDOW * workers and submit():
+        while in_flight < WINDOW * workers and not came and submit():
             in_flight += 1
-        while in_flight:
+        while in_flight and not came:
             try:
                 chunk, future = finished.get(timeout=0.1)
             except queue.Empty:
@@ -187,6 +188,8 @@ def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = No
                 report_done(result, done, len(jobs), bar)
             bar.update(counter.value - bar.n)
             in_flight += submit()
+        if came:
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
         pool.shutdown(wait=False, cancel_futures=True)
         for worker in multiprocessing.active_children():  # the files in hand abandoned: one stuck held the exit
@@ -223,9 +226,9 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job, resu
     started = time.monotonic()
     came: list[int] = []
     try:
-        with tqdm(total=sum(job.size for job in todo), unit="B", unit_scale=True, file=sys.stderr,
-                  disable=not drawn(), desc=f"0/{len(todo)} files") as bar, stopping(came):
-            made, interrupted = run_local(todo, workers, bar, records=records)
+        with stopping(came, raising=False), tqdm(total=sum(job.size for job in todo), unit="B", unit_scale=True,
+                                                 file=sys.stderr, disable=not drawn(), desc=f"0/{len(todo)} files") as bar:
+            made, interrupted = run_local(todo, workers, bar, records=records, came=came)
             done += made
     except OSError as exc:  # the pool's pipes or processes: the system's resources (ulimit)
         if exc.errno not in (*SCARCE, errno.EAGAIN):
@@ -238,16 +241,20 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job, resu
 
 
 @contextmanager
-def stopping(came: list[int]) -> Iterator[None]:
+def stopping(came: list[int], raising: bool = True) -> Iterator[None]:
     """SIGTERM and SIGHUP (unless ignored) stop the batch as Ctrl-C does (KeyboardInterrupt):
     the files being translated are abandoned, the summary is printed, and the status is the
-    signal's, which is put in `came`; before, they killed it unsaid, temporaries left behind."""
+    signal's, which is put in `came`; before, they killed it unsaid, temporaries left behind.
+    With `raising` False, Ctrl-C's too, a signal is only noted, for a loop that looks at `came`:
+    an exception raised wherever the signal lands can be lost (in an at-fork hook, while the
+    pool forks its workers: the batch ran on to its end, 0) or escape before the summary."""
 
     def stop(signum: int, frame: FrameType | None) -> None:
         came.append(signum)
-        raise KeyboardInterrupt
+        if raising:
+            raise KeyboardInterrupt
 
-    old = {signum: signal.signal(signum, stop) for signum in stop_signals() if signum != signal.SIGINT}
+    old = {signum: signal.signal(signum, stop) for signum in stop_signals() if not raising or signum != signal.SIGINT}
     try:
         yield
     finally:
