@@ -346,3 +346,18 @@ def test_a_prefix_of_many_objects_is_one_paginated_listing(s3: Any) -> None:
     found = Lister(fs, "s3", 30).files_under(f"{BUCKET}/many")
     assert len(found) == 1100 and all(f.size == 3 for f in found)
     assert calls == ["ListObjectsV2", "ListObjectsV2"]
+
+
+def test_a_rerun_with_everything_up_to_date_reaches_no_cluster(tmp_path: Path) -> None:
+    """Up-to-date files are settled from the records before any engine starts: a rerun where
+    all are up to date sends no task, so it does not even connect (here: to nothing at all)."""
+    fleet_logs(tmp_path)
+    out = tmp_path / "out"
+    assert cli("--out-dir", str(out), "--jobs", "1", str(tmp_path / "logs")).returncode == 0
+    again = cli("--out-dir", str(out), "--cluster", "tcp://127.0.0.1:9", str(tmp_path / "logs"))
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.decode().startswith(f"translator: 0 translated, {len(SCENARIOS)} skipped (up to date), 0 failed;")
+    (out / "host-0" / "session-0" / "stdout.enriched.jsonl").unlink()  # one to do: now it must connect, and cannot
+    refused = cli("--out-dir", str(out), "--cluster", "tcp://127.0.0.1:9", str(tmp_path / "logs"), timeout=120)
+    assert (refused.returncode, refused.stdout) == (69, b"")  # a user's error, one line
+    assert re.fullmatch(rb"translator: --cluster tcp://127.0.0.1:9: cannot connect: [^\n]+\n", refused.stderr), refused.stderr

@@ -37,6 +37,7 @@ from translator.shell.replay import Done, Job, Store, translate_file, translate_
 from translator.shell.selection import EX_USAGE, Found, SelectionError
 
 RETRIES = 2
+EX_UNAVAILABLE = 69
 SMALL = 8 << 20  # outputs up to this are uploaded in one PUT; larger ones as a multipart upload
 
 
@@ -288,7 +289,11 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
         except OSError as exc:  # listing the store failed (credentials, no bucket)
             stderr([f"translator: {' '.join(names)}: {exc.strerror or exc}"])
             return batch.EX_IOERR
-        done, interrupted = _translate(todo, store, cluster, workers, records)
+        try:
+            done, interrupted = _translate(todo, store, cluster, workers, records)
+        except Unreachable as exc:
+            stderr([f"translator: {exc}"])
+            return EX_UNAVAILABLE
         done = skipped + done
         if out_dir is not None and "://" not in out_dir:
             sweep_temporaries(out_dir)  # a lost worker's, whose file was done again elsewhere
@@ -303,7 +308,10 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
 def _translate(jobs: list[Job], store: Store, cluster: str | None, workers: int,
                records: Ledger | None) -> tuple[list[Done], bool]:
     """The jobs done on the local pool or on Dask, and whether a stop signal cut them short (the
-    pool's workers are then ended: one a store keeps waiting would hold the exit)."""
+    pool's workers are then ended: one a store keeps waiting would hold the exit). Nothing to
+    do (every file up to date) starts no cluster and no pool."""
+    if not jobs:
+        return [], False
     try:
         with tqdm(total=sum(job.size for job in jobs), unit="B", unit_scale=True, file=sys.stderr,
                   disable=not batch.drawn(), desc=f"0/{len(jobs)} files") as bar:
@@ -331,8 +339,16 @@ def connect(cluster: str, workers: int) -> Iterator[Any]:
                 distributed.Client(lc) as client:
             yield client
     else:
-        with distributed.Client(cluster, timeout="30s") as client:
+        try:
+            client = distributed.Client(cluster, timeout="30s")
+        except OSError as exc:  # nothing there, or it does not answer in time
+            raise Unreachable(f"--cluster {cluster}: cannot connect: {exc}") from exc
+        with client:
             yield client
+
+
+class Unreachable(Exception):
+    """The named scheduler cannot be reached: a user's error (69), not the batch's."""
 
 
 def settle(work: list[Job] | Job, value: Any) -> list[Done | Job]:
