@@ -141,3 +141,26 @@ def test_two_events_on_one_line_are_a_bad_line_even_beside_a_blank_line() -> Non
         assert reported(run.diagnostics) == [(1, "invalid_json")]
         assert "unexpected content after document" in run.diagnostics[0]
         assert run.rejects == first.rstrip(b"\n") + b" " + second
+
+
+@pytest.mark.parametrize("white", [b" ", b"\t", b" \t ", b"\r"])
+def test_a_whitespace_only_line_is_a_blank_line(monkeypatch: pytest.MonkeyPatch, white: bytes) -> None:
+    """Spaces, tabs, or a CRLF file's blank line (`\\r`): counted and skipped as a blank line is,
+    in both dialects, never reported. One sent its whole stretch of the chunk line by line (the
+    batch decode fails on it, and only `\\n\\n` was looked for): twice the time of blank lines."""
+    from translator.core.raw import RawReader
+
+    read_alone: list[bytes] = []
+    read = RawReader.read
+    monkeypatch.setattr(RawReader, "read", lambda self, line: read_alone.append(line) or read(self, line))
+    for data in (events("tool_use_two_turns"), (FIXTURES / "headless" / "tool_use_two_turns.jsonl").read_bytes()):
+        lines = data.splitlines(keepends=True)
+        spaced = b"".join(line + white + b"\n" for line in lines[:-1]) + white + b"\n" + lines[-1] + b"oops\n"
+        run = drive(spaced)
+        alone = read_alone[:]
+        assert run.output == drive(data + b"oops\n").output
+        assert reported(run.diagnostics) == [(2 * len(lines) + 1, "invalid_json")]
+        assert run.rejects == b"oops\n"
+        if data.startswith(b'{"type":"TurnStart"'):  # raw events: each in a batch, but the bad line's stretch
+            assert alone == [lines[-1].rstrip(b"\n"), b"oops"]
+        read_alone.clear()

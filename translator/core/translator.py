@@ -37,7 +37,10 @@ from translator.model import Delta, DeltaRun
 
 IS_DELTA = attrgetter("is_delta")
 NEWLINE = 0x0A
-TEXT = re.compile(rb"[^\n]")  # where a run of blank lines ends
+# Blank lines, and lines of JSON whitespace only (spaces, tabs, a CRLF file's blank line): never
+# an event, counted and skipped; a run of them at a line's start, and the next one after a newline.
+BLANKS = re.compile(rb"(?:[ \t\r]*\n)+")
+NEXT_BLANK = re.compile(rb"\n[ \t\r]*\n")
 CLAUDE_CODE_INPUT = ("Claude Code's own output (claude -p stream-json, or --format claude-code), not the agent's "
                      "events: skipped, this line and the rest of it")
 
@@ -196,21 +199,22 @@ class Translator:
 
     def _block(self, data: bytes, pos: int, end: int, now: float) -> None:
         """Complete lines `data[pos:end]` (each ends with a newline), `end` just past the
-        chunk's last newline. Blank lines are counted, nothing more (a run of them is one
-        search in C); the stretches between them go to the hot path, each a batch. The usual
-        chunk has no blank line, so it is tried whole first: a blank line fails the batch decode,
-        and the search for one (a pass over every byte) is made only then."""
+        chunk's last newline. Blank and whitespace-only lines are counted, nothing more (a run
+        of them is one match in C); the stretches between them go to the hot path, each a batch
+        (one such line sent its whole stretch line by line: twice the time). The usual chunk has
+        none, so it is tried whole first: one fails the batch decode, and the search for them (a
+        pass over every byte) is made only then."""
         if pos < end and data[pos] != NEWLINE and (batch := self._raw.chunk(data, pos, end, True)) is not None:
             self._batched(batch, now)
             return
         while pos < end and not self.stopped:
-            if data[pos] == NEWLINE:  # blank lines
-                text = TEXT.search(data, pos, end)
-                stop = end if text is None else text.start()
-                self.line_no += stop - pos
+            blanks = BLANKS.match(data, pos, end)
+            if blanks is not None:
+                stop = blanks.end()
+                self.line_no += data.count(b"\n", pos, stop)
             else:
-                blank = data.find(b"\n\n", pos, end)
-                stop = end if blank < 0 else blank + 1
+                blank = NEXT_BLANK.search(data, pos, end)
+                stop = end if blank is None else blank.start() + 1
                 self._stretch(data, pos, stop, now, stop == end)
             pos = stop
 
