@@ -151,6 +151,7 @@ def test_a_rejected_headless_result_still_closes_its_run(fmt: str, good: bytes, 
     assert status == 0
     assert first["is_error"] is True and first["subtype"] == ("error" if fmt == "enriched" else "error_during_execution")
     assert headless_error(first, fmt) == f"its result was rejected at line {RESULT_AT}: {said}"
+    assert {f["session_id"] for f in frames if "session_id" in f} == {frames[0]["session_id"]}  # its frames' own
     assert (second["is_error"], second["result"]) == (False, "2 + 2 = 4.")
     assert len(err) == 1 and err[0].startswith(f"translator: <stdin>:{RESULT_AT}: {said}: "), err
 

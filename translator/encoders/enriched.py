@@ -19,6 +19,7 @@ from translator.model import (
     DeltaRun,
     HeadlessFrame,
     ResultFrame,
+    SystemFrame,
     ToolCallEnd,
     ToolCallInputDelta,
     ToolCallStart,
@@ -41,6 +42,7 @@ class EnrichedEncoder:
         self._partial = partial and not results_only
         self._init_sent = False
         self._headless = False  # the open run is headless input: its frames pass as they came
+        self._run_session: str | None = None  # the session its init names, which its frames carry
         self.delta_mode = DECODED if self._partial else SKIP
         self.timed = False  # no frame of this format carries a time
         self.translates_headless = False
@@ -117,17 +119,22 @@ class EnrichedEncoder:
             self._headless = True
         if isinstance(frame, ResultFrame):
             return
+        if isinstance(frame, SystemFrame) and frame.subtype == "init":
+            self._run_session = frame.session_id
         self._init_sent = True  # the stream brings its own init
         if self._frames:
             self.out.append(line + b"\n")
 
     def result(self, run: RunSummary, t: float) -> None:
+        """The run's result: the agent's repaired, or one of ours (a headless run that lost its
+        own, or whose own was rejected, in the session its frames carry)."""
         self._headless = False  # the run is over
+        session, self._run_session = self._run_session, None
         if run.upstream is not None:
             self._emit(repair(run.upstream, run))
             return
         self._init(None)
-        self._emit(result_frame(run, self.session_id))
+        self._emit(result_frame(run, session or self.session_id))
 
 
 def result_frame(run: RunSummary, session_id: str) -> dict[str, Any]:
