@@ -214,6 +214,21 @@ def test_the_local_listing_is_what_rglob_found(tmp_path: Path) -> None:
     assert got == want and len(got) == 3
 
 
+def test_a_results_table_named_by_a_file_url_is_written_as_a_local_path_is(tmp_path: Path) -> None:
+    """`file://` is local disk: the table's folders are made and its parts renamed into place,
+    as for a plain path (through fsspec it failed, 74, on a folder not there yet)."""
+    import pyarrow.dataset as ds
+
+    src = logs(tmp_path)
+    proc = batch("--results-table", f"file://{tmp_path}/new/table", str(src))
+    assert proc.returncode == 0, proc.stderr
+    plain = batch("--results-table", str(tmp_path / "plain"), str(src))
+    assert plain.returncode == 0, plain.stderr
+    rows = [ds.dataset(str(t), partitioning="hive").to_table().to_pylist() for t in (tmp_path / "new/table", tmp_path / "plain")]
+    assert rows[0] == rows[1] and rows[0]
+    assert not list((tmp_path / "new").rglob("*.tmp"))
+
+
 class Exploding:
     """A store whose input fails in the middle with an exception the core never expects:
     the last-resort guard of a worker, proven by injecting the failure."""
@@ -349,20 +364,23 @@ def land() -> None:
 
 sent = []
 os.register_at_fork(after_in_parent=land)
-sys.argv = ["translator", "--out-dir", {out!r}, "--jobs", "2", {src!r}]
+sys.argv = ["translator", "--out-dir", {out!r}, "--jobs", "2", *{more!r}, {src!r}]
 run()
 """
 
 
+@pytest.mark.parametrize("fleet", [False, True])
 @pytest.mark.parametrize(("signum", "status"), [(signal.SIGTERM, 143), (signal.SIGINT, 130), (signal.SIGHUP, 129)])
-def test_a_stop_signal_while_the_pool_forks_is_not_lost(tmp_path: Path, signum: int, status: int) -> None:
+def test_a_stop_signal_while_the_pool_forks_is_not_lost(tmp_path: Path, signum: int, status: int, fleet: bool) -> None:
     """It was a KeyboardInterrupt raised where the signal landed: in an at-fork hook it was
     swallowed, and the batch ran on to its end, 0 (or it escaped before the summary: 130, not
-    a word). Now the signal is noted and the pool's loop stops on it."""
+    a word). Now the signal is noted and the pool's loop stops on it; on the fleet path too
+    (a URL among the paths: here the results table's), whose handler still raises."""
     import sys
 
     src, out = logs(tmp_path), tmp_path / "out"
-    code = LANDS_IN_A_FORK.format(signum=int(signum), out=str(out), src=str(src))
+    more = ["--results-table", f"file://{tmp_path}/table"] if fleet else []
+    code = LANDS_IN_A_FORK.format(signum=int(signum), out=str(out), src=str(src), more=more)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
     assert proc.returncode == status, proc.stderr
     assert re.fullmatch(rb"translator: \d translated, 0 skipped \(up to date\), 0 failed; .* \(interrupted\)\n",

@@ -290,7 +290,7 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
             stderr([f"translator: {' '.join(names)}: {exc.strerror or exc}"])
             return batch.EX_IOERR
         try:
-            done, interrupted = _translate(todo, store, cluster, workers, records)
+            done, interrupted = _translate(todo, store, cluster, workers, records, came)
         except Unreachable as exc:
             stderr([f"translator: {exc}"])
             return EX_UNAVAILABLE
@@ -306,7 +306,7 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
 
 
 def _translate(jobs: list[Job], store: Store, cluster: str | None, workers: int,
-               records: Ledger | None) -> tuple[list[Done], bool]:
+               records: Ledger | None, came: list[int]) -> tuple[list[Done], bool]:
     """The jobs done on the local pool or on Dask, and whether a stop signal cut them short (the
     pool's workers are then ended: one a store keeps waiting would hold the exit). Nothing to
     do (every file up to date) starts no cluster and no pool."""
@@ -317,7 +317,10 @@ def _translate(jobs: list[Job], store: Store, cluster: str | None, workers: int,
                   disable=not batch.drawn(), desc=f"0/{len(jobs)} files") as bar:
             if cluster is not None:
                 return run_dask(jobs, store, cluster, workers, bar, records)
-            done, interrupted = batch.run_local(jobs, workers, bar, store, records)
+            # The signal only noted here (the workers do the store's waiting): one raised in the
+            # parent is lost, the batch running on, if it lands while the pool forks.
+            with batch.stopping(came, raising=False):
+                done, interrupted = batch.run_local(jobs, workers, bar, store, records, came)
     except KeyboardInterrupt:  # starting or leaving the engine
         done, interrupted = [], True
     if interrupted:

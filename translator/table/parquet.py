@@ -79,7 +79,8 @@ def write(path: str, rows: list[dict[str, Any]], timeout: float = TIMEOUT) -> No
     import pyarrow.parquet as pq
 
     data = table(rows)
-    put = _Local(path).put if "://" not in path else _Remote(path, timeout).put
+    local = path.removeprefix("file://")  # local disk by URL: written as a local path is (made, synced, renamed)
+    put = _Local(local).put if "://" not in local else _Remote(path, timeout).put
     for date in sorted({d for d in data.column("date").to_pylist()}, key=lambda d: d or ""):
         mask = pc.is_null(data["date"]) if date is None else pc.equal(data["date"], date)
         sink = pa.BufferOutputStream()
