@@ -61,6 +61,16 @@ def test_out_of_fds_for_the_event_loop_is_one_line() -> None:
     assert limited(5, "--follow", "no-such-log") == (71, f"translator: cannot start: {OUT_OF_FDS}\n")
 
 
+def listening(path: Path) -> bool:
+    """Whether a unix socket is listening at `path` (/proc/net/unix: __SO_ACCEPTCON in its
+    flags), known without a connection of our own, which would take a place in the backlog."""
+    for line in Path("/proc/net/unix").read_text().splitlines()[1:]:
+        fields = line.split()
+        if len(fields) >= 8 and fields[-1] == str(path) and int(fields[3], 16) & 0x10000:
+            return True
+    return False
+
+
 def test_a_service_out_of_fds_says_so_once_and_serves_the_waiting_clients_when_it_can(tmp_path: Path) -> None:
     """The service's fd limit lowered below what it holds (prlimit, Linux; the fds it has stay
     good): the clients wait in the backlog, the service says why once (the accept is retried);
@@ -68,7 +78,7 @@ def test_a_service_out_of_fds_says_so_once_and_serves_the_waiting_clients_when_i
     path = tmp_path / "t.sock"
     proc = subprocess.Popen([TRANSLATOR, "--listen", f"unix:{path}"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        poll(path.exists)
+        poll(lambda: listening(path))  # not path.exists: the socket's file is there at bind, before listen
         limits = resource.prlimit(proc.pid, resource.RLIMIT_NOFILE)
         resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, (3, limits[1]))
         clients = []
