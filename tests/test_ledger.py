@@ -38,9 +38,9 @@ def test_the_latest_record_of_a_file_decides() -> None:
     assert found.latest == {"a": ledger.Entry("k2", [{"run": "a"}]), "b": None,
                             "c": ledger.Entry("k3", [{"run": "c"}]), "d": ledger.Entry("k1", [{"run": "d"}])}
     assert found.dead == [] and found.generation == 30
-    assert found.recorded("a", "out/a.x", "k2") == [{"run": "a"}]
-    assert found.recorded("a", "out/a.x", "k1") is None  # another key: made again
-    assert found.recorded("b", "out/b.x", "k1") is None  # the older entry does not count
+    assert found.recorded("a", "out/a.x", lambda: "k2") == [{"run": "a"}]
+    assert found.recorded("a", "out/a.x", lambda: "k1") is None  # another key: made again
+    assert found.recorded("b", "out/b.x", lambda: "k1") is None  # the older entry does not count
     assert found.path(3) == f"{FOLDER}/{30:020d}-8-000003.done"
 
 
@@ -51,8 +51,8 @@ def test_a_record_no_file_needs_is_dead_and_damage_is_not_trusted() -> None:
                         now_ns=5, pid=8, outputs={"out/a.x"})
     assert found.latest == {"a": ledger.Entry("k2", [{"run": "a"}]), "b": None}
     assert found.dead == [old] and found.generation == 21  # the clock went back: after the latest
-    assert found.recorded("a", "out/a.x", "k2") == [{"run": "a"}]
-    assert found.recorded("a", "out/gone.x", "k2") is None  # its output is not there
+    assert found.recorded("a", "out/a.x", lambda: "k2") == [{"run": "a"}]
+    assert found.recorded("a", "out/gone.x", lambda: "k2") is None  # its output is not there
     stray = record(["a"], ("z", "k9"))  # an entry its head does not name
     assert ledger.read(FOLDER, {new: stray, old: b'{"files": [tru'}, 0, 8, None).latest == {"a": None}
 

@@ -65,9 +65,7 @@ def up_to_date(jobs: list[Job], records: Ledger | None) -> tuple[list[Job], list
         return jobs, []
     todo, skipped = [], []
     for job in jobs:
-        name, rows = shown(job.relative), None
-        if not job.force and job.target is not None and records.latest.get(name) is not None:  # (the key: only then)
-            rows = records.recorded(name, job.target, job.key())
+        rows = None if job.force or job.target is None else records.recorded(shown(job.relative), job.target, job.key)
         if rows is None:
             todo.append(job)
         else:
@@ -94,7 +92,7 @@ def summary(done: list[Done], elapsed: float, interrupted: bool = False, signum:
     return EX_DATAERR if failed else 0
 
 
-def prepare_out_dir(out_dir: str, now_ns: int | None = None) -> Ledger:
+def prepare_out_dir(out_dir: str) -> Ledger:
     """Create the output directory (a user error, 73, if it cannot be) and clear the
     temporaries a killed run left; what its records say (its dead records removed)."""
     try:
@@ -104,7 +102,7 @@ def prepare_out_dir(out_dir: str, now_ns: int | None = None) -> Ledger:
     outputs, paths = sweep_temporaries(out_dir)
     store = LocalStore()
     folder = f"{out_dir.rstrip('/')}/{ledger.FOLDER}"
-    now = time.time_ns() if now_ns is None else now_ns
+    now = time.time_ns()
     try:
         found = ledger.read(folder, store.read_records(paths), now, os.getpid(), outputs)
     except OSError:  # a record that cannot be read: nothing is known, everything is made again

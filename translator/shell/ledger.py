@@ -16,7 +16,7 @@ and is redone. A record that is no file's latest is dead, and removed.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,10 +51,11 @@ class Ledger:
         name = f"{chunk:06d}" if isinstance(chunk, int) else f"z{chunk}"
         return f"{self.folder}/{self.generation:020d}-{self.pid}-{name}.done"
 
-    def recorded(self, relative: str, target: str, key: str) -> list[dict[str, Any]] | None:
-        """The results of an output made under `key` that is still there; None if it must be made."""
+    def recorded(self, relative: str, target: str, key: Callable[[], str]) -> list[dict[str, Any]] | None:
+        """The results of an output made under `key()` that is still there; None if it must be
+        made (the key is computed only for a file with an entry)."""
         entry = self.latest.get(relative)
-        if entry is None or entry.key != key or (self.outputs is not None and target not in self.outputs):
+        if entry is None or (self.outputs is not None and target not in self.outputs) or entry.key != key():
             return None
         return entry.results
 
