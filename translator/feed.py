@@ -16,7 +16,7 @@ the batch replay (shell/replay.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, cast
 
 from msgspec.structs import replace
 
@@ -24,6 +24,7 @@ from translator.compressed import CorruptInput, Decoder
 from translator.core.rates import RateCard
 from translator.core.translator import ESTIMATED, WALL, Options, Translator
 from translator.encoders import Encoder
+from translator.encoders.observed import Observed, Observer
 
 Clock = Literal["auto", "wall", "recorded", "estimated"]
 CLOCKS: tuple[Clock, ...] = ("auto", "wall", "recorded", "estimated")
@@ -50,9 +51,13 @@ def new_core(
     epoch: float,
     source: str,
     started_at: float = 0.0,
+    observer: Observer | None = None,
 ) -> Translator:
     """A fresh core for one input stream: `live` streams are timed as they arrive, `epoch`
-    is the Unix time of monotonic 0 (a replay passes its file's time, so reruns agree)."""
+    is the Unix time of monotonic 0 (a replay passes its file's time, so reruns agree). An
+    `observer` is told the runs' moves beside the encoder (encoders/observed.py)."""
+    if observer is not None:
+        encoder = cast(Encoder, Observed(encoder, observer))
     return Translator(
         encoder, rates=rates, options=core_options(options, clock, live, epoch), started_at=started_at, source=source
     )

@@ -24,6 +24,7 @@ from translator.encoders import Encoder
 from translator.feed import Taken, new_core
 
 if TYPE_CHECKING:
+    from translator.encoders.observed import Watch
     from translator.shell.metrics import Metrics
 
 BATCH = 1 << 20  # output is written in pieces of about this size
@@ -54,6 +55,7 @@ class Config(msgspec.Struct):
     socket_mode: int = 0o600  # of the service's unix socket
     metrics: str | None = None  # --metrics ADDRESS: serve /metrics and /healthz there
     output_in_place: bool = False  # -o FILE written in place: emptied by the first write (Stdout.begin)
+    watch: Watch | None = None  # told every stream's runs (telemetry, session files): encoders/observed.py
 
 
 class Outcome(msgspec.Struct):
@@ -185,10 +187,12 @@ class Sink:
             import uuid  # only when no --session-id is given
 
             session_id = str(uuid.uuid4())
+        watch = self.cfg.watch
         core = new_core(
             self.cfg.make_encoder(session_id),
             rates=self.cfg.rates, options=self.cfg.options, clock=self.cfg.clock, live=live,
             epoch=time.time() - time.monotonic(), source=label, started_at=time.monotonic(),
+            observer=None if watch is None else watch.stream(label, session_id, time.time()),
         )  # fmt: skip
         if self.metrics is not None:
             core.closed = []  # its closed runs, for the metrics
