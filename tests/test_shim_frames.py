@@ -9,7 +9,8 @@ import orjson
 from claude_agent_sdk._internal.message_parser import parse_message
 from conftest import FIXTURES
 
-from translator.shim.conversation import MAX_LINE, Conversation
+from translator.shim.completion import MAX_LINE
+from translator.shim.oneshot.conversation import Conversation
 
 RECORDED = FIXTURES / "caliban"
 

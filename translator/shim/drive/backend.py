@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from translator.shim.channel import Channel
 from translator.shim.drive import requests
 from translator.shim.drive.frames import DriveFrames
 from translator.shim.drive.gate import Gate
@@ -33,13 +34,13 @@ SETTLING = ("awaiting_input", "done", "failed")
 
 
 class DriveBackend:
-    def __init__(self, *, binary: str, model: str | None, session_id: str, partial: bool, mode: Callable[[], str],
-                 policy: Policy, can_use_tool: bool, write: Callable[[list[bytes]], None],
+    def __init__(self, *, binary: str, model: Callable[[], str | None], session_id: str, partial: bool,
+                 mode: Callable[[], str], policy: Policy, can_use_tool: bool, app: Channel,
                  warn: Callable[[str], None]) -> None:  # fmt: skip
-        self.binary, self.model, self.session_id = binary, model, session_id
-        self._mode, self._write, self.warn = mode, write, warn
+        self.binary, self.session_id = binary, session_id
+        self._model, self._mode, self.warn = model, mode, warn
         self.frames = DriveFrames(session_id, partial=partial)
-        self.app = requests.AppChannel(self.send)
+        self.app = app
         self.hooks = Hooks({})
         self.gate = Gate(self.app, policy, can_use_tool, self.hooks, warn)
         self.gate.session_id = session_id
@@ -56,11 +57,11 @@ class DriveBackend:
         return self.frames.last_is_error
 
     def send(self, *frames: dict[str, Any]) -> None:
-        self._write([orjson.dumps(f) + b"\n" for f in frames])
+        self.app.send(*frames)
 
     def emit(self, line: bytes | None) -> None:
         if line is not None:
-            self._write(self.frames.feed(line))
+            self.app.write(self.frames.feed(line))
             for said in self.frames.diagnostics():
                 self.warn(said)
 
@@ -75,7 +76,8 @@ class DriveBackend:
         return None
 
     def _start(self) -> McpServer:
-        argv = [self.binary, *(["--model", self.model] if self.model else []), "mcp", "serve"]
+        model = self._model()
+        argv = [self.binary, *(["--model", model] if model else []), "mcp", "serve"]
         server = McpServer(argv)
         try:
             server.start()
@@ -90,8 +92,17 @@ class DriveBackend:
         for event in self.hooks.unfired():
             self.warn(f"{event} hooks never fire on caliban (the drive surface has no such event)")
 
-    def answer(self, message: dict[str, Any]) -> None:
-        self.app.answer(message)
+    def answer(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        subtype = request.get("subtype")
+        if subtype == "set_model":
+            self.warn("set_model: caliban mcp serve fixes its model at its start; it applies after an interrupt")
+            return {}
+        return {"mcpServers": []} if subtype == "mcp_status" else None
+
+    def refuse(self, why: str) -> None:
+        self.frames.begin(self._mode())
+        self.segments.begin()
+        self.emit(self.segments.close({"Error": why}))
 
     def interrupt(self) -> None:
         """The app's interrupt: end the server, which ends the run."""
@@ -102,7 +113,7 @@ class DriveBackend:
         if self.server is not None:
             self.server.kill()
 
-    def kill(self) -> None:
+    def kill(self, waiting: Callable[[float], bool] | None = None) -> None:
         self.app.cancel()
         if self.server is not None:
             self.server.kill()

@@ -13,7 +13,7 @@ import orjson
 
 from translator.api import Stream
 from translator.shim import control
-from translator.shim.conversation import complete
+from translator.shim.completion import complete
 from translator.shim.mapping import CALIBAN_TOOLS
 
 

@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from translator.shim.channel import Channel
 from translator.shim.drive import requests
 from translator.shim.drive.hooks import Hooks, pre_tool_verdict
 from translator.shim.drive.policy import Policy
@@ -18,7 +19,7 @@ CHANGED_INPUT = "caliban cannot run a tool with an input changed by the app (upd
 
 
 class Gate:
-    def __init__(self, app: requests.AppChannel, policy: Policy, can_use_tool: bool, hooks: Hooks,
+    def __init__(self, app: Channel, policy: Policy, can_use_tool: bool, hooks: Hooks,
                  warn: Callable[[str], None]) -> None:  # fmt: skip
         self.app, self.policy, self.can_use_tool, self.hooks, self.warn = app, policy, can_use_tool, hooks, warn
         self.asked: set[str] = set()

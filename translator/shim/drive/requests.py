@@ -1,68 +1,17 @@
 """The shim's own control requests to the app (`can_use_tool`, `hook_callback`), with the
 bodies Claude Code sends (shared/reference/cc-2.1.333/sdk-ts/can_use_tool*.wire.jsonl,
-hooks_pretooluse, sdk-wire/query_callbacks), and the wait for each answer.
-
-An answer is a `control_response` that the stdin reader hands to `answer()`. An interrupt, or
-the shim stopping, `cancel()`s every wait: the run they belonged to is over.
+hooks_pretooluse, sdk-wire/query_callbacks); channel.py sends them and waits for the answers.
 """
 
 from __future__ import annotations
 
-import threading
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
-
-Answer = dict[str, Any] | None  # the response body; None: cancelled, or the app answered an error
 
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
-
-
-class AppChannel:
-    def __init__(self, send: Callable[[dict[str, Any]], None]) -> None:
-        self._send = send
-        self._lock = threading.Lock()
-        self._waiting: dict[str, tuple[threading.Event, list[Answer]]] = {}
-        self.errors: list[str] = []  # the app's error answers, for a warning
-
-    def ask(self, request: dict[str, Any]) -> Answer:
-        """Send a control request and wait for its answer (the app decides in its own time)."""
-        rid = str(uuid.uuid4())
-        done, box = threading.Event(), list[Answer]([None])
-        with self._lock:
-            self._waiting[rid] = (done, box)
-        self._send({"type": "control_request", "request_id": rid, "request": request})
-        done.wait()
-        return box[0]
-
-    def notify(self, frame: dict[str, Any]) -> None:
-        """A frame that wants no answer (a session state change)."""
-        self._send(frame)
-
-    def answer(self, message: dict[str, Any]) -> None:
-        response = message.get("response")
-        if not isinstance(response, dict):
-            return
-        with self._lock:
-            waiting = self._waiting.pop(str(response.get("request_id", "")), None)
-        if waiting is None:
-            return  # (late, or not ours)
-        done, box = waiting
-        if response.get("subtype") == "success":
-            body = response.get("response")
-            box[0] = body if isinstance(body, dict) else {}
-        else:
-            self.errors.append(str(response.get("error", "error")))
-        done.set()
-
-    def cancel(self) -> None:
-        with self._lock:
-            waiting, self._waiting = list(self._waiting.values()), {}
-        for done, _ in waiting:
-            done.set()
 
 
 def can_use_tool(tool: str, tool_input: Any, tool_use_id: str) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import IO
 
 from translator.feed import CHUNK
-from translator.shim.group import LADDER, LEFTOVERS, TICK, ProcessGroup
+from translator.shim.oneshot.group import LADDER, LEFTOVERS, TICK, ProcessGroup
 
 NOT_FOUND = 127  # the shell's status for a command it cannot find
 LINGER = 1.0  # seconds caliban's stdout may stay open, held by what it left, after it exited

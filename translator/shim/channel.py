@@ -1,0 +1,158 @@
+"""The SDK side of the session, as claude-agent-sdk's `Query` is the CLI side: stdin lines in,
+frames out, and control requests both ways. It is the one owner of the requests the shim sends
+the app (`can_use_tool`, `hook_callback`: each waits for its answer) and of the routing of
+every `control_response` to the request it answers; the app's own requests go to the session,
+which answers each at once (the SDK blocks on them).
+
+An interrupt, or the shim stopping, `cancel()`s every wait: the run they belonged to is over.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from translator.feed import CHUNK
+from translator.shim import control, stdin
+from translator.shim.say import PROG, warn
+
+Answer = dict[str, Any] | None  # the response body; None: cancelled, or the app answered an error
+Inbound = dict[str, Any] | str | None  # a user message; the error of one not read; None: stdin ended
+
+
+def _unchanged(frames: list[bytes]) -> list[bytes]:
+    return frames
+
+
+class Channel:
+    def __init__(self, on_request: Callable[[str, dict[str, Any]], None], on_user: Callable[[Inbound], None],
+                 shape: Callable[[list[bytes]], list[bytes]] = _unchanged) -> None:  # fmt: skip
+        self._on_request, self._on_user = on_request, on_user
+        self.shape = shape  # what of the frames is written as they come (print mode holds some back)
+        self._out = threading.Lock()
+        self.closed = False  # stdout failed: the SDK stopped reading, or a write error
+        self.write_error: str | None = None  # what failed, when it was not the reader leaving
+        self._lock = threading.Lock()
+        self._waiting: dict[str, tuple[threading.Event, list[Answer]]] = {}
+        self.errors: list[str] = []  # the app's error answers, for a warning
+
+    # ------------------------------------------------------------------ frames out
+
+    def write(self, frames: list[bytes]) -> None:
+        self.write_bytes(b"".join(self.shape(frames)))
+
+    def write_bytes(self, raw: bytes) -> None:
+        data = memoryview(raw)
+        with self._out:
+            while data and not self.closed:
+                try:
+                    data = data[os.write(1, data) :]
+                except OSError as exc:
+                    self.closed = True
+                    if exc.errno != errno.EPIPE:
+                        self.write_error = exc.strerror or str(exc)
+
+    def send(self, *frames: dict[str, Any]) -> None:
+        self.write([orjson.dumps(f) + b"\n" for f in frames])
+
+    # ------------------------------------------------------------------ lines in
+
+    def read_stdin(self) -> None:
+        """Until EOF; then the session is told there is nothing more, whatever happened here."""
+        try:
+            for n, line in stdin.lines(self._read):
+                try:
+                    self.message(n, line)
+                except Exception as exc:  # a bug here must not end the reader: the app would wait
+                    warn(f"stdin:{n}: internal error: {exc!r}")
+        finally:
+            self._on_user(None)
+
+    @staticmethod
+    def _read() -> bytes:
+        try:
+            return os.read(0, CHUNK)
+        except OSError:
+            return b""
+
+    def message(self, n: int, line: bytes | stdin.TooLong) -> None:
+        if isinstance(line, stdin.TooLong):
+            self.too_long(n, line)
+            return
+        if not line.strip():
+            return
+        try:
+            msg, mended = stdin.decode(line)
+        except ValueError:
+            warn(f"stdin:{n}: not JSON, ignored: {line[:80]!r}")
+            return
+        if mended:
+            warn(f"stdin:{n}: unpaired surrogate escape(s) replaced by U+FFFD")
+        kind = msg.get("type") if isinstance(msg, dict) else None
+        if kind == "control_request":
+            rid, request = msg.get("request_id"), msg.get("request")
+            rid = rid if isinstance(rid, str) else "" if rid is None else orjson.dumps(rid).decode()
+            try:
+                self._on_request(rid, request if isinstance(request, dict) else {})
+            except Exception as exc:  # answered all the same: the SDK waits on every request
+                subtype = request.get("subtype") if isinstance(request, dict) else None
+                self.send(control.error(rid, f"caliban shim: malformed {subtype} request: {exc}"))
+        elif kind == "user":
+            self._on_user(msg)
+        elif kind == "control_response":
+            self.answer(msg)  # (the app's answer to can_use_tool or a hook callback)
+        elif kind not in ("control_cancel_request", "keep_alive"):
+            warn(f"stdin:{n}: message of type {kind!r} ignored")
+
+    def too_long(self, n: int, line: stdin.TooLong) -> None:
+        """Not read: a user message gets its error result (in its turn), a request its answer."""
+        warn(f"stdin:{n}: {line.reason}, ignored")
+        why = f"{PROG}: the message was not read: {line.reason} (the most a line may have)"
+        if line.kind == "user":
+            self._on_user(why)
+        elif line.kind == "control_request" and line.request_id is not None:
+            self.send(control.error(line.request_id, why))
+
+    # ------------------------------------------------------------------ the shim's requests
+
+    def ask(self, request: dict[str, Any]) -> Answer:
+        """Send a control request and wait for its answer (the app decides in its own time)."""
+        rid = str(uuid.uuid4())
+        done, box = threading.Event(), list[Answer]([None])
+        with self._lock:
+            self._waiting[rid] = (done, box)
+        self.send({"type": "control_request", "request_id": rid, "request": request})
+        done.wait()
+        return box[0]
+
+    def notify(self, frame: dict[str, Any]) -> None:
+        """A frame that wants no answer (a session state change)."""
+        self.send(frame)
+
+    def answer(self, message: dict[str, Any]) -> None:
+        response = message.get("response")
+        if not isinstance(response, dict):
+            return
+        with self._lock:
+            waiting = self._waiting.pop(str(response.get("request_id", "")), None)
+        if waiting is None:
+            return  # (late, or not ours)
+        done, box = waiting
+        if response.get("subtype") == "success":
+            body = response.get("response")
+            box[0] = body if isinstance(body, dict) else {}
+        else:
+            self.errors.append(str(response.get("error", "error")))
+        done.set()
+
+    def cancel(self) -> None:
+        with self._lock:
+            waiting, self._waiting = list(self._waiting.values()), {}
+        for done, _ in waiting:
+            done.set()

@@ -1,0 +1,77 @@
+"""The `caliban -p` backend: each user message is one caliban process (process.py), its output
+folded into the conversation's frames (conversation.py) and written as it comes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from translator.shim.mapping import Plan, run_argv
+from translator.shim.oneshot.conversation import Conversation
+from translator.shim.oneshot.group import LADDER, TICK
+from translator.shim.oneshot.process import CalibanRun
+from translator.shim.say import say
+from translator.shim.sessions import Session
+
+
+class OneshotBackend:
+    def __init__(self, *, binary: str, plan: Plan, session: Session, model: Callable[[], str | None],
+                 mode: Callable[[], str], write: Callable[[list[bytes]], None]) -> None:  # fmt: skip
+        self.binary, self.plan, self.session = binary, plan, session
+        self._model, self._mode, self._write = model, mode, write
+        self.conversation = Conversation(session.id, partial=plan.partial, mode=mode())
+        self.current: CalibanRun | None = None
+
+    @property
+    def last_is_error(self) -> bool:
+        return self.conversation.last_is_error
+
+    def run_message(self, prompt: str) -> None:
+        conv = self.conversation
+        conv.mode = self._mode()
+        conv.start_run()
+        run = CalibanRun(run_argv(self.binary, self.plan, self._model(), conv.mode, self.session.args()))
+        self.current = run
+        try:
+            status = run.run(prompt, lambda chunk: self._write(conv.caliban_output(chunk)))
+        finally:
+            self.current = None
+        self._write(conv.end_run(status, run.stderr_tail))
+        self.session.ran(conv.run_result is not None)
+        for line in conv.diagnostics():
+            say(line)
+
+    def refuse(self, why: str) -> None:
+        self._write(self.conversation.refused(why))
+
+    def interrupt(self) -> None:
+        run = self.current
+        if run is not None:
+            self.conversation.interrupted = True
+            run.interrupt()
+
+    def answer(self, request: dict[str, Any]) -> dict[str, Any] | None:
+        subtype = request.get("subtype")
+        if subtype == "mcp_status":
+            return {"mcpServers": self.conversation.mcp_servers()}
+        return {} if subtype == "set_model" else None  # (the next run takes the session's model)
+
+    def finish(self) -> None:
+        """Nothing outlives a message here."""
+
+    def kill(self, waiting: Callable[[float], bool]) -> None:
+        """The run's group down its ladder (SIGINT, with which caliban saves its session and
+        prints its result; SIGTERM; SIGKILL), climbed here too: the worker may be stuck writing
+        to an app that does not read."""
+        run = self.current
+        if run is None:
+            return
+        run.interrupt()
+        deadline = time.monotonic() + sum(grace for _, grace in LADDER)
+        while not run.gone() and time.monotonic() < deadline and waiting(0):
+            run.step()
+            waiting(TICK)
+        if not run.gone():
+            run.kill()
+        waiting(1.0)  # its last frames, unless it is stuck writing them

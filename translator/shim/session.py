@@ -1,0 +1,198 @@
+"""One conversation of `caliban-claude` with its app: the app channel (channel.py), the
+backend that runs caliban (`caliban -p`, or `caliban mcp serve` once the app gates or watches
+tools), and the lifetime.
+
+Three threads: the channel's reader answers control requests the moment they arrive (the SDK
+waits on them) and queues user messages; a worker runs the queued messages one at a time; the
+main thread waits and handles signals. stdout carries protocol frames only.
+"""
+
+from __future__ import annotations
+
+import queue
+import select
+import signal
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from translator import stdio
+from translator.shim import configure, control, initialize, sessions
+from translator.shim.backend import Backend
+from translator.shim.channel import Channel, Inbound
+from translator.shim.drive.backend import DriveBackend
+from translator.shim.drive.policy import Policy
+from translator.shim.mapping import PERMISSION_MODES, Plan, resolve_model
+from translator.shim.oneshot.backend import OneshotBackend
+from translator.shim.say import PROG, say, warn
+
+EX_IOERR = 74
+
+
+def _unchanged(frames: list[bytes]) -> list[bytes]:
+    return frames
+
+
+def prompt_text(message: dict[str, Any]) -> tuple[str, int]:
+    """The text of an SDK user message, and how many non-text blocks were left out."""
+    body = message.get("message")
+    content = body.get("content", "") if isinstance(body, dict) else ""
+    if isinstance(content, str):
+        return content, 0
+    blocks = content if isinstance(content, list) else []
+    texts = [
+        b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
+    return "\n".join(texts), len(blocks) - len(texts)
+
+
+class ShimSession:
+    def __init__(
+        self, binary: str, p: Plan, files: sessions.Session, shape: Callable[[list[bytes]], list[bytes]] = _unchanged,
+        *, policy: Policy | None = None, backend: str | None = None, prompt_tool: bool = False,
+    ) -> None:  # fmt: skip
+        self.binary, self.plan, self.files = binary, p, files
+        self.policy, self.prompt_tool = policy or Policy(None, None), prompt_tool
+        self.model = p.model
+        self.mode = p.permission_mode
+        # A user message; the error of one that could not be read (str); None: stdin ended.
+        self.inbox: queue.Queue[Inbound] = queue.Queue()
+        self.channel = Channel(self.control, self.inbox.put, shape)
+        self.oneshot = OneshotBackend(binary=binary, plan=p, session=files, model=lambda: self.model,
+                                      mode=lambda: self.mode, write=self.channel.write)  # fmt: skip
+        self.backend: Backend = self.oneshot
+        self.drive: DriveBackend | None = None  # the drive backend, once chosen and probed
+        self._no_drive = backend == "print"  # (forced, or probed once and missing)
+        self.initialize = initialize.Initialize()  # what the SDK's initialize asked for (none yet)
+        self.prefix = p.prefix if files.new else ""  # goes before the first message's text
+        self.stopping = threading.Event()
+        self.signal: int | None = None
+
+    # ------------------------------------------------------------------ the app's requests
+
+    def control(self, rid: str, request: dict[str, Any]) -> None:
+        """Answer at once: the SDK blocks on every control request."""
+        subtype = request.get("subtype")
+        send = self.channel.send
+        if subtype == "initialize":
+            self.initialize = init = initialize.read(request)
+            self.policy.also_deny(init.disallowed_tools or ())  # (what the drive backend applies itself)
+            if init.hooks_sent and self.use_drive():
+                assert self.drive is not None
+                self.drive.set_hooks(init.hooks)
+            applied, warnings = configure.apply(self.plan, init)  # (no run has started: the reader runs first)
+            if self.drive is not None:
+                warnings = [w for w in warnings if w != configure.HOOKS]  # they are called
+            self.prefix = self.plan.prefix if self.files.new else ""
+            for message in warnings:
+                warn(message)
+            send(control.success(rid, control.initialize(self.mode, init.hooks_sent and self.drive is None, applied)))
+        elif subtype == "interrupt":
+            send(control.success(rid, {"still_queued": []}))
+            self.backend.interrupt()
+        elif subtype == "set_permission_mode":
+            mode = request.get("mode")
+            if not isinstance(mode, str) or mode not in PERMISSION_MODES:
+                send(control.error(rid, f"caliban shim: unknown permission mode {mode!r}"))
+                return
+            self.mode = str(mode)
+            send(control.success(rid, {"mode": self.mode}), control.status(self.mode, self.files.id))
+        elif subtype == "set_model":
+            model = request.get("model")
+            if model is not None and not isinstance(model, str):
+                send(control.error(rid, f"caliban shim: model {model!r} is not a name"))
+                return
+            self.model = resolve_model(model)
+            send(control.success(rid, self.backend.answer(request) or {}))
+        elif (body := self.backend.answer(request)) is not None:
+            send(control.success(rid, body))
+        else:
+            send(control.unsupported(rid, str(subtype)))
+
+    # ------------------------------------------------------------------ the backend
+
+    def use_drive(self) -> bool:
+        """The drive backend (caliban mcp serve), for permission callbacks and hooks: probed
+        once; where caliban has none, said in one line, and the session stays on `-p`."""
+        if self.drive is not None:
+            return True
+        if self._no_drive:
+            return False
+        drive = DriveBackend(
+            binary=self.binary, model=lambda: self.model, session_id=self.files.id, partial=self.plan.partial,
+            mode=lambda: self.mode, policy=self.policy, can_use_tool=self.prompt_tool, app=self.channel, warn=warn,
+        )  # fmt: skip
+        why = drive.probe()
+        if why is not None:
+            self._no_drive = True
+            warn(f"caliban mcp serve is not available ({why}); permission callbacks and hooks fall back to caliban -p")
+            return False
+        self.drive = self.backend = drive
+        return True
+
+    # ------------------------------------------------------------------ messages
+
+    def work(self) -> None:
+        while not self.stopping.is_set():
+            msg = self.inbox.get()
+            if msg is None and not self.stopping.is_set():
+                self.backend.finish()
+            if msg is None or self.stopping.is_set():
+                return
+            if isinstance(msg, str):
+                self.backend.refuse(msg)
+                continue
+            try:
+                self.run_message(msg)
+            except Exception as exc:  # a bug here must not leave the app waiting for its result
+                warn(f"internal error: {exc!r}")
+                self.backend.refuse(f"internal error in {PROG}: {exc}")
+
+    def run_message(self, msg: dict[str, Any]) -> None:
+        prompt, dropped = prompt_text(msg)
+        if dropped:
+            warn(f"{dropped} non-text content block(s) (images, documents) dropped: caliban -p takes text only")
+        if self.prefix:
+            prompt, self.prefix = f"{self.prefix}\n\n{prompt}", ""
+        if self.plan.replay_user:
+            self.channel.send(control.user_echo(msg, self.files.id))
+        self.backend.run_message(prompt)
+
+    # ------------------------------------------------------------------ lifetime
+
+    def serve(self, read_input: bool = True) -> int:
+        """Until the input's messages are done (`read_input` False: the inbox holds them all)."""
+        for signum in stdio.stop_signals():  # (nohup's SIGHUP stays ignored)
+            signal.signal(signum, self._on_signal)
+        if read_input:
+            threading.Thread(target=self.channel.read_stdin, name="stdin", daemon=True).start()
+        worker = threading.Thread(target=self.work, name="runs", daemon=True)
+        worker.start()
+        stdout = select.poll()
+        stdout.register(1, 0)  # its errors only: POLLERR once the reader has closed its end
+        gone = False  # the app stopped reading: nobody would see what caliban does now
+        while worker.is_alive() and self.signal is None and not self.channel.closed and not gone:
+            worker.join(0.1)
+            gone = bool(stdout.poll(0))
+        if self.signal is not None:
+            self.stop(worker)
+            return 128 + self.signal
+        if self.channel.closed or gone:
+            self.stop(worker)
+            if self.channel.write_error is not None:  # (a reader that has gone is no error to say)
+                say(f"write error: {self.channel.write_error}")
+                return EX_IOERR
+        return 1 if self.backend.last_is_error else 0
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.signal = signum
+
+    def stop(self, worker: threading.Thread) -> None:
+        """End caliban, all of it (the backend's kill): nothing of it outlives the shim."""
+        self.stopping.set()
+
+        def waiting(seconds: float) -> bool:
+            worker.join(seconds)
+            return worker.is_alive()
+
+        self.backend.kill(waiting)
