@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import pytest
@@ -343,3 +343,33 @@ def sdk() -> Path:
             cwd=TS_SDK_CACHE, check=True, capture_output=True, timeout=600,
         )  # fmt: skip
     return entry
+
+
+# ccusage from npm, for the tests that read the session files with it (test_transcripts.py):
+# 20.0.24, the last release with a linux-x64 binary (20.0.26's was never published).
+CCUSAGE_VERSION = "20.0.24"
+CCUSAGE_CACHE = Path(os.environ.get("CALIBAN_CLAUDE_CCUSAGE_CACHE") or Path.home() / ".cache" / "caliban-claude-ccusage")
+
+
+@pytest.fixture(scope="session")
+def ccusage() -> Callable[[Path, str], dict[str, Any]]:
+    """`ccusage REPORT --json --offline` on a Claude config dir (in UTC), installed once into the cache."""
+    npm = shutil.which("npm")
+    if shutil.which("node") is None or npm is None:
+        pytest.skip("the ccusage tests were SKIPPED: node and npm are not installed (.ci/run installs them)")
+    manifest = CCUSAGE_CACHE / "node_modules" / "ccusage" / "package.json"
+    if not manifest.exists() or json.loads(manifest.read_text())["version"] != CCUSAGE_VERSION:
+        CCUSAGE_CACHE.mkdir(parents=True, exist_ok=True)
+        if not (CCUSAGE_CACHE / "package.json").exists():
+            (CCUSAGE_CACHE / "package.json").write_text('{"name": "caliban-claude-ccusage-cache", "private": true}\n')
+        subprocess.run([npm, "install", "--no-audit", "--no-fund", f"ccusage@{CCUSAGE_VERSION}"],
+                       cwd=CCUSAGE_CACHE, check=True, capture_output=True, timeout=600)  # fmt: skip
+    command = CCUSAGE_CACHE / "node_modules" / ".bin" / "ccusage"
+
+    def report(config_dir: Path, kind: str) -> dict[str, Any]:
+        env = {**os.environ, "CLAUDE_CONFIG_DIR": str(config_dir), "TZ": "UTC"}
+        done = subprocess.run([str(command), kind, "--json", "--offline"], env=env, capture_output=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return cast(dict[str, Any], json.loads(done.stdout))
+
+    return report

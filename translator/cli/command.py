@@ -3,13 +3,14 @@ exit statuses."""
 
 from __future__ import annotations
 
+import argparse
 import functools
 import os
 import signal
 import sys
 from typing import TYPE_CHECKING, NoReturn
 
-from translator import stdio
+from translator import __version__, stdio
 from translator.api import make_encoder
 from translator.arguments import EX_CONFIG, EX_IOERR, EX_NOINPUT
 from translator.cli.checks import UserError, check
@@ -22,6 +23,7 @@ from translator.shell import modes
 from translator.shell.sink import SCARCE, Config, Outcome
 
 if TYPE_CHECKING:
+    from translator.encoders.observed import Watch
     from translator.shell.output import OutputFile
 
 EX_OK, EX_DATAERR, EX_SOFTWARE, EX_OSERR, EX_CANTCREAT = 0, 65, 70, 71, 73
@@ -108,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         max_pending_bytes=args.max_pending_bytes or 2 * args.max_line_bytes,
         socket_mode=args.socket_mode,
         metrics=args.metrics,
+        watch=watches(args),
     )
     if args.out_dir is not None or args.results_table is not None:
         from translator.shell import replay  # the pool and progress bar cost the others nothing
@@ -115,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         template = replay.Job(
             format=args.format, partial=partial, results_only=results_only, rates=rates,
             rates_digest=rates.fingerprint(), options=cfg.options, clock=args.clock, force=args.force,
+            transcripts=args.transcripts,
         )
         return modes.out_dir(args.files, args.out_dir, args.jobs, template, args.results_table, args.cluster,
                              args.store_timeout)
@@ -151,6 +155,15 @@ def main(argv: list[str] | None = None) -> int:
                 _stderr([f"translator: --output {args.output}: {exc.strerror}"])
                 return EX_IOERR
     return status
+
+
+def watches(args: argparse.Namespace) -> Watch | None:
+    """What watches the streams beside their frames: --transcripts' session files."""
+    if args.transcripts is None:
+        return None
+    from translator.transcripts.files import Transcripts
+
+    return Transcripts(args.transcripts, __version__)
 
 
 def os_status(exc: OSError, status: int) -> int:

@@ -177,6 +177,13 @@ def build_parser() -> Parser:
         help="diagnostics on stderr as text lines (default) or one JSON object per line "
         "(time, level, source, line, reason, kind, excerpt) for log shippers",
     )
+    watch.add_argument(
+        "--transcripts",
+        metavar="DIR",
+        help="also write each input stream's runs as a Claude Code session file, "
+        "DIR/projects/<slug>/<session>.jsonl (DIR is a Claude config dir: ccusage and the Agent SDKs' "
+        "session readers read it); in every mode; translating a log again rewrites its own file",
+    )
     replay = p.add_argument_group("batch replay")
     replay.add_argument(
         "--out-dir",

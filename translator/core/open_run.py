@@ -163,6 +163,7 @@ def summary(
         message_ids=fr.message_ids,
         last_text=fr.last_text,
         tools_running=bool(fr.tools),
+        final_messages=None if end is None else end.final_messages,
     )
 
 

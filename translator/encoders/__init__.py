@@ -55,6 +55,9 @@ class RunSummary(msgspec.Struct):
     # translator closed the run itself) and its value.
     stop_kind: str | None = None
     stop_value: Any = None
+    # RunEnd's whole history as it came (a reference, never decoded here; None when the translator
+    # closed the run itself): where a raw log keeps the run's prompt, for the session files.
+    final_messages: msgspec.Raw | None = None
 
 
 class Encoder(Protocol):

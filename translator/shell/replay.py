@@ -27,6 +27,7 @@ from translator.api import make_encoder
 from translator.core.rates import RateCard
 from translator.core.translator import Options
 from translator.encoders import Encoder
+from translator.encoders.observed import Observer
 from translator.feed import CHUNK, Feed, new_core, steps
 from translator.shell import ledger
 from translator.table.rows import Recorder
@@ -69,12 +70,15 @@ class Job:
     target: str | None = None  # None: no output, only results (--results-table alone)
     size: int = 0
     mtime: float = 0.0
+    transcripts: str | None = None  # --transcripts DIR: each file's runs as a session file there
 
     def key(self) -> str:
         """What the output depends on; equal keys, equal bytes."""
         o = self.options
         parts = [__version__, self.format, self.partial, self.results_only, self.clock, o.strict,
                  o.stop_on_invalid, o.max_line_bytes, self.rates_digest, shown(self.relative), self.size, self.mtime]
+        if self.transcripts is not None:  # a file done without them is not done with them
+            parts.append(os.path.abspath(self.transcripts))
         return hashlib.sha256(orjson.dumps(parts)).hexdigest()
 
 
@@ -224,7 +228,7 @@ def _translate(job: Job, store: Store, progress: Callable[[int], None], done: Do
     source = shown(job.source)
     recorder = Recorder(encoder, session, source, job.mtime)
     feed = Feed(new_core(cast(Encoder, recorder), rates=job.rates, options=job.options, clock=job.clock, live=False,
-                         epoch=job.mtime, source=source))
+                         epoch=job.mtime, source=source, observer=transcripts(job, session)))
     sink: AbstractContextManager[Any] = store.writer(job.target) if job.target is not None else _null()
     with store.open_input(job.source) as raw, sink as out:
         for taken in steps(feed, chunks(raw, progress)):
@@ -235,6 +239,15 @@ def _translate(job: Job, store: Store, progress: Callable[[int], None], done: Do
         if feed.core.bad_lines and job.options.stop_on_invalid:
             raise Rejected
     return recorder
+
+
+def transcripts(job: Job, session: str) -> Observer | None:
+    """--transcripts: the file's runs as a session file (its own, named from its first turn)."""
+    if job.transcripts is None:
+        return None
+    from translator.transcripts.files import Transcripts
+
+    return Transcripts(job.transcripts, __version__).stream(job.source, session, job.mtime)
 
 
 class _null(AbstractContextManager[_Sink]):

@@ -1,0 +1,140 @@
+"""Where session files go and how they are written: `<config dir>/projects/<slug>/<session>.jsonl`,
+the slug made from the session's cwd as Claude Code makes it. Each move's lines are appended
+with one `write` on an `O_APPEND` descriptor, as they are made: a crash loses at most the line
+being written, and a reader at the same time sees whole lines or a last one it skips."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from translator.encoders import RunSummary
+from translator.model import ESTIMATED, ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
+from translator.transcripts.lines import Transcript
+
+_UNSAFE = re.compile(r"[^a-zA-Z0-9]")
+MAX_SLUG = 200  # past this Claude Code cuts the name and adds a hash of the path
+
+
+def _js_hash(text: str) -> str:
+    """The 32-bit string hash (base 36) the SDKs add to a cut slug."""
+    h = 0
+    for ch in text:
+        h = ((h << 5) - h + ord(ch)) & 0xFFFFFFFF
+    h = abs(h - (1 << 32) if h >= 1 << 31 else h)
+    digits = ""
+    while h:
+        h, d = divmod(h, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[d] + digits
+    return digits or "0"
+
+
+def slug(cwd: str) -> str:
+    """A project folder's name: the cwd with every character not a letter or digit made `-`."""
+    name = _UNSAFE.sub("-", cwd)
+    return name if len(name) <= MAX_SLUG else f"{name[:MAX_SLUG]}-{_js_hash(cwd)}"
+
+
+def session_path(config_dir: str, cwd: str, session_id: str) -> str:
+    return os.path.join(config_dir, "projects", slug(cwd), f"{session_id}.jsonl")
+
+
+def append(path: str, lines: list[bytes], fresh: bool = False) -> None:
+    """The lines at the file's end in one write (`fresh`: the file emptied first)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | (os.O_TRUNC if fresh else 0)
+    fd = os.open(path, flags, 0o600)
+    try:
+        data = memoryview(b"".join(lines))
+        while data:
+            data = data[os.write(fd, data) :]
+    finally:
+        os.close(fd)
+
+
+class Written:
+    """An observer: the moves to its transcript, and what each gave to the file at once.
+    Trouble writing is said once on stderr and ends this session's file, never the stream."""
+
+    def __init__(self, transcript: Transcript, write: Callable[[Transcript, list[bytes]], None]) -> None:
+        self.transcript = transcript
+        self._write = write
+
+    def _out(self) -> None:
+        if lines := self.transcript.take():
+            self._write(self.transcript, lines)
+
+    def run_start(self, model: str | None, t: float) -> None:
+        self.transcript.run_start(model, t)
+
+    def turn_start(self, ev: TurnStart, t: float) -> None:
+        self.transcript.turn_start(ev, t)
+
+    def tool_start(self, ev: ToolCallStart, t: float) -> None:
+        self.transcript.tool_start(ev, t)
+
+    def tool_end(self, tool_use_id: str, name: str | None, input: Any, end: ToolCallEnd, t: float) -> None:
+        self.transcript.tool_end(tool_use_id, name, input, end, t)
+
+    def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
+        self.transcript.turn_end(ev, model, cost, t)
+        self._out()
+
+    def run_end(self, run: RunSummary, t: float) -> None:
+        self.transcript.run_end(run, t)
+        self._out()
+
+
+def input_folder(source: str) -> str:
+    """The folder a log is in (a URL's own), or the working directory for stdin and sockets."""
+    if "://" in source:
+        return posixpath.dirname(source)
+    return os.path.dirname(os.path.abspath(source)) if os.path.isfile(source) else os.getcwd()
+
+
+def on_the_log_day(source: str) -> Callable[[float, float, RunSummary | None], float] | None:
+    """A replayed file's estimated times moved to start at the file's mtime (as --out-dir
+    times it): the same log then gives the same timestamps, on the day it was written."""
+    try:
+        mtime = os.stat(source).st_mtime if "://" not in source and os.path.isfile(source) else None
+    except OSError:
+        mtime = None
+    if mtime is None:
+        return None
+    base = mtime
+
+    def retime(t: float, start: float, run: RunSummary | None) -> float:
+        return t - start + base if run is not None and run.duration_source == ESTIMATED else t
+
+    return retime
+
+
+class Transcripts:
+    """`--transcripts DIR`, a Watch: each input stream's runs as one session under DIR, named
+    from its first turn, so a second translation of a log rewrites its own file."""
+
+    def __init__(self, config_dir: str, version: str) -> None:
+        self.config_dir = config_dir
+        self.version = version
+        self._written: set[str] = set()  # the files this process has begun (the first write empties one)
+        self._failed: set[str] = set()
+
+    def stream(self, source: str, session_id: str, t: float) -> Written:
+        transcript = Transcript(cwd=input_folder(source), version=self.version, entrypoint="translator",
+                                retime=on_the_log_day(source))  # fmt: skip
+        return Written(transcript, self.write)
+
+    def write(self, transcript: Transcript, lines: list[bytes]) -> None:
+        path = session_path(self.config_dir, transcript.cwd, str(transcript.session_id))
+        if path in self._failed:
+            return
+        try:
+            append(path, lines, fresh=path not in self._written)
+            self._written.add(path)
+        except OSError as exc:
+            self._failed.add(path)
+            sys.stderr.write(f"translator: --transcripts: {path}: {exc.strerror or exc}\n")
