@@ -25,7 +25,7 @@ def name(generation: int, chunk: int | str = 0, pid: int = 7) -> str:
 
 
 def record(files: list[str], *entries: tuple[str, str]) -> bytes:
-    return ledger.head(files) + ledger.entries((f, key, [{"run": f}]) for f, key in entries)
+    return ledger.head(files) + ledger.entries((f, key, [{"source": f, "run_index": 0}]) for f, key in entries)
 
 
 def test_the_latest_record_of_a_file_decides() -> None:
@@ -35,10 +35,10 @@ def test_the_latest_record_of_a_file_decides() -> None:
         old: record(["a", "b", "d"], ("a", "k1"), ("b", "k1"), ("d", "k1")),
         alone: record(["c"], ("c", "k3")),  # c retried alone after its chunk, in the same run
     }, now_ns=30, pid=8, outputs=None)
-    assert found.latest == {"a": ledger.Entry("k2", [{"run": "a"}]), "b": None,
-                            "c": ledger.Entry("k3", [{"run": "c"}]), "d": ledger.Entry("k1", [{"run": "d"}])}
+    assert found.latest == {"a": ledger.Entry("k2", [{"source": "a", "run_index": 0}]), "b": None,
+                            "c": ledger.Entry("k3", [{"source": "c", "run_index": 0}]), "d": ledger.Entry("k1", [{"source": "d", "run_index": 0}])}
     assert found.dead == [] and found.generation == 30
-    assert found.recorded("a", "out/a.x", lambda: "k2") == [{"run": "a"}]
+    assert found.recorded("a", "out/a.x", lambda: "k2") == [{"source": "a", "run_index": 0}]
     assert found.recorded("a", "out/a.x", lambda: "k1") is None  # another key: made again
     assert found.recorded("b", "out/b.x", lambda: "k1") is None  # the older entry does not count
     assert found.path(3) == f"{FOLDER}/{30:020d}-8-000003.done"
@@ -49,9 +49,9 @@ def test_a_record_no_file_needs_is_dead_and_damage_is_not_trusted() -> None:
     cut = record(["a", "b"], ("a", "k2"), ("b", "k2"))[:-9]  # the last entry cut short
     found = ledger.read(FOLDER, {old: record(["a", "b"], ("a", "k1"), ("b", "k1")), new: cut + b"\n" + b"[1]\n"},
                         now_ns=5, pid=8, outputs={"out/a.x"})
-    assert found.latest == {"a": ledger.Entry("k2", [{"run": "a"}]), "b": None}
+    assert found.latest == {"a": ledger.Entry("k2", [{"source": "a", "run_index": 0}]), "b": None}
     assert found.dead == [old] and found.generation == 21  # the clock went back: after the latest
-    assert found.recorded("a", "out/a.x", lambda: "k2") == [{"run": "a"}]
+    assert found.recorded("a", "out/a.x", lambda: "k2") == [{"source": "a", "run_index": 0}]
     assert found.recorded("a", "out/gone.x", lambda: "k2") is None  # its output is not there
     stray = record(["a"], ("z", "k9"))  # an entry its head does not name
     assert ledger.read(FOLDER, {new: stray, old: b'{"files": [tru'}, 0, 8, None).latest == {"a": None}

@@ -22,8 +22,12 @@ from typing import Any
 
 import orjson
 
+from translator.table.parquet import fits
+
 FOLDER = ".translator.done"
-NAME = re.compile(r"^(\d{20})-(\d+)-([0-9a-z]+)\.done$")  # generation, pid, chunk
+# generation (20 digits, or more: ordered as a number, so a record dated past 2286, or by a clock
+# far ahead, still has records after it), pid, chunk
+NAME = re.compile(r"^(\d{20,})-(\d+)-([0-9a-z]+)\.done$")
 
 
 @dataclass(frozen=True)
@@ -105,7 +109,8 @@ def read(folder: str, records: dict[str, bytes], now_ns: int, pid: int, outputs:
 
 
 def _entry(line: bytes) -> tuple[str, Entry] | None:
-    """A well-formed entry line; None for anything else (a line cut short by a crash)."""
+    """A well-formed entry line; None for anything else (a line cut short by a crash, rows the
+    results table cannot hold): its file is made again."""
     try:
         value = orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -113,6 +118,6 @@ def _entry(line: bytes) -> tuple[str, Entry] | None:
     if not isinstance(value, dict):
         return None
     file, key, results = value.get("file"), value.get("key"), value.get("results")
-    if isinstance(file, str) and isinstance(key, str) and isinstance(results, list):
+    if isinstance(file, str) and isinstance(key, str) and isinstance(results, list) and all(map(fits, results)):
         return file, Entry(key, results)
     return None

@@ -14,11 +14,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import BinaryIO
 
+from translator.api import FORMATS
 from translator.shell.ledger import FOLDER, is_record
 from translator.shell.selection import Found
 
-TEMPORARY = re.compile(r"^\..+\.(\d+)\.tmp$")  # `.<output name>.<pid>.tmp`
-MARKER = re.compile(r"^\.(.+\.jsonl)\.done$")  # `.<output name>.done`: an earlier version's up-to-date marker
+# What a run can have made, and so all the sweep may remove: an output's name is always
+# `<stem>.<format>.jsonl` (selection.target_name), a pid at most Linux's PID_MAX_LIMIT. A user's
+# `.budget.2024.tmp` or `.notes.jsonl.done` is neither, and stays.
+OUTPUT = rf"[^/]+\.(?:{'|'.join(FORMATS)})\.jsonl"
+TEMPORARY = re.compile(rf"^\.{OUTPUT}\.([1-9]\d{{0,6}})\.tmp$")  # `.<output name>.<pid>.tmp`
+MARKER = re.compile(rf"^\.({OUTPUT})\.done$")  # `.<output name>.done`: an earlier version's up-to-date marker
+PID_MAX = 1 << 22
 
 
 class LocalStore:
@@ -193,7 +199,7 @@ def sweep_temporaries(out_dir: str) -> tuple[set[str], list[str]]:
     markers: list[tuple[str, str]] = []
     top = out_dir.rstrip("/") or "/"
     for entry in _files(top):
-        if (match := TEMPORARY.match(entry.name)) is not None:
+        if (match := TEMPORARY.match(entry.name)) is not None and int(match.group(1)) <= PID_MAX:
             if not _alive(int(match.group(1))):
                 with suppress(OSError):
                     os.unlink(entry.path)
@@ -233,4 +239,4 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return pid != 0
+    return True

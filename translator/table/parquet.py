@@ -15,6 +15,7 @@ the old files were deleted first, and a kill while writing lost the partition.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,12 +63,40 @@ def schema() -> Any:
     return pa.schema([(name, types[kind]) for name, kind, _ in COLUMNS])
 
 
+RENAMED = {"first_ts": "first_ts_ms", "last_ts": "last_ts_ms", "log_mtime": "log_mtime_ms"}  # column -> row key
+KEYED = ("source", "run_index")  # a row's order: never null
+
+
+def _integer(bound: int) -> Callable[[object], bool]:
+    return lambda v: type(v) is int and -bound <= v < bound
+
+
+_KINDS: dict[str, Callable[[object], bool]] = {
+    "string": lambda v: isinstance(v, str), "bool": lambda v: isinstance(v, bool),
+    "int32": _integer(1 << 31), "int64": _integer(1 << 63), "timestamp[ms, UTC]": _integer(1 << 63),
+    "float64": lambda v: type(v) in (int, float),
+    "list<string>": lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+}
+_CHECKS = [(RENAMED.get(name, name), name in KEYED, _KINDS[kind]) for name, kind, _ in COLUMNS]
+
+
+def fits(row: object) -> bool:
+    """Whether `row` is one the table can hold, column by column (a record's rows are read back
+    from disk: anything else, e.g. a cost as text, failed the whole table, 70, on every rerun)."""
+    if not isinstance(row, dict):
+        return False
+    for key, keyed, kind in _CHECKS:
+        value = row.get(key)
+        if (keyed or value is not None) and not kind(value):
+            return False
+    return True
+
+
 def table(rows: list[dict[str, Any]]) -> Any:
     """The rows as an Arrow table, sorted by (source, run_index) so a rerun writes the same."""
     pa = need("pyarrow")
     rows = sorted(rows, key=lambda r: (r["source"], r["run_index"]))
-    renamed = {"first_ts": "first_ts_ms", "last_ts": "last_ts_ms", "log_mtime": "log_mtime_ms"}
-    columns = {name: [r.get(renamed.get(name, name)) for r in rows] for name, _, _ in COLUMNS}
+    columns = {name: [r.get(RENAMED.get(name, name)) for r in rows] for name, _, _ in COLUMNS}
     return pa.table(columns, schema=schema())
 
 
@@ -123,7 +152,7 @@ def _gone(tmp: Path) -> bool:
         os.kill(int(tmp.name.split(".")[-2]), 0)
     except ProcessLookupError:
         return True
-    except (ValueError, OSError):
+    except (ValueError, OverflowError, OSError):  # not a pid (`.part-0.parquet.99999999999999999999.tmp`)
         return False
     return False
 
