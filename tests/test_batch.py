@@ -272,7 +272,7 @@ def test_an_unexpected_exception_fails_only_its_file(tmp_path: Path, bundled_rat
 def test_stale_temporaries_are_removed_and_live_ones_kept(tmp_path: Path) -> None:
     src, out = logs(tmp_path), tmp_path / "out"
     (out / "team").mkdir(parents=True)
-    dead = 2**22 + 12345  # above the default pid_max: never alive
+    dead = next(pid for pid in range(2**22, 2**21, -1) if not os.path.exists(f"/proc/{pid}"))  # not running
     stale = out / "team" / f".two.enriched.jsonl.{dead}.tmp"
     live = out / f".one.enriched.jsonl.{os.getpid()}.tmp"
     stale.write_text("half")
