@@ -291,3 +291,66 @@ async def test_post_tool_use_user_prompt_submit_and_stop_hooks_fire(serve: Serve
                                              hooks=hooks)) as client:  # fmt: skip
         await one(client, "read a")
     assert events == [("UserPromptSubmit", "read a"), ("PostToolUse", "a"), ("Stop", None)]
+
+
+def decision_hook(decision: Any) -> dict[str, list[HookMatcher]]:
+    async def hook(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        said = decision if hook_input["tool_use_id"] == "toolu_e" else "allow"
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": said}}
+
+    return {"PreToolUse": [HookMatcher(matcher="Bash", hooks=[hook])]}
+
+
+async def test_a_deferring_pretooluse_hook_stops_the_turn_with_the_call_pending(serve: Serve) -> None:
+    """`defer` (langchain-claude-cli's bind_tools lives on it): the tool never runs, the turn
+    stops there, and the result says so as Claude Code's does (`tool_deferred`, the call)."""
+    script = {"servers": [{"messages": [TOOLS_THEN_TEXT]}, {"messages": [{"turns": [{"text": "ok"}]}]}]}
+    async with ClaudeSDKClient(serve.options(script, hooks=decision_hook("defer"))) as client:
+        messages = await one(client, "make d and e")
+        after = await one(client, "hi")
+    results = tool_results(messages)
+    assert results["toolu_d"].content == "done" and "toolu_e" not in results  # pending: no result
+    assert serve.permits()[-1] == {"run_id": "run-1", "tool_use_id": "toolu_e", "allow": False,
+                                   "reason": "deferred by a PreToolUse hook: the turn stops here, the call pending"}  # fmt: skip
+    result = messages[-1]
+    assert isinstance(result, ResultMessage) and (result.subtype, result.is_error) == ("success", False)
+    assert (result.stop_reason, result.terminal_reason) == ("tool_deferred", "tool_deferred")
+    assert result.deferred_tool_use is not None and (result.deferred_tool_use.id, result.deferred_tool_use.name,
+        result.deferred_tool_use.input) == ("toolu_e", "Bash", {"command": "touch e.txt"})  # fmt: skip
+    assert result.permission_denials == [] and result.num_turns == 1
+    assert not any(isinstance(m, AssistantMessage) and "Made d.txt." in str(m.content) for m in messages)
+    assert isinstance(after[-1], ResultMessage) and after[-1].result == "ok" and after[-1].deferred_tool_use is None
+    first, second = serve.servers()  # the run could not wait with a call pending: the next message had a new one
+    assert not running(first) and gone([second])
+
+
+@pytest.mark.parametrize("decision", ["alow", "Defer", None, 1])
+async def test_an_unknown_pretooluse_decision_denies_with_a_warning(serve: Serve, decision: Any) -> None:
+    lines: list[str] = []
+    options = serve.options({"messages": [TOOLS_THEN_TEXT]}, hooks=decision_hook(decision), stderr=lines.append)
+    async with ClaudeSDKClient(options) as client:
+        messages = await one(client, "make d and e")
+    results = tool_results(messages)
+    if decision is None:  # no decision at all: the hook leaves it to the mode and rules (here: ask, no callback)
+        assert results["toolu_e"].is_error and not any("not one caliban-claude knows" in line for line in lines)
+        return
+    assert results["toolu_e"].is_error and results["toolu_e"].content == (
+        f"Tool call denied: denied: a PreToolUse hook answered the unknown permissionDecision {decision!r}")
+    assert serve.permits()[-1]["allow"] is False
+    assert any(f"Bash: a PreToolUse hook's permissionDecision {decision!r} is not one caliban-claude knows; denied" in line
+               for line in lines)  # fmt: skip
+
+
+async def test_the_initialize_answer_lists_the_models(serve: Serve) -> None:
+    """Claude Code's `models` (the SDKs' supportedModels(), Zed's model picker read models[0].value):
+    the default first, then each alias the shim maps, with the model it maps to."""
+    env = {"CALIBAN_CLAUDE_MODELS": json.dumps({"fast": "openai/gpt-5-mini"})}
+    async with ClaudeSDKClient(serve.options({"messages": []}, env=env)) as client:
+        info = await client.get_server_info()
+    assert info is not None
+    models = info["models"]
+    assert [m["value"] for m in models] == ["default", "sonnet", "opus", "haiku", "fast"]
+    assert all(set(m) >= {"value", "displayName", "description"} for m in models)
+    assert models[0]["displayName"] == "Default (recommended)"
+    assert models[-1] == {"value": "fast", "resolvedModel": "openai/gpt-5-mini", "displayName": "Fast",
+                          "description": "fast on caliban: openai/gpt-5-mini"}  # fmt: skip

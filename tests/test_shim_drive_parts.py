@@ -112,4 +112,19 @@ def test_pre_tool_verdicts_deny_wins_and_legacy_decisions_count() -> None:
     assert pre_tool_verdict([{"decision": "block", "reason": "legacy"}]) == ("deny", "legacy")
     assert pre_tool_verdict([{"continue": False, "stopReason": "stop"}]) == ("deny", "stop")
     assert pre_tool_verdict([{}]) == (None, "")
+
+
+
+def test_pre_tool_verdicts_rank_defer_after_deny_and_an_unknown_decision_as_a_deny() -> None:
+    """Claude Code's precedence, deny > defer > ask > allow; a decision not known (a typo, a newer
+    CLI's) never lets the tool run: it ranks with deny, its value kept for the warning."""
+
+    def out(decision: Any) -> dict[str, Any]:
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": decision}}
+
+    assert pre_tool_verdict([out("allow"), out("defer"), out("ask")]) == ("defer", "")
+    assert pre_tool_verdict([out("defer"), out("deny")]) == ("deny", "")
+    assert pre_tool_verdict([out("allow"), out("alow")]) == ("unknown", "'alow'")
+    assert pre_tool_verdict([out(True)]) == ("unknown", "True")
+    assert pre_tool_verdict([{"decision": "approve"}, {"decision": "maybe"}]) == ("unknown", "'maybe'")
     assert blocked([{}, {"decision": "block", "reason": "not that"}]) == "not that" and blocked([{}]) is None

@@ -92,3 +92,22 @@ def test_two_messages_in_one_server(sdk: Path, tmp_path: Path) -> None:
     results = [m for m in of(events, "msg") if m["type"] == "result"]
     assert [(r["result"], r["num_turns"]) for r in results] == [("One.", 2), ("Two.", 1)]
     assert len([e for e in served if "pid" in e]) == 1
+
+
+def test_a_deferring_hook_stops_the_turn_and_supported_models_lists_the_aliases(sdk: Path, tmp_path: Path) -> None:
+    """`defer`: the call is never run and the result is Claude Code's `tool_deferred` with the
+    pending call; `supportedModels()` reads the initialize answer's `models`."""
+    spec = {"prompt": ["make d"], "hookDecision": "defer", "supportedModels": True}
+    events, served = session(sdk, tmp_path, {"messages": [TWO_TOOLS]}, spec)
+    (models,) = of(events, "models")
+    assert [m["value"] for m in models][:4] == ["default", "sonnet", "opus", "haiku"]
+    assert models[0]["displayName"] == "Default (recommended)" and all(m["description"] for m in models)
+    messages = of(events, "msg")
+    results = tool_results(messages)  # toolu_d pending (no result); toolu_e, later in the turn, denied unasked
+    assert list(results) == ["toolu_e"] and results["toolu_e"]["content"] == "Tool call denied: the turn stopped at a deferred tool call"
+    assert [h["tool_use_id"] for h in of(events, "hook")] == ["toolu_d"]
+    (result,) = [m for m in messages if m["type"] == "result"]
+    assert (result["subtype"], result["stop_reason"], result["terminal_reason"]) == ("success", "tool_deferred", "tool_deferred")
+    assert result["deferred_tool_use"] == {"id": "toolu_d", "name": "Bash", "input": {"command": "touch d.txt"}}
+    permits = [e["in"]["params"]["arguments"] for e in served if e.get("in", {}).get("params", {}).get("name") == "caliban_permit"]
+    assert [p["allow"] for p in permits] == [False, False]

@@ -2,8 +2,9 @@
 // caliban-claude's drive backend, for tests/test_shim_drive_ts.py.
 // Usage: node callbacks.mjs SDK_ENTRY SPEC_JSON
 //   SPEC_JSON: {"prompt": [user message texts, each sent after the previous result], "options": {...},
-//               "deny": {toolUseID: {"message", "interrupt"?}}, "canUseTool": bool, "hookDeny": "substring"?}
-// stdout: one JSON object a line, {"kind": "msg" | "asked" | "hook" | "exception" | "done", "data": ...}
+//               "deny": {toolUseID: {"message", "interrupt"?}}, "canUseTool": bool, "hookDeny": "substring"?,
+//               "hookDecision": a PreToolUse permissionDecision for every call?, "supportedModels": bool}
+// stdout: one JSON object a line, {"kind": "msg" | "asked" | "hook" | "models" | "exception" | "done", "data": ...}
 const [entry, specText] = process.argv.slice(2);
 const { query } = await import(entry);
 const spec = JSON.parse(specText);
@@ -17,9 +18,12 @@ if (spec.canUseTool) {
     return deny ? { behavior: 'deny', ...deny } : { behavior: 'allow', updatedInput: input };
   };
 }
-if (spec.hookDeny !== undefined) {
+if (spec.hookDeny !== undefined || spec.hookDecision !== undefined) {
   const hook = async (input) => {
     emit('hook', input);
+    if (spec.hookDecision !== undefined) {
+      return { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: spec.hookDecision } };
+    }
     const deny = JSON.stringify(input.tool_input ?? {}).includes(spec.hookDeny);
     return { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: deny ? 'deny' : 'allow',
                                    permissionDecisionReason: deny ? 'hook denies' : 'hook allows' } };
@@ -36,7 +40,9 @@ const prompt = (async function* () {
   }
 })();
 try {
-  for await (const m of query({ prompt, options })) {
+  const q = query({ prompt, options });
+  if (spec.supportedModels) emit('models', await q.supportedModels());
+  for await (const m of q) {
     emit('msg', m);
     if (m.type === 'result') gates[results++]?.open();
   }

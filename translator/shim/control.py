@@ -30,7 +30,8 @@ def api_key_source() -> str:
     return "ANTHROPIC_API_KEY" if os.environ.get("ANTHROPIC_API_KEY") else "none"
 
 
-def initialize(mode: str, hooks_sent: bool, applied: dict[str, bool] | None = None) -> dict[str, Any]:
+def initialize(mode: str, hooks_sent: bool, applied: dict[str, bool] | None = None,
+               models: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
     """Claude Code's initialize keys with neutral values, then the `*_applied` keys of the fields
     sent. `hook_on_failure_supported: false` makes the SDK refuse hooks that must block on
     failure (they would never run here)."""
@@ -39,7 +40,7 @@ def initialize(mode: str, hooks_sent: bool, applied: dict[str, bool] | None = No
         "agents": [],
         "output_style": "default",
         "available_output_styles": ["default"],
-        "models": [],
+        "models": models or [],
         "account": {"tokenSource": "none", "apiKeySource": api_key_source(), "apiProvider": "firstParty"},
         "pid": os.getpid(),
         "claude_code_version": CLI_VERSION,

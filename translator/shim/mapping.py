@@ -113,6 +113,22 @@ def model_aliases() -> dict[str, str | None]:
     return table
 
 
+def model_choices() -> list[dict[str, Any]]:
+    """The `models` of the initialize answer, as Claude Code lists them (`supportedModels()`,
+    Zed's model picker): the default first, then each alias the shim maps, with caliban's model."""
+    table = model_aliases()
+    default = table.get("default")
+    choices = [{"value": "default", "resolvedModel": default or "caliban's default",
+                "displayName": "Default (recommended)",
+                "description": f"Use caliban's default model{f' ({default})' if default else ''}"}]  # fmt: skip
+    for alias, target in table.items():
+        if alias != "default":
+            shown = target or "caliban's default"
+            choices.append({"value": alias, "resolvedModel": shown, "displayName": alias.capitalize(),
+                            "description": f"{alias} on caliban: {shown}"})  # fmt: skip
+    return choices
+
+
 def resolve_model(name: str | None) -> str | None:
     """caliban's model for a Claude Code model name or alias (None: caliban's default)."""
     if not name:

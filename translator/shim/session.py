@@ -22,7 +22,7 @@ from translator.shim.backend import Backend
 from translator.shim.channel import Channel, Inbound
 from translator.shim.drive.backend import DriveBackend
 from translator.shim.drive.policy import Policy
-from translator.shim.mapping import PERMISSION_MODES, Plan, resolve_model
+from translator.shim.mapping import PERMISSION_MODES, Plan, model_choices, resolve_model
 from translator.shim.oneshot.backend import OneshotBackend
 from translator.shim.say import PROG, say, warn
 
@@ -86,7 +86,8 @@ class ShimSession:
             self.prefix = self.plan.prefix if self.files.new else ""
             for message in warnings:
                 warn(message)
-            send(control.success(rid, control.initialize(self.mode, init.hooks_sent and self.drive is None, applied)))
+            hooks_unapplied = init.hooks_sent and self.drive is None
+            send(control.success(rid, control.initialize(self.mode, hooks_unapplied, applied, model_choices())))
         elif subtype == "interrupt":
             send(control.success(rid, {"still_queued": []}))
             self.backend.interrupt()

@@ -48,7 +48,7 @@ class DriveBackend:
         self.server: McpServer | None = None
         self.run_id: str | None = None
         self.cursor = 0
-        self.interrupted: str | None = None  # "user" (interrupt), "tool" (a deny with interrupt)
+        self.interrupted: str | None = None  # "user" (interrupt), "tool" (a deny with interrupt), "defer" (a hook's)
         self.active = False  # a message is being run
         self._tools: dict[str, tuple[str, list[str]]] = {}  # tool_use_id → name, input fragments
 
@@ -157,7 +157,10 @@ class DriveBackend:
             except ServerGone as exc:
                 stopped = "Cancelled" if self.interrupted else {"Error": str(exc)}
                 self._drop()
-        if self.interrupted:
+        if self.interrupted == "defer":  # (the run cannot wait with a call pending: it ends, as on interrupt)
+            self._drop()
+            self.frames.deferred, stopped = self.gate.deferred, "EndOfTurn"
+        elif self.interrupted:
             self._drop()
             self.frames.before_result = requests.interrupted(self.session_id, self.interrupted == "tool")
             stopped = "Cancelled"
@@ -195,7 +198,7 @@ class DriveBackend:
         """Poll to the message's boundary: the stop its RunEnd gets."""
         assert self.server is not None and self.run_id is not None
         interval, settling = POLL_MIN_S, None
-        while not self.interrupted or self.interrupted == "tool":
+        while self.interrupted in (None, "tool", "defer"):
             body = self.server.call("caliban_poll", {"run_id": self.run_id, "cursor": self.cursor})
             listed = body.get("events")
             events: list[Any] = listed if isinstance(listed, list) else []
@@ -216,8 +219,8 @@ class DriveBackend:
             ask = body.get("permission_request")
             if isinstance(ask, dict) and self.gate.new(ask):
                 allow, reason = self.gate.decide(ask)
-                if self.gate.interrupt:
-                    self.interrupted = "tool"
+                if self.gate.interrupt and self.interrupted in (None, "user"):
+                    self.interrupted = "defer" if self.gate.deferred is not None else "tool"
                 self._permit(ask, allow, reason)
                 interval = POLL_MIN_S
                 continue
@@ -243,11 +246,14 @@ class DriveBackend:
             self._tools[tid] = (str(event.get("name", "")), [])
         elif kind == "ToolCallInputDelta" and tid in self._tools:
             self._tools[tid][1].append(str(event.get("partial_json", "")))
-        self.emit(self.segments.event(event))
+        deferred = self.gate.deferred is not None and kind == "ToolCallEnd" and self.gate.deferred["id"] == tid
+        if not deferred:  # (a deferred call stays pending: no result, no PostToolUse)
+            self.emit(self.segments.event(event))
         if kind == "ToolCallEnd":
             name, parts = self._tools.pop(tid, ("", []))
-            self.gate.post_tool(name, _input(parts), tid, event)
-        return kind == "TurnEnd" and self.interrupted == "tool"
+            if not deferred:
+                self.gate.post_tool(name, _input(parts), tid, event)
+        return kind == "TurnEnd" and self.interrupted in ("tool", "defer")
 
 
 def _state(body: dict[str, Any]) -> str:

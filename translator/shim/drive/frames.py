@@ -1,7 +1,7 @@
 """The drive backend's Claude Code frames: each message's run (segments.py) through the
 translator's own core, completed with what only the shim knows (as conversation.py does for
 the `-p` backend): the installation facts, the permission mode, the tools the shim denied,
-the interrupt's terminal reason. Every frame stays under the SDK's line limit.
+the interrupt's terminal reason, a deferred call. Every frame stays under the SDK's line limit.
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ class DriveFrames:
         self.denials: list[dict[str, Any]] = []  # this message's denied tools, as the result lists them
         self.terminal_reason: str | None = None  # an override (a deny that interrupted: aborted_tools)
         self.before_result: dict[str, Any] | None = None  # the interrupted-by-user frame
+        self.deferred: dict[str, Any] | None = None  # the call a PreToolUse hook deferred: {id, name, input}
 
     def begin(self, mode: str) -> None:
-        self.mode, self.denials, self.terminal_reason, self.before_result = mode, [], None, None
+        self.mode, self.denials, self.terminal_reason, self.before_result, self.deferred = mode, [], None, None, None
 
     def feed(self, line: bytes) -> list[bytes]:
         return self._complete(self.translation.feed(line))
@@ -53,5 +54,7 @@ class DriveFrames:
         frame["permission_denials"] = self.denials
         if self.terminal_reason is not None:
             frame["terminal_reason"] = self.terminal_reason
+        if self.deferred is not None:  # Claude Code's defer: the turn stopped, the call pending
+            frame.update(stop_reason="tool_deferred", terminal_reason="tool_deferred", deferred_tool_use=self.deferred)
         self.last_is_error = frame.get("is_error") is True
         return [] if self.before_result is None else [orjson.dumps(self.before_result) + b"\n"]

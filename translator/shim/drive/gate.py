@@ -1,5 +1,6 @@
 """The permission bridge: a prompt caliban raises (a poll's `permission_request`) settled as
-Claude Code settles one: PreToolUse hooks first (a deny denies, an allow skips the rest), then
+Claude Code settles one: PreToolUse hooks first (a deny or a decision not known denies, a defer
+stops the turn with the tool pending, an allow skips the rest), then
 the session's mode and rules (policy.py), then the app's `can_use_tool`. Each prompt is asked
 once (by `tool_use_id`: a poll repeats it until it is answered).
 """
@@ -15,6 +16,7 @@ from translator.shim.drive import requests
 from translator.shim.drive.hooks import Hooks, pre_tool_verdict
 from translator.shim.drive.policy import Policy
 
+DEFERRED = "deferred by a PreToolUse hook: the turn stops here, the call pending"
 CHANGED_INPUT = "caliban cannot run a tool with an input changed by the app (updatedInput); denied instead"
 
 
@@ -25,6 +27,7 @@ class Gate:
         self.asked: set[str] = set()
         self.denials: list[dict[str, Any]] = []
         self.interrupt = False  # the last deny asked to end the run
+        self.deferred: dict[str, Any] | None = None  # the tool a PreToolUse hook deferred: {id, name, input}
         self.mode = "default"
         self.prompt_id = ""
         self.session_id = ""
@@ -34,7 +37,7 @@ class Gate:
         self.asked.clear()
 
     def begin(self, mode: str, prompt_id: str) -> None:
-        self.mode, self.prompt_id, self.denials, self.interrupt = mode, prompt_id, [], False
+        self.mode, self.prompt_id, self.denials, self.interrupt, self.deferred = mode, prompt_id, [], False, None
 
     def new(self, ask: dict[str, Any]) -> bool:
         tid = str(ask.get("tool_use_id", ""))
@@ -47,17 +50,23 @@ class Gate:
         """Allow, or deny with the reason the model is shown."""
         name, tool_input, tid = str(ask.get("tool_name", "")), ask.get("input"), str(ask.get("tool_use_id", ""))
         allow, reason = self._decide(name, tool_input, tid)
-        if not allow:
+        if not allow and (self.deferred is None or self.deferred["id"] != tid):
             self.denials.append({"tool_name": name, "tool_use_id": tid, "tool_input": tool_input})
         return allow, reason
 
     def _decide(self, name: str, tool_input: Any, tid: str) -> tuple[bool, str]:
         if self.interrupt:
-            return False, "the user interrupted this run"
+            return False, "the turn stopped at a deferred tool call" if self.deferred else "the user interrupted this run"
         outputs = self.hook("PreToolUse", {"tool_name": name, "tool_input": tool_input, "tool_use_id": tid}, name, tid)
         verdict, why = pre_tool_verdict(outputs)
         if verdict == "deny":
             return False, why or "denied by a PreToolUse hook"
+        if verdict == "unknown":
+            self.warn(f"{name}: a PreToolUse hook's permissionDecision {why} is not one caliban-claude knows; denied")
+            return False, f"denied: a PreToolUse hook answered the unknown permissionDecision {why}"
+        if verdict == "defer":  # Claude Code's: the turn stops here, the tool pending (never run)
+            self.deferred, self.interrupt = {"id": tid, "name": name, "input": tool_input}, True
+            return False, DEFERRED
         if verdict == "allow":
             return True, ""
         decision = "ask" if verdict == "ask" else self.policy.decide(self.mode, name, tool_input)

@@ -15,8 +15,13 @@ from typing import Any, Literal
 from translator.shim.initialize import HookMatcher
 
 FIRED = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop")
-Verdict = Literal["allow", "deny", "ask"] | None
-PRECEDENCE: tuple[Literal["deny", "ask", "allow"], ...] = ("deny", "ask", "allow")  # between several hooks
+Decision = Literal["deny", "unknown", "defer", "ask", "allow"]
+Verdict = Decision | None
+# Between several hooks, as Claude Code ranks them (deny > defer > ask > allow); a decision the
+# shim does not know ("unknown": a typo, a newer CLI's) ranks as a deny: it never lets a tool run.
+PRECEDENCE: tuple[Decision, ...] = ("deny", "unknown", "defer", "ask", "allow")
+KNOWN = ("allow", "deny", "ask", "defer")
+LEGACY = {"approve": "allow", "block": "deny"}  # the older top-level `decision`
 
 
 class Hooks:
@@ -53,18 +58,22 @@ def _takes(matcher: str | None, tool: str) -> bool:
 
 
 def pre_tool_verdict(outputs: list[dict[str, Any]]) -> tuple[Verdict, str]:
-    """What PreToolUse hooks decided between them: deny wins, then ask, then allow; with the reason."""
+    """What PreToolUse hooks decided between them, by PRECEDENCE; with the reason (for
+    "unknown": the decision given, repr'd)."""
     verdicts: list[tuple[str, str]] = []
     for out in outputs:
         specific = out.get("hookSpecificOutput")
         decision = specific.get("permissionDecision") if isinstance(specific, dict) else None
         reason = specific.get("permissionDecisionReason") if isinstance(specific, dict) else None
-        legacy = {"approve": "allow", "block": "deny"}.get(str(out.get("decision")))
-        decision = decision or legacy
+        legacy = out.get("decision")
+        if decision is None and legacy is not None:
+            decision = LEGACY.get(legacy, legacy) if isinstance(legacy, str) else legacy
         if out.get("continue") is False:
             decision, reason = "deny", out.get("stopReason") or reason
-        if decision in ("allow", "deny", "ask"):
-            verdicts.append((decision, str(reason or out.get("reason") or "")))
+        if decision in KNOWN:
+            verdicts.append((str(decision), str(reason or out.get("reason") or "")))
+        elif decision is not None:
+            verdicts.append(("unknown", repr(decision)))
     for wanted in PRECEDENCE:
         for decision, reason in verdicts:
             if decision == wanted:
