@@ -7,7 +7,7 @@ import os
 import sys
 
 import translator.cli.command  # noqa: F401  (the start-up the command pays)
-from translator.feed import CHUNK
+from translator.core.feed import CHUNK
 from translator.model import DECODER
 
 decode = DECODER.decode

@@ -13,9 +13,9 @@ from conftest import FIXTURES, events
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from translator.api import make_encoder
 from translator.core.rates import RateCard
 from translator.core.translator import Options, Translator
+from translator.encoders.formats import make_encoder
 
 U32, U64 = (1 << 32) - 1, (1 << 64) - 1
 NUMBERS = [0, 1, U32, U32 + 1, U64, -1, -U64, 1e308, -1e308, 5e-324, 0.5, 1e20, 1e306, 1.7e308, 253402300800]

@@ -15,7 +15,7 @@ from conftest import EXPECTED, events, frames_of
 from support_processes import TRANSLATOR, Follower, Server, exchange, run
 
 import translator
-from translator.compressed import CorruptInput, Decoder
+from translator.core.compressed import CorruptInput, Decoder
 
 zstd: Any = importlib.import_module("backports.zstd")  # what the runtime dependency brings
 NAME = "tool_use_two_turns"

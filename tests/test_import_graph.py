@@ -167,6 +167,42 @@ def test_an_encoder_importing_more_is_found() -> None:
     }
 
 
+TOP_LEVEL = {  # what is shared by every package (the loose rooms have homes: core, cli, encoders)
+    "translator", "translator.__main__", "translator.api", "translator.model", "translator.diagnostics",
+    "translator.stdio", "translator.extras", "translator.object_store", "translator.exits",
+}
+
+
+def test_modules_live_in_their_homes() -> None:
+    """The reading of bytes (lines, compressed input, the feed) is the core's; the parser and
+    the report's command the CLI's; the encoder factory the encoders'. Nothing else sits at
+    the top."""
+    modules = set(graph())
+    assert {"translator.core.lines", "translator.core.compressed", "translator.core.feed",
+            "translator.cli.arguments", "translator.cli.report", "translator.encoders.formats"} <= modules
+    assert {module_name(path) for path in ROOT.glob("*.py")} == TOP_LEVEL
+    assert "translator.cli.report" not in graph()["translator.table.report"]
+
+
+def exit_status_definitions(source: str) -> list[str]:
+    """The `EX_*` names a module's source assigns (an exit status defined there)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                names = target.elts if isinstance(target, ast.Tuple) else [target]
+                found += [n.id for n in names if isinstance(n, ast.Name) and n.id.startswith("EX_")]
+    return found
+
+
+def test_exit_statuses_are_defined_in_one_module() -> None:
+    defined = {module_name(path): names for path in sorted(ROOT.rglob("*.py"))
+               if (names := exit_status_definitions(path.read_text()))}
+    assert set(defined.pop("translator.exits")) >= {"EX_OK", "EX_USAGE", "EX_DATAERR", "EX_IOERR"}
+    assert defined == {}
+    assert exit_status_definitions("EX_A, EX_B = 1, 2\nEX_C = 3\nOTHER = 4\n") == ["EX_A", "EX_B", "EX_C"]
+
+
 def reach_ins(source: str) -> list[tuple[int, str]]:
     """Each `obj._x` of a module's source where `obj` is not `self`, `cls` or a module it
     imports (a dunder is no private member), as (line, expression); a line that says why,

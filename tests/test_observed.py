@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from translator.api import make_encoder
+from translator.core.feed import Feed, new_core, steps
 from translator.core.rates import RateCard
 from translator.core.translator import Options
 from translator.encoders import RunSummary
-from translator.feed import Feed, new_core, steps
+from translator.encoders.formats import make_encoder
 from translator.model import ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "tool_use_two_turns.events.jsonl"

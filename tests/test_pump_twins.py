@@ -19,8 +19,8 @@ import pytest
 from conftest import events
 
 import translator
-from translator.api import make_encoder
 from translator.core.rates import RateCard
+from translator.encoders.formats import make_encoder
 from translator.shell.pump import Pump, Shell
 from translator.shell.sink import Config
 

@@ -3,8 +3,8 @@
 A thin facade over the sans-I/O core (`core.translator.Translator` and the encoders), so that embedding
 never means wiring an encoder's output list by hand. `translate()` turns a whole input into
 frames; `Stream` translates a live input as it arrives. Both move the input through the core
-with the steps every shell's pump takes (feed.py), and the command line builds its encoders
-here (`make_encoder`).
+with the steps every shell's pump takes (core/feed.py), and build their encoders as the command
+line does (encoders/formats.py).
 """
 
 from __future__ import annotations
@@ -17,15 +17,12 @@ from typing import Any, Literal, Protocol, TypedDict, Unpack
 
 import orjson
 
+from translator.core.feed import CHUNK, CLOCKS, Clock, Feed, core_options, new_core, steps
 from translator.core.rates import RateCard
 from translator.core.translator import Options
-from translator.encoders import Encoder
-from translator.encoders.enriched import EnrichedEncoder
-from translator.feed import CHUNK, CLOCKS, Clock, Feed, core_options, new_core, steps
+from translator.encoders.formats import FORMATS, Format, make_encoder
 
-Format = Literal["enriched", "claude-code"]
 Frame = dict[str, Any]  # one output frame, decoded
-FORMATS: tuple[Format, ...] = ("enriched", "claude-code")
 READ_SIZE = CHUNK  # how much a file object is asked for at a time
 
 
@@ -51,34 +48,6 @@ class StreamOptions(TypedDict, total=False):
     strict: bool
     max_line_bytes: int
     source: str
-
-
-def make_encoder(
-    format: Format,
-    session_id: str,
-    *,
-    include_partial_messages: bool = False,
-    results_only: bool = False,
-    rates: RateCard | None = None,
-    new_id: Callable[[], str] | None = None,
-    fixed_session_id: bool = False,
-) -> Encoder:
-    """A fresh encoder of one output format, for one input stream. `fixed_session_id`: the
-    user chose `session_id`; otherwise `claude-code` takes headless input's own (its init's)."""
-    if format == "claude-code":
-        from translator.encoders.claude_code import ClaudeCodeEncoder  # only its users pay for it
-
-        card = rates or RateCard.bundled()
-        extra: dict[str, Any] = {} if new_id is None else {"new_id": new_id}
-        return ClaudeCodeEncoder(
-            [], session_id=session_id, fixed_session_id=fixed_session_id, partial=include_partial_messages,
-            results_only=results_only, limits=card.limits, **extra,
-        )
-    if format == "enriched":
-        return EnrichedEncoder(
-            [], session_id=session_id, partial=include_partial_messages, results_only=results_only
-        )
-    raise ValueError(f"unknown format {format!r}: expected one of {', '.join(FORMATS)}")
 
 
 def _card(rates: Rates) -> RateCard:
@@ -278,7 +247,6 @@ __all__ = [
     "Stream",
     "StreamOptions",
     "core_options",
-    "make_encoder",
     "translate",
     "translate_bytes",
 ]

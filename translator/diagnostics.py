@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from translator.exits import EX_IOERR
+
 STUCK_S = 5.0  # how long a full stderr may keep a diagnostic waiting before it is dropped
 
 # The fixed set of reasons a line is rejected for (the `reason` label of the bad-lines metric).
@@ -137,7 +139,7 @@ def stdout_text(text: str, prog: str = "translator") -> int:
         return 0
     except OSError as exc:
         stderr([f"{prog}: write error: {exc.strerror}"])
-        return 74
+        return EX_IOERR
     return 0
 
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from translator.exits import EX_UNAVAILABLE
+
 DISTRIBUTION = "caliban-stream-translator"
-EX_UNAVAILABLE = 69
 EXTRA = {  # module -> the extra that brings it
     "pyarrow": "fleet",
     "fsspec": "fleet",

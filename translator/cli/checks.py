@@ -9,7 +9,7 @@ import os
 import re
 import stat
 
-from translator.arguments import EX_NOINPUT, EX_USAGE
+from translator.exits import EX_NOINPUT, EX_USAGE
 
 # Options that only mean something in one mode (a mode is on when one of its options is
 # given), with their defaults, filled in here so that the parser's None tells "not given".

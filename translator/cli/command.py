@@ -11,14 +11,24 @@ import sys
 from typing import TYPE_CHECKING, NoReturn
 
 from translator import __version__, stdio
-from translator.api import make_encoder
-from translator.arguments import EX_CONFIG, EX_IOERR, EX_NOINPUT
 from translator.cli.checks import UserError, check
 from translator.cli.parser import build_parser
 from translator.core.rates import ENV_CARD, RateCard
 from translator.core.translator import Options
 from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text, use_json
+from translator.encoders.formats import make_encoder
+from translator.exits import (
+    EX_CANTCREAT,
+    EX_CONFIG,
+    EX_DATAERR,
+    EX_IOERR,
+    EX_NOINPUT,
+    EX_OK,
+    EX_OSERR,
+    EX_SOFTWARE,
+    EX_UNAVAILABLE,
+)
 from translator.shell import modes
 from translator.shell.sink import SCARCE, Config, Outcome
 
@@ -26,7 +36,6 @@ if TYPE_CHECKING:
     from translator.encoders.observed import Watch
     from translator.shell.output import OutputFile
 
-EX_OK, EX_DATAERR, EX_SOFTWARE, EX_OSERR, EX_CANTCREAT = 0, 65, 70, 71, 73
 # The agent's own exit status per result subtype (caliban-event-formats.md, exit codes).
 AGENT_STATUS = {
     "success": 0,
@@ -65,7 +74,7 @@ def exit_status(outcome: Outcome, use_agent_status: bool, claude_code: bool = Fa
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["report"]:  # `translator report RESULTS`; a file named report: ./report
-        from translator.table import report
+        from translator.cli import report
 
         return report.main(argv[1:])
     parser = build_parser()
@@ -180,8 +189,6 @@ def load_rates(path: str | None) -> RateCard:
             from translator.cli.prices import GenaiPricesCard
             card = GenaiPricesCard()
         except ImportError:
-            from translator.extras import EX_UNAVAILABLE  # an extra that is missing: 69, as every one
-
             raise UserError("--rates genai-prices", "needs the prices extra: pip install "
                             "'caliban-stream-translator[prices]'", EX_UNAVAILABLE) from None
         _stderr([f"translator: rates: {card.identity} (long-context tiers at their base price)"], "info")

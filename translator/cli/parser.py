@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 
 from translator import __version__
-from translator.api import FORMATS
-from translator.arguments import Parser, Version
+from translator.cli.arguments import Parser, Version
 from translator.cli.completion import SHELLS
-from translator.compressed import MAX_RATIO
+from translator.core.compressed import MAX_RATIO
+from translator.encoders.formats import FORMATS
 
 EXAMPLES = """\
 examples:

@@ -15,8 +15,8 @@ from typing import Any
 import msgspec
 import orjson
 
-from translator.compressed import MAX_RATIO
 from translator.core.clock import Clock, Source
+from translator.core.compressed import MAX_RATIO
 from translator.core.open_run import OpenRun, Totals
 from translator.core.rates import RateCard, turn_cost
 from translator.core.runs import Runs

@@ -13,9 +13,9 @@ from __future__ import annotations
 from translator.core import headless_result as H
 from translator.core import jsonl as E
 from translator.core.jsonl import BadLine, last_event
+from translator.core.lines import EXCERPT_BYTES
 from translator.core.runs import Runs
 from translator.diagnostics import Diagnostic
-from translator.lines import EXCERPT_BYTES
 
 
 class Policy:

@@ -21,6 +21,7 @@ from translator.core.fold import Options as Options  # re-exported: every shell 
 from translator.core.fold import RunFold
 from translator.core.headless import HeadlessReader
 from translator.core.jsonl import BadLine, last_event
+from translator.core.lines import LineBuffer
 from translator.core.policy import Policy
 from translator.core.rates import RateCard
 from translator.core.raw import RawReader
@@ -29,7 +30,6 @@ from translator.core.stops import LOST_RUN_END as LOST_RUN_END  # re-exported: c
 from translator.core.stops import THINKING_BUDGET as THINKING_BUDGET
 from translator.core.stops import TRUNCATED as TRUNCATED
 from translator.encoders import Encoder, RunSummary
-from translator.lines import LineBuffer
 from translator.model import ESTIMATED as ESTIMATED  # re-exported: the clocks are read from here too
 from translator.model import RECORDED as RECORDED
 from translator.model import WALL as WALL

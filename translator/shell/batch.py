@@ -28,6 +28,7 @@ from typing import Any
 from tqdm import tqdm
 
 from translator.diagnostics import formatted, stderr
+from translator.exits import EX_CANTCREAT, EX_DATAERR, EX_IOERR, EX_OSERR
 from translator.object_store import TIMEOUT
 from translator.shell import ledger
 from translator.shell.ledger import Ledger
@@ -38,7 +39,6 @@ from translator.shell.selection import Input, SelectionError, check_distinct, se
 from translator.shell.sink import SCARCE
 from translator.stdio import stop_signals
 
-EX_DATAERR, EX_OSERR, EX_CANTCREAT, EX_IOERR = 65, 71, 73, 74
 PR_SET_PDEATHSIG = 1
 WINDOW = 2  # chunks in flight per worker: one translating, one queued behind it
 

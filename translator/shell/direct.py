@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from types import FrameType
 
 from translator import stdio
+from translator.core.feed import CHUNK, Feed, steps, take
 from translator.diagnostics import stderr as _stderr
-from translator.feed import CHUNK, Feed, steps, take
 from translator.shell.sink import SCARCE, WRITE_GRACE_S, Config, Outcome, OutputStuck, Sink, Stdout
 
 # Elsewhere (macOS) a FIFO opened without waiting reads as ended before its writer comes.

@@ -27,6 +27,7 @@ from typing import Any
 from tqdm import tqdm
 
 from translator.diagnostics import stderr
+from translator.exits import EX_IOERR, EX_UNAVAILABLE, EX_USAGE
 from translator.extras import MissingExtra, need
 from translator.object_store import TIMEOUT, StoreError, configured_timeout, faults, filesystem
 from translator.shell import batch, ledger
@@ -34,10 +35,9 @@ from translator.shell.ledger import Ledger
 from translator.shell.local_disk import LocalStore, sweep_temporaries
 from translator.shell.packing import pack
 from translator.shell.replay import Done, Job, Store, translate_file, translate_many
-from translator.shell.selection import EX_USAGE, Found, SelectionError
+from translator.shell.selection import Found, SelectionError
 
 RETRIES = 2
-EX_UNAVAILABLE = 69
 SMALL = 8 << 20  # outputs up to this are uploaded in one PUT; larger ones as a multipart upload
 
 
@@ -285,10 +285,10 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
             return exc.status
         except StoreError as exc:  # listing the store failed: it named the object
             stderr([f"translator: {exc.strerror}"])
-            return batch.EX_IOERR
+            return EX_IOERR
         except OSError as exc:  # listing the store failed (credentials, no bucket)
             stderr([f"translator: {' '.join(names)}: {exc.strerror or exc}"])
-            return batch.EX_IOERR
+            return EX_IOERR
         try:
             done, interrupted = _translate(todo, store, cluster, workers, records, came)
         except Unreachable as exc:

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from translator.core.feed import CHUNK
 from translator.diagnostics import stderr as _stderr
-from translator.feed import CHUNK
 from translator.shell.pump import Pump
 from translator.shell.sink import SCARCE, OutputStuck
 

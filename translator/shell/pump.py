@@ -20,9 +20,9 @@ from types import FrameType
 import anyio
 import anyio.lowlevel
 
+from translator.core.feed import Feed, Taken, take
 from translator.core.translator import Translator
 from translator.diagnostics import stderr as _stderr
-from translator.feed import Feed, Taken, take
 from translator.shell.sink import WRITE_GRACE_S, Config, OutputStuck, Sink, Stdout
 from translator.stdio import stop_signals
 

@@ -23,12 +23,12 @@ from typing import Any, BinaryIO, Protocol, cast
 import orjson
 
 from translator import __version__
-from translator.api import make_encoder
+from translator.core.feed import CHUNK, Feed, new_core, steps
 from translator.core.rates import RateCard
 from translator.core.translator import Options
 from translator.encoders import Encoder
+from translator.encoders.formats import make_encoder
 from translator.encoders.observed import Observer
-from translator.feed import CHUNK, Feed, new_core, steps
 from translator.shell import ledger
 from translator.table.rows import Recorder
 

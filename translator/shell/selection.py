@@ -14,11 +14,11 @@ import re
 from dataclasses import dataclass
 from typing import Protocol
 
-from translator.api import FORMATS
+from translator.encoders.formats import FORMATS
+from translator.exits import EX_NOINPUT, EX_USAGE
 
 SUFFIXES = (".ndjson", ".jsonl")
 WILDCARD = re.compile(r"[*?[]")
-EX_USAGE, EX_NOINPUT = 64, 66
 
 
 class SelectionError(Exception):

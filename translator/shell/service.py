@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 import anyio
 from anyio.abc import ByteStream, Listener, TaskGroup
 
+from translator.core.feed import CHUNK
 from translator.diagnostics import stderr as _stderr
-from translator.feed import CHUNK
 from translator.shell.pump import Pump
 from translator.shell.sink import SCARCE
 

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from translator.core.feed import Taken, new_core
 from translator.core.rates import RateCard
 from translator.core.translator import Options, Translator
 from translator.diagnostics import stderr as _stderr
 from translator.encoders import Encoder
-from translator.feed import Taken, new_core
 
 if TYPE_CHECKING:
     from translator.encoders.observed import Watch

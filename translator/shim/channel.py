@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from translator.feed import CHUNK
+from translator.core.feed import CHUNK
 from translator.shim import control, stdin
 from translator.shim.say import PROG, warn
 

@@ -12,6 +12,7 @@ from typing import NoReturn
 from translator import __version__, stdio
 from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text
+from translator.exits import EX_USAGE
 from translator.shim import control, printing
 from translator.shim.drive.policy import Policy
 from translator.shim.flags import parse
@@ -20,7 +21,6 @@ from translator.shim.say import PROG, say, warn
 from translator.shim.session import ShimSession
 from translator.shim.sessions import Session
 
-EX_USAGE = 64
 BACKENDS = ("drive", "print")  # CALIBAN_CLAUDE_BACKEND: force one (default: chosen per session)
 
 

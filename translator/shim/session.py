@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from translator import stdio
+from translator.exits import EX_IOERR
 from translator.shim import configure, control, initialize, sessions
 from translator.shim.backend import Backend
 from translator.shim.channel import Channel, Inbound
@@ -25,8 +26,6 @@ from translator.shim.drive.policy import Policy
 from translator.shim.mapping import PERMISSION_MODES, Plan, model_choices, resolve_model
 from translator.shim.oneshot.backend import OneshotBackend
 from translator.shim.say import PROG, say, warn
-
-EX_IOERR = 74
 
 
 def _unchanged(frames: list[bytes]) -> list[bytes]:

@@ -1,6 +1,6 @@
 """The app's stdin as the shim reads it: numbered NDJSON lines, each bounded, and decoded.
 
-A line longer than `STDIN_LINE` is never held whole (translator.lines streams the rest of it
+A line longer than `STDIN_LINE` is never held whole (translator.core.lines streams the rest of it
 away): what it was is read from its first bytes, so that a user message still gets its error
 result and a control request its error answer. A string with an unpaired surrogate escape
 (`"\\ud800"`, which orjson refuses) is decoded with the escape replaced by U+FFFD, and said.
@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from translator.lines import LineBuffer
+from translator.core.lines import LineBuffer
 
 STDIN_LINE = 64 << 20  # bytes of one stdin line (the Messages API takes requests up to 32 MB)
 _TYPE = re.compile(rb'"type"\s*:\s*"([a-z_]+)"')

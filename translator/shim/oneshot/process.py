@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import IO
 
-from translator.feed import CHUNK
+from translator.core.feed import CHUNK
 from translator.shim.oneshot.group import LADDER, LEFTOVERS, TICK, ProcessGroup
 
 NOT_FOUND = 127  # the shell's status for a command it cannot find

@@ -8,11 +8,11 @@ import argparse
 from typing import TYPE_CHECKING, NoReturn
 
 from translator.diagnostics import stdout_text
+from translator.exits import EX_USAGE
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
 
-EX_USAGE, EX_NOINPUT, EX_IOERR, EX_CONFIG = 64, 66, 74, 78  # sysexits.h
 
 
 class Parser(argparse.ArgumentParser):

@@ -20,7 +20,7 @@ from typing import Literal, NamedTuple, cast
 
 from msgspec.structs import replace
 
-from translator.compressed import CorruptInput, Decoder
+from translator.core.compressed import CorruptInput, Decoder
 from translator.core.rates import RateCard
 from translator.core.translator import ESTIMATED, WALL, Options, Translator
 from translator.encoders import Encoder

@@ -1,0 +1,89 @@
+"""`translator report RESULTS [--html FILE]`: the command over table/report.py, with its
+refusals (one line and a sysexits status) and its writes (the page is written beside its
+destination and renamed over it, only once the report was printed)."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+
+from translator.cli.arguments import Parser
+from translator.diagnostics import stderr as _stderr
+from translator.diagnostics import stdout_text
+from translator.exits import EX_CANTCREAT, EX_IOERR, EX_NOINPUT
+from translator.extras import MissingExtra
+from translator.object_store import StoreError
+from translator.table.report import by_day_and_model, by_subtype, load, page, text_table
+
+
+def _why(exc: OSError | ValueError) -> str:
+    """Why the dataset cannot be read, in one line: pyarrow's FileNotFoundError holds only the path."""
+    if isinstance(exc, FileNotFoundError):
+        return os.strerror(errno.ENOENT)
+    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="translator report", description="Summarize a --results-table dataset.")
+    parser.add_argument("results", metavar="RESULTS", help="the dataset's directory or URL")
+    parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page with plots")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        rows = load(args.results)
+    except MissingExtra as exc:
+        _stderr([f"translator: report: {exc}"])
+        return exc.status
+    except StoreError as exc:
+        _stderr([f"translator: {exc.strerror}"])
+        return EX_IOERR
+    except (OSError, ValueError) as exc:  # pyarrow's missing path is a FileNotFoundError or ArrowInvalid
+        _stderr([f"translator: {args.results}: {_why(exc)}"])
+        return EX_NOINPUT
+    if not rows:
+        _stderr([f"translator: {args.results}: no runs"])
+        return EX_NOINPUT
+    temp = None
+    if args.html:  # its destination and its plots first: a failure is said before the report, not after it
+        try:
+            content = page(args.results, rows)
+            temp = _temp_beside(args.html)
+        except MissingExtra as exc:
+            _stderr([f"translator: report --html: {exc}"])
+            return exc.status
+        except OSError as exc:
+            _stderr([f"translator: {args.html}: {exc.strerror}"])
+            return EX_CANTCREAT
+    failed = sum(bool(r["is_error"]) for r in rows)
+    status = stdout_text(f"{len(rows)} runs in {len({r['source'] for r in rows})} logs, {failed} failed "
+                         f"({100 * failed / len(rows):.1f}%), {sum(r['total_cost_usd'] or 0.0 for r in rows):.4f} USD\n\n"
+                         + text_table(by_day_and_model(rows)) + "\n\n" + text_table(by_subtype(rows)) + "\n",
+                         "translator report")
+    if temp is not None:
+        try:
+            if not status:  # (a report that could not be printed gets no page either)
+                with open(temp, "w", encoding="utf-8") as f:
+                    f.write(content)
+                os.replace(temp, args.html)
+        except OSError as exc:
+            _stderr([f"translator: {args.html}: {exc.strerror}"])
+            status = EX_IOERR
+        finally:
+            with contextlib.suppress(OSError):  # (renamed: not there any more)
+                os.unlink(temp)
+    return status
+
+
+def _temp_beside(path: str) -> str:
+    """A new, empty temporary file beside `path` (OSError when its directory cannot take one),
+    renamed over it once the page is written."""
+    head, tail = os.path.split(path)
+    temp = os.path.join(head, f".{tail}.{os.getpid()}.tmp")
+    os.close(os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666))
+    return temp
+
