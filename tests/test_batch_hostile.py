@@ -85,3 +85,42 @@ def test_an_entry_whose_rows_are_not_rows_is_no_entry(tmp_path: Path) -> None:
         assert (proc.returncode, said(proc)[:27]) == (0, "translator: 1 translated, 0"), (bad, proc.stderr)
     proc = batch("--out-dir", str(out), "--results-table", table, str(tmp_path / "logs"))
     assert (proc.returncode, said(proc)[:36]) == (0, "translator: 0 translated, 1 skipped "), proc.stderr
+
+
+def outputs(out: Path) -> list[str]:
+    return sorted(p.relative_to(out).as_posix() for p in out.rglob("*.jsonl"))
+
+
+def test_a_walk_or_glob_follows_no_folder_link_and_reads_each_file_once(tmp_path: Path) -> None:
+    """Two links to `..` in the tree (a quoted `**` glob went round them for ever; one link made
+    one log 41 outputs and 41 table rows), and a link to a log of the tree (one output, by the
+    name that is no link)."""
+    import pyarrow.parquet as pq
+
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    shutil.copy(LOG, tree / "sub" / "a.ndjson")
+    (tree / "sub" / "up").symlink_to("..")
+    (tree / "sub" / "up2").symlink_to("..")
+    (tree / "latest.ndjson").symlink_to("sub/a.ndjson")
+    for n, names in enumerate([[f"{tree}/**/*.ndjson"], [str(tree)], [str(tree), f"{tree}/**/*.ndjson"]]):
+        out, table = tmp_path / f"out{n}", tmp_path / f"table{n}"
+        proc = batch("--out-dir", str(out), "--results-table", str(table), *names)
+        assert (proc.returncode, said(proc)[:42]) == (0, "translator: 1 translated, 0 skipped (up to"), proc.stderr
+        assert outputs(out) == ["sub/a.enriched.jsonl"]
+        assert pq.read_table(table).column("source").to_pylist() == [str(tree / "sub" / "a.ndjson")]
+
+
+def test_a_link_loop_is_one_bad_input(tmp_path: Path) -> None:
+    """`loop.ndjson -> loop.ndjson` beside a good log: the good one is translated, the loop named
+    and failed (74), in a walk and in a glob alike (it failed the whole batch, 70)."""
+    (tmp_path / "logs").mkdir()
+    shutil.copy(LOG, tmp_path / "logs" / "good.ndjson")
+    (tmp_path / "logs" / "loop.ndjson").symlink_to("loop.ndjson")
+    for n, name in enumerate([str(tmp_path / "logs"), f"{tmp_path}/logs/*.ndjson"]):
+        proc = batch("--out-dir", str(tmp_path / f"out{n}"), name)
+        assert proc.returncode == 74, proc.stderr
+        summary, failed = proc.stderr.decode().splitlines()[-2:]
+        assert summary.startswith("translator: 1 translated, 0 skipped (up to date), 1 failed;"), proc.stderr
+        assert failed == "translator: failed: loop.ndjson: Too many levels of symbolic links"
+        assert outputs(tmp_path / f"out{n}") == ["good.enriched.jsonl"]

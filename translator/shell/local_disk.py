@@ -7,6 +7,7 @@ run's temporaries and finds its outputs and records.
 from __future__ import annotations
 
 import ctypes
+import fnmatch
 import os
 import re
 import stat
@@ -16,7 +17,7 @@ from typing import BinaryIO
 
 from translator.api import FORMATS
 from translator.shell.ledger import FOLDER, is_record
-from translator.shell.selection import Found
+from translator.shell.selection import WILDCARD, Found
 
 # What a run can have made, and so all the sweep may remove: an output's name is always
 # `<stem>.<format>.jsonl` (selection.target_name), a pid at most Linux's PID_MAX_LIMIT. A user's
@@ -46,33 +47,31 @@ class LocalStore:
 
     def stat(self, path: str) -> Found:
         st = os.stat(path)
-        return Found(path, st.st_size, st.st_mtime)
+        return Found(path, st.st_size, st.st_mtime, (st.st_dev, st.st_ino))
 
     def files_under(self, path: str) -> list[Found]:
-        """Every file under `path` (symbolic links to files too; not into linked folders, as
-        pathlib's rglob): a scandir walk, one stat a file (rglob took three, and pathlib
-        objects: a third of the planning of 16,000 small files)."""
-        found = []
+        """Every file under `path` (symbolic links to files too; not into linked folders: a link
+        to `..` made one log 41 outputs, two such links a listing without end): a scandir walk,
+        one stat a file (rglob took three, and pathlib objects: a third of the planning of
+        16,000 small files)."""
+        found: list[Found] = []
         folders = [path]
         while folders:
-            try:
-                entries = os.scandir(folders.pop())
-            except (PermissionError, FileNotFoundError):  # unreadable (rglob skips it too), or gone
-                continue
-            with entries:
-                for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        folders.append(entry.path)
-                    elif entry.is_file():
-                        with suppress(FileNotFoundError):  # gone since the listing: not an input
-                            st = entry.stat()
-                            found.append(Found(entry.path, st.st_size, st.st_mtime))
+            for entry in _entries(folders.pop()):
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+                else:
+                    _add(entry, found)
         return found
 
     def glob(self, pattern: str) -> list[Found]:
-        import glob
-
-        return [self.stat(p) for p in glob.glob(pattern, recursive=True) if os.path.isfile(p)]
+        """The files `pattern` matches, as glob.glob(recursive=True) finds them (`*` and `**`
+        skip hidden names) but into no linked folder, as files_under."""
+        parts = pattern.split("/")
+        fixed = next(n for n, part in enumerate(parts) if WILDCARD.search(part))
+        found: list[Found] = []
+        _match("/".join(parts[:fixed]) or "/", parts[fixed:], found)
+        return list({f.path: f for f in found}.values())  # `**/**` reaches a file more than once
 
     @contextmanager
     def open_input(self, path: str) -> Iterator[BinaryIO]:
@@ -163,6 +162,54 @@ class LocalStore:
         for path in paths:
             with suppress(OSError):
                 os.unlink(path)
+
+
+def _entries(folder: str) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except (PermissionError, FileNotFoundError, NotADirectoryError):  # unreadable (rglob skips it too), or gone
+        return []
+
+
+def _add(entry: os.DirEntry[str], found: list[Found]) -> None:
+    """A file of a listing, as an input; a link that cannot be followed (a loop) is one too, one
+    that fails when read (it failed the whole batch, 70); a dangling link or a file gone since
+    the listing is none."""
+    try:
+        if not entry.is_file():
+            return
+        st = entry.stat()
+    except FileNotFoundError:
+        return
+    except OSError:
+        found.append(Found(entry.path, 0, 0.0))
+        return
+    found.append(Found(entry.path, st.st_size, st.st_mtime, (st.st_dev, st.st_ino), entry.is_symlink()))
+
+
+def _match(folder: str, parts: list[str], found: list[Found]) -> None:
+    """The files under `folder` that match the glob components `parts`."""
+    part, rest = parts[0], parts[1:]
+    entries = _entries(folder)
+    if part == "**":
+        if rest:
+            _match(folder, rest, found)
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                _match(entry.path, parts, found)
+            elif not rest:
+                _add(entry, found)
+        return
+    for entry in entries:
+        if not fnmatch.fnmatchcase(entry.name, part) or (entry.name.startswith(".") and not part.startswith(".")):
+            continue
+        if rest and entry.is_dir(follow_symlinks=False):
+            _match(entry.path, rest, found)
+        elif not rest and not entry.is_dir(follow_symlinks=False):
+            _add(entry, found)
 
 
 def _sync(files: dict[int, str]) -> None:

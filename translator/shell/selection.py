@@ -4,7 +4,8 @@ Every argument has a base: a directory is its own base, a file's base is its fol
 is its folder before the first wildcard. The relative path of an input is taken from the
 common parent of all the bases, so `a/run.jsonl b/run.jsonl` write `a/run…` and `b/run…`,
 while one directory (or one file) keeps its names as they are under it. Two inputs that would
-still write the same output are refused before anything is written.
+still write the same output are refused before anything is written; a file reached by more
+than one name (a link to it) is translated once.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ class Found:
     path: str  # the store's own path (absolute, no protocol)
     size: int
     mtime: float
+    identity: tuple[int, int] | None = None  # the real file (st_dev, st_ino), where the store knows it
+    link: bool = False  # found through a symbolic link
 
 
 @dataclass(frozen=True)
@@ -89,9 +92,14 @@ def select(names: list[str], lister: Lister) -> list[Input]:
     if not picked:
         return []
     root = posixpath.commonpath([base for base, _ in picked])
+    every = [f for _, found in picked for f in sorted(found, key=lambda f: f.path)]
+    real: dict[tuple[int, int], Found] = {}  # each real file once: by a name that is no link, if it has one
+    for f in every:
+        if f.identity is not None and (f.identity not in real or (real[f.identity].link and not f.link)):
+            real[f.identity] = f
     seen: dict[str, Input] = {}
-    for _, found in picked:
-        for f in sorted(found, key=lambda f: f.path):
+    for f in every:
+        if f.identity is None or real[f.identity] is f:
             seen.setdefault(f.path, Input(f.path, posixpath.relpath(f.path, root), f.size, f.mtime))
     return list(seen.values())
 
