@@ -37,6 +37,16 @@ if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
     signal.signal(signal.SIGHUP, lambda signum, frame: None)  # the suite itself still outlives a hang-up
 
 
+
+@pytest.fixture(scope="session", autouse=True)
+def claude_config_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the shim writes its session files (Claude Code's `$CLAUDE_CONFIG_DIR`) in every
+    test that does not name its own: never the real ~/.claude."""
+    config = tmp_path_factory.mktemp("claude-config")
+    os.environ["CLAUDE_CONFIG_DIR"] = str(config)
+    return config
+
+
 def fleet(root: Path, files: int) -> Path:
     """`files` small sessions of varied sizes, one folder each, as a fleet keeps them."""
     sources = sorted(FIXTURES.glob("*.events.jsonl"))

@@ -126,13 +126,15 @@ def test_an_external_mcp_server_in_the_default_delivery(drive: Any) -> None:
 
 
 def test_persist_session_false_leaves_no_session(drive: Any, tmp_path: Path) -> None:
-    got = drive({"prompt": PROMPT, "options": {"persistSession": False}}, "benign_text.jsonl")
+    config = {"CLAUDE_CONFIG_DIR": str(tmp_path / "claude")}  # and no Claude Code session file either
+    got = drive({"prompt": PROMPT, "options": {"persistSession": False}}, "benign_text.jsonl", env=config)
     assert got.kinds[-1] == "result/success"
     argv = got.argv()
     assert "--sessions-dir" in argv and not Path(argv[argv.index("--sessions-dir") + 1]).exists()
-    assert not (tmp_path / "sessions").exists()
-    again = drive({"prompt": PROMPT}, "benign_text.jsonl")  # (and a normal one does keep it)
+    assert not (tmp_path / "sessions").exists() and not (tmp_path / "claude").exists()
+    again = drive({"prompt": PROMPT}, "benign_text.jsonl", env=config)  # (and a normal one does keep it)
     assert list((tmp_path / "sessions").glob("*.json"))
+    assert len(list((tmp_path / "claude" / "projects").glob("*/*.jsonl"))) == 1
     assert again.kinds[-1] == "result/success"
 
 

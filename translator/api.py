@@ -21,6 +21,7 @@ from translator.core.feed import CHUNK, CLOCKS, Clock, Feed, core_options, new_c
 from translator.core.rates import RateCard
 from translator.core.translator import Options
 from translator.encoders.formats import FORMATS, Format, make_encoder
+from translator.encoders.observed import Observer
 
 Frame = dict[str, Any]  # one output frame, decoded
 READ_SIZE = CHUNK  # how much a file object is asked for at a time
@@ -68,7 +69,8 @@ class Stream:
 
     `rates`: a `RateCard`, a card's path, or None: the bundled card. `CALIBAN_RATES_YAML` is
     not read (the API reads only what it is given); `rates=RateCard.default(os.environ)`
-    prices as the command line does without `--rates`."""
+    prices as the command line does without `--rates`. `observer`: told each run, turn and tool
+    call as the core makes them (translator.encoders.observed), beside the frames."""
 
     def __init__(
         self,
@@ -84,6 +86,7 @@ class Stream:
         strict: bool = False,
         max_line_bytes: int = 64 << 20,
         source: str = "<stream>",
+        observer: Observer | None = None,
     ) -> None:
         card = _card(rates)
         self.session_id = session_id or str(uuid.uuid4())
@@ -95,7 +98,7 @@ class Stream:
         base = Options(strict=strict, stop_on_invalid=on_invalid == "fail", max_line_bytes=max_line_bytes)
         self._feed = Feed(new_core(
             encoder, rates=card, options=base, clock=clock, live=live, epoch=time.time() - time.monotonic(),
-            source=source, started_at=time.monotonic(),
+            source=source, started_at=time.monotonic(), observer=observer,
         ))  # fmt: skip
         self._core = self._feed.core
         self._diags: list[str] = []

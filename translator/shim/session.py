@@ -13,12 +13,13 @@ import queue
 import select
 import signal
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 from translator import stdio
 from translator.exits import EX_IOERR
-from translator.shim import configure, control, initialize, sessions
+from translator.shim import configure, control, initialize, sessions, transcript
 from translator.shim.backend import Backend
 from translator.shim.channel import Channel, Inbound
 from translator.shim.drive.backend import DriveBackend
@@ -57,8 +58,9 @@ class ShimSession:
         # A user message; the error of one that could not be read (str); None: stdin ended.
         self.inbox: queue.Queue[Inbound] = queue.Queue()
         self.channel = Channel(self.control, self.inbox.put, shape)
+        self.transcript = transcript.open_transcript(files)  # the session's file, as Claude Code keeps it
         self.oneshot = OneshotBackend(binary=binary, plan=p, session=files, model=lambda: self.model,
-                                      mode=lambda: self.mode, write=self.channel.write)  # fmt: skip
+                                      mode=lambda: self.mode, write=self.channel.write, observer=self.transcript)  # fmt: skip
         self.backend: Backend = self.oneshot
         self.drive: DriveBackend | None = None  # the drive backend, once chosen and probed
         self._no_drive = backend == "print"  # (forced, or probed once and missing)
@@ -121,6 +123,7 @@ class ShimSession:
         drive = DriveBackend(
             binary=self.binary, model=lambda: self.model, session_id=self.files.id, partial=self.plan.partial,
             mode=lambda: self.mode, policy=self.policy, can_use_tool=self.prompt_tool, app=self.channel, warn=warn,
+            observer=self.transcript,
         )  # fmt: skip
         why = drive.probe()
         if why is not None:
@@ -156,6 +159,9 @@ class ShimSession:
             prompt, self.prefix = f"{self.prefix}\n\n{prompt}", ""
         if self.plan.replay_user:
             self.channel.send(control.user_echo(msg, self.files.id))
+        if self.transcript is not None:  # the message as the app sent it
+            body = msg.get("message")
+            self.transcript.prompt(body.get("content", "") if isinstance(body, dict) else "", time.time())
         self.backend.run_message(prompt)
 
     # ------------------------------------------------------------------ lifetime

@@ -68,6 +68,11 @@ class Written:
         if lines := self.transcript.take():
             self._write(self.transcript, lines)
 
+    def prompt(self, content: Any, t: float) -> None:
+        """The next run's prompt, from the shell that has it (the shim): written at once."""
+        self.transcript.prompt(content, t)
+        self._out()
+
     def run_start(self, model: str | None, t: float) -> None:
         self.transcript.run_start(model, t)
 

@@ -83,7 +83,7 @@ class Transcript:
         self._held: list[dict[str, Any]] = []  # the run's lines not yet given their ids
         self._last: list[dict[str, Any]] = []  # the last turn's assistant lines (the usage may grow)
         self._turn: dict[str, Any] = {}
-        self._results: list[dict[str, Any]] = []  # the turn's tool results, after its message
+        self._ended: dict[str, float] = {}  # the turn's tool calls seen ending, and when
         self._wire: dict[str, int] = dict.fromkeys(COUNTERS, 0)  # the run's usage written so far
         self._prompt: Any = None
         self._prompted = False
@@ -103,6 +103,7 @@ class Transcript:
         self._prompted = True
         self._held.append(self._user(content, t))
         self._ready = len(self._held)
+        self._release(None)
 
     # ------------------------------------------------------------------ the Observer
 
@@ -118,9 +119,21 @@ class Transcript:
         pass
 
     def tool_end(self, tool_use_id: str, name: str | None, input: Any, end: ToolCallEnd, t: float) -> None:
-        result = {"tool_use_id": tool_use_id, "type": "tool_result", "content": orjson.loads(bytes(end.content) or b"[]"),
-                  "is_error": end.is_error}  # fmt: skip
-        self._results.append({"type": "user", "message": {"role": "user", "content": [result]}, "t": t})
+        self._ended[tool_use_id] = t
+
+    def _tool_results(self, ev: TurnEnd, t: float) -> list[dict[str, Any]]:
+        """The turn's tool results (TurnEnd's copy: a headless turn's come with it alone), each
+        timed at its call's end where that was seen, never before the turn's message."""
+        results = []
+        for message in orjson.loads(bytes(ev.tool_results) or b"[]"):
+            for block in message.get("content", ()) if isinstance(message, dict) else ():
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    result = {"tool_use_id": block.get("tool_use_id"), "type": "tool_result",
+                              "content": block.get("content"), "is_error": bool(block.get("is_error"))}  # fmt: skip
+                    when = max(self._ended.get(str(block.get("tool_use_id")), t), t)
+                    results.append({"type": "user", "message": {"role": "user", "content": [result]}, "t": when})
+        self._ended = {}
+        return results
 
     def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
         if self.session_id is None:
@@ -136,10 +149,8 @@ class Transcript:
         # caliban reports no API request id: the message id stands in (ccusage counts a message once by both)
         self._last = [{"type": "assistant", "message": {**head, "content": [block], **tail}, "requestId": message_id, "t": t}
                       for block in blocks]  # fmt: skip
-        for result in self._results:  # on the estimated clock a call's end is timed before its turn's
-            result["t"] = max(result["t"], t)
-        self._held += self._last + self._results
-        self._results, self._turn = [], {}
+        self._held += self._last + self._tool_results(ev, t)
+        self._turn = {}
         self._release(None)
 
     def run_end(self, run: RunSummary, t: float) -> None:
@@ -149,7 +160,6 @@ class Transcript:
             usage = {key: self._last[0]["message"]["usage"][key] + more[key] for key in COUNTERS}
             for line in self._last:
                 line["message"]["usage"] = usage
-        self._held += self._results
         if not self._prompted and run.final_messages is not None:
             self._prompt = prompt_of(run.final_messages)
             if self._prompt is not None:
@@ -161,7 +171,7 @@ class Transcript:
         if self._prompt is not None and self.leaf is not None and self.session_id is not None:
             self._emit({"type": "last-prompt", "lastPrompt": prompt_text(self._prompt), "leafUuid": self.leaf,
                         "sessionId": self.session_id})  # fmt: skip
-        self._prompt, self._prompted, self._last, self._results = None, False, [], []
+        self._prompt, self._prompted, self._last, self._ended = None, False, [], {}
         self._wire = dict.fromkeys(COUNTERS, 0)
 
     # ------------------------------------------------------------------ lines

@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from translator.encoders.observed import Observer
 from translator.shim.channel import Channel
 from translator.shim.drive import requests
 from translator.shim.drive.frames import DriveFrames
@@ -36,10 +37,10 @@ SETTLING = ("awaiting_input", "done", "failed")
 class DriveBackend:
     def __init__(self, *, binary: str, model: Callable[[], str | None], session_id: str, partial: bool,
                  mode: Callable[[], str], policy: Policy, can_use_tool: bool, app: Channel,
-                 warn: Callable[[str], None]) -> None:  # fmt: skip
+                 warn: Callable[[str], None], observer: Observer | None = None) -> None:  # fmt: skip
         self.binary, self.session_id = binary, session_id
         self._model, self._mode, self.warn = model, mode, warn
-        self.frames = DriveFrames(session_id, partial=partial)
+        self.frames = DriveFrames(session_id, partial=partial, observer=observer)
         self.app = app
         self.hooks = Hooks({})
         self.gate = Gate(self.app, policy, can_use_tool, self.hooks, warn)

@@ -12,18 +12,19 @@ from typing import Any
 import orjson
 
 from translator.api import Stream
+from translator.encoders.observed import Observer
 from translator.shim import control
 from translator.shim.completion import complete
 from translator.shim.mapping import CALIBAN_TOOLS
 
 
 class DriveFrames:
-    def __init__(self, session_id: str, *, partial: bool) -> None:
+    def __init__(self, session_id: str, *, partial: bool, observer: Observer | None = None) -> None:
         self.session_id = session_id
         # One translation for the whole shim session: result_index counts and the cost adds up.
         self.translation = Stream(
             "claude-code", session_id=session_id, include_partial_messages=partial, clock="wall",
-            source="caliban mcp serve",
+            source="caliban mcp serve", observer=observer,
         )  # fmt: skip
         self.mode = "default"
         self.last_is_error = False

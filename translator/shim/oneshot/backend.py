@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from translator.encoders.observed import Observer
 from translator.shim.mapping import Plan, run_argv
 from translator.shim.oneshot.conversation import Conversation
 from translator.shim.oneshot.group import LADDER, TICK
@@ -17,10 +18,11 @@ from translator.shim.sessions import Session
 
 class OneshotBackend:
     def __init__(self, *, binary: str, plan: Plan, session: Session, model: Callable[[], str | None],
-                 mode: Callable[[], str], write: Callable[[list[bytes]], None]) -> None:  # fmt: skip
+                 mode: Callable[[], str], write: Callable[[list[bytes]], None],
+                 observer: Observer | None = None) -> None:  # fmt: skip
         self.binary, self.plan, self.session = binary, plan, session
         self._model, self._mode, self._write = model, mode, write
-        self.conversation = Conversation(session.id, partial=plan.partial, mode=mode())
+        self.conversation = Conversation(session.id, partial=plan.partial, mode=mode(), observer=observer)
         self.current: CalibanRun | None = None
 
     @property

@@ -17,6 +17,7 @@ import orjson
 
 from translator.api import Stream
 from translator.encoders.claude_code.frames import mcp_servers
+from translator.encoders.observed import Observer
 from translator.shim import control
 from translator.shim.completion import complete
 
@@ -25,14 +26,14 @@ WATCHED = 48  # bytes at the head of a caliban line that say whether it is an in
 
 
 class Conversation:
-    def __init__(self, session_id: str, *, partial: bool, mode: str) -> None:
+    def __init__(self, session_id: str, *, partial: bool, mode: str, observer: Observer | None = None) -> None:
         self.session_id = session_id
         self.mode = mode  # the permission mode as the app named it
         # One translation for the whole conversation, so `result_index` counts and the cost adds
         # up across caliban runs, as in one Claude Code session.
         self.translation = Stream(
             "claude-code", session_id=session_id, include_partial_messages=partial, clock="wall", source="caliban",
-            max_line_bytes=MAX_CALIBAN_LINE,
+            max_line_bytes=MAX_CALIBAN_LINE, observer=observer,
         )  # fmt: skip
         self.caliban_init: dict[str, Any] = {}
         self.last_is_error = False
