@@ -35,6 +35,7 @@ from translator.shell.sink import SCARCE, Config, Outcome
 if TYPE_CHECKING:
     from translator.encoders.observed import Watch
     from translator.shell.output import OutputFile
+    from translator.telemetry.exporter import Telemetry
 
 # The agent's own exit status per result subtype (caliban-event-formats.md, exit codes).
 AGENT_STATUS = {
@@ -119,8 +120,32 @@ def main(argv: list[str] | None = None) -> int:
         max_pending_bytes=args.max_pending_bytes or 2 * args.max_line_bytes,
         socket_mode=args.socket_mode,
         metrics=args.metrics,
-        watch=watches(args),
     )
+    telemetry = telemetry_on()
+    cfg.watch = watches(args, telemetry)
+    try:
+        return translate(args, cfg)
+    finally:
+        if telemetry is not None:
+            telemetry.close()  # the last exports, within a few seconds whatever the collector does
+
+
+def telemetry_on() -> Telemetry | None:
+    """Claude Code's OpenTelemetry export when CLAUDE_CODE_ENABLE_TELEMETRY=1 (the SDK imported
+    only then); without the otel extra that is said and the translation goes on."""
+    from translator import telemetry
+    from translator.extras import MissingExtra
+
+    try:
+        return telemetry.start(os.environ)
+    except MissingExtra as exc:
+        _stderr([f"translator: telemetry: {exc}; not exported"], "warning")
+        return None
+
+
+def translate(args: argparse.Namespace, cfg: Config) -> int:
+    """The mode asked for, run; its exit status."""
+    partial, results_only, rates = args.include_partial_messages, args.results_only, cfg.rates
     if args.out_dir is not None or args.results_table is not None:
         from translator.shell import replay  # the pool and progress bar cost the others nothing
 
@@ -166,13 +191,19 @@ def main(argv: list[str] | None = None) -> int:
     return status
 
 
-def watches(args: argparse.Namespace) -> Watch | None:
-    """What watches the streams beside their frames: --transcripts' session files."""
-    if args.transcripts is None:
-        return None
-    from translator.transcripts.files import Transcripts
+def watches(args: argparse.Namespace, telemetry: Telemetry | None = None) -> Watch | None:
+    """What watches the streams beside their frames: --transcripts' session files, the
+    telemetry; one Watch however many (observed.Watches fans out)."""
+    found: list[Watch] = [] if telemetry is None else [telemetry]
+    if args.transcripts is not None:
+        from translator.transcripts.files import Transcripts
 
-    return Transcripts(args.transcripts, __version__)
+        found.append(Transcripts(args.transcripts, __version__))
+    if len(found) < 2:
+        return found[0] if found else None
+    from translator.encoders.observed import Watches
+
+    return Watches(found)
 
 
 def os_status(exc: OSError, status: int) -> int:

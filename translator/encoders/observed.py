@@ -72,3 +72,44 @@ class Watch(Protocol):
     (a stream is one session: the same session id as its frames)."""
 
     def stream(self, source: str, session_id: str, t: float) -> Observer: ...
+
+
+class Observers:
+    """Several observers of one stream, told each move in turn."""
+
+    def __init__(self, observers: list[Observer]) -> None:
+        self.observers = observers
+
+    def run_start(self, model: str | None, t: float) -> None:
+        for o in self.observers:
+            o.run_start(model, t)
+
+    def turn_start(self, ev: TurnStart, t: float) -> None:
+        for o in self.observers:
+            o.turn_start(ev, t)
+
+    def tool_start(self, ev: ToolCallStart, t: float) -> None:
+        for o in self.observers:
+            o.tool_start(ev, t)
+
+    def tool_end(self, tool_use_id: str, name: str | None, input: Any, end: ToolCallEnd, t: float) -> None:
+        for o in self.observers:
+            o.tool_end(tool_use_id, name, input, end, t)
+
+    def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
+        for o in self.observers:
+            o.turn_end(ev, model, cost, t)
+
+    def run_end(self, run: RunSummary, t: float) -> None:
+        for o in self.observers:
+            o.run_end(run, t)
+
+
+class Watches:
+    """Several watches as one (--transcripts and the telemetry at once): a stream's observers fan out."""
+
+    def __init__(self, watches: list[Watch]) -> None:
+        self.watches = watches
+
+    def stream(self, source: str, session_id: str, t: float) -> Observer:
+        return Observers([w.stream(source, session_id, t) for w in self.watches])

@@ -1,0 +1,40 @@
+"""Claude Code's OpenTelemetry export, made from caliban's runs: the same metrics, log events
+and spans (names, units, attributes, temporality) that the Claude Code CLI 2.1.333 sends, so a
+dashboard built for Claude Code shows caliban's runs unchanged.
+
+On only when `CLAUDE_CODE_ENABLE_TELEMETRY=1`, as in Claude Code; off, nothing of the
+OpenTelemetry SDK is imported and no thread is started (this module imports only the settings).
+It watches what the core produces through the observer hook (encoders/observed.py), from the
+shells; it is never inside the core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from translator.telemetry.settings import Settings
+
+if TYPE_CHECKING:
+    from translator.telemetry.exporter import Telemetry
+
+ENABLE = "CLAUDE_CODE_ENABLE_TELEMETRY"
+
+
+def enabled(environ: Mapping[str, str]) -> bool:
+    """Claude Code's switch: `CLAUDE_CODE_ENABLE_TELEMETRY` set to a true value (DISABLE_TELEMETRY
+    does not turn it off, as in the CLI)."""
+    return environ.get(ENABLE, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def start(environ: Mapping[str, str], terminal: str = "non-interactive") -> Telemetry | None:
+    """The process's exporter when telemetry is on and something is to be exported, else None.
+    The SDK is imported here, only then; a missing extra raises extras.MissingExtra."""
+    if not enabled(environ):
+        return None
+    settings = Settings.read(environ, terminal)
+    if not settings.exports_anything:
+        return None
+    from translator.telemetry.exporter import Telemetry
+
+    return Telemetry(settings)

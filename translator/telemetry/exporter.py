@@ -1,0 +1,229 @@
+"""The OpenTelemetry SDK set up as Claude Code's exporter: one meter, logger and tracer provider
+per process, each with its bounded batch queue and its thread, flushed at exit within
+CLOSE_S whatever the collector does.
+
+A collector that is down or slow never reaches the translation: exports run on the SDK's
+threads; what they fail to deliver, and what a full queue drops, is counted and said once at
+exit, on stderr (the SDK's own log lines are kept off stderr). This is the only module that
+imports the SDK, and it is imported only when telemetry is on.
+"""
+
+from __future__ import annotations
+
+import logging
+import platform
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
+from opentelemetry.sdk._logs.export import (
+    BatchLogRecordProcessor,
+    ConsoleLogRecordExporter,
+    LogRecordExporter,
+    LogRecordExportResult,
+)
+from opentelemetry.sdk.metrics import Counter, MeterProvider
+from opentelemetry.sdk.metrics.export import (
+    AggregationTemporality,
+    ConsoleMetricExporter,
+    MetricExporter,
+    MetricExportResult,
+    MetricsData,
+    PeriodicExportingMetricReader,
+)
+from opentelemetry.sdk.resources import OTELResourceDetector, Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter, SpanExportResult
+
+from translator import __version__
+from translator.diagnostics import stderr as _stderr
+from translator.encoders.observed import Observer
+from translator.telemetry.names import CLAUDE_CODE_VERSION, EVENTS_SCOPE, METER_SCOPE, TRACER_SCOPE, TRACER_VERSION
+from translator.telemetry.session import Instruments, Session
+from translator.telemetry.settings import Settings, Signal
+
+CLOSE_S = 4.0  # the most the exit waits for the last exports (the issue's bound is 5 s)
+DELTA = AggregationTemporality.DELTA
+CUMULATIVE = AggregationTemporality.CUMULATIVE
+
+
+class Losses(logging.Handler):
+    """What did not reach the collector: the records made less those an export delivered (a
+    failed export, a full queue, what is still queued at the deadline), and the first thing the
+    SDK said went wrong (its log lines are counted here, not printed)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.tally = threading.Lock()
+        self.delivered: dict[str, int] = {"metrics": 0, "logs": 0, "traces": 0}
+        self.metrics_failed = False
+        self.first: str | None = None
+
+    def sent(self, signal: str, count: int) -> None:
+        with self.tally:
+            self.delivered[signal] += count
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.first is None:
+            self.first = record.getMessage().splitlines()[0][:160]
+
+    def summary(self, made: dict[str, int]) -> str | None:
+        lost = [f"{n} {name}" for name in ("logs", "traces") if (n := made[name] - self.delivered[name]) > 0]
+        if self.metrics_failed:
+            lost.append("metrics")
+        if not lost:
+            return None
+        why = f" ({self.first})" if self.first else ""
+        return f"translator: telemetry: not exported: {', '.join(lost)}{why}"
+
+
+class CountedSpans(SpanExporter):
+    def __init__(self, inner: SpanExporter, losses: Losses) -> None:
+        self.inner, self.losses = inner, losses
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        result = self.inner.export(spans)
+        if result == SpanExportResult.SUCCESS:
+            self.losses.sent("traces", len(spans))
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+class CountedLogs(LogRecordExporter):
+    def __init__(self, inner: LogRecordExporter, losses: Losses) -> None:
+        self.inner, self.losses = inner, losses
+
+    def export(self, batch: Sequence[ReadableLogRecord]) -> LogRecordExportResult:
+        result = self.inner.export(batch)
+        if result == LogRecordExportResult.SUCCESS:
+            self.losses.sent("logs", len(batch))
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()  # type: ignore[no-untyped-call]
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+class CountedMetrics(MetricExporter):
+    """The metric exporter, its temporality Claude Code's (DELTA unless told otherwise)."""
+
+    def __init__(self, inner: MetricExporter, losses: Losses, temporality: dict[type, AggregationTemporality]) -> None:
+        super().__init__(preferred_temporality=temporality)
+        self.inner, self.losses = inner, losses
+
+    def export(self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any) -> MetricExportResult:
+        self.losses.metrics_failed = True  # until it is delivered
+        result = self.inner.export(metrics_data, timeout_millis=timeout_millis)
+        self.losses.metrics_failed = result != MetricExportResult.SUCCESS
+        return result
+
+    def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+        self.inner.shutdown(timeout_millis=timeout_millis)
+
+    def force_flush(self, timeout_millis: float = 10_000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+def temporality(preference: str) -> dict[type, AggregationTemporality]:
+    """The counters' temporality: Claude Code's DELTA by default; `cumulative` and `lowmemory`
+    (DELTA for counters) as the OTLP exporters read the variable."""
+    return {Counter: CUMULATIVE if preference == "cumulative" else DELTA}
+
+
+def _otlp(signal: str, protocol: str) -> Any:
+    """The OTLP/HTTP exporter class of a signal, protobuf or JSON (both the SDK's packages)."""
+    from translator.extras import need
+
+    base = "opentelemetry.exporter.otlp." + ("json.http" if protocol == "http/json" else "proto.http")
+    module, name = {"metrics": ("metric_exporter", "OTLPMetricExporter"), "logs": ("_log_exporter", "OTLPLogExporter"),
+                    "traces": ("trace_exporter", "OTLPSpanExporter")}[signal]
+    return getattr(need(f"{base}.{module}", "otel"), name)
+
+
+def resource() -> Resource:
+    """Claude Code's resource attributes, with OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME
+    over them (a dashboard that filters on service.name "claude-code" sees caliban's runs)."""
+    machine = platform.machine().lower()
+    own = {"host.arch": {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine),
+           "os.type": sys.platform if sys.platform != "linux2" else "linux", "os.version": platform.release(),
+           "service.name": "claude-code", "service.version": __version__}
+    return Resource(own).merge(OTELResourceDetector().detect())
+
+
+class Telemetry:
+    """The process's exporter (a `Watch`): one `Session` per input stream."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.losses = Losses()
+        sdk_log = logging.getLogger("opentelemetry")
+        sdk_log.addHandler(self.losses)
+        sdk_log.propagate = False  # its warnings counted here, not printed on stderr
+        for note in settings.notes:
+            _stderr([f"translator: telemetry: {note}"], "warning")
+        res = resource()
+        signals = settings.signals
+        self.meters = self.logs = self.traces = None
+        if "metrics" in signals:
+            exporter = CountedMetrics(self._exporter("metrics", signals["metrics"]), self.losses,
+                                      temporality(settings.temporality))
+            reader = PeriodicExportingMetricReader(exporter, export_interval_millis=signals["metrics"].interval_ms)
+            self.meters = MeterProvider(metric_readers=[reader], resource=res, shutdown_on_exit=False)
+        if "logs" in signals:
+            self.logs = LoggerProvider(resource=res, shutdown_on_exit=False)
+            self.logs.add_log_record_processor(BatchLogRecordProcessor(
+                CountedLogs(self._exporter("logs", signals["logs"]), self.losses),
+                schedule_delay_millis=signals["logs"].interval_ms))
+        if "traces" in signals:
+            self.traces = TracerProvider(resource=res, shutdown_on_exit=False)
+            self.traces.add_span_processor(BatchSpanProcessor(
+                CountedSpans(self._exporter("traces", signals["traces"]), self.losses),
+                schedule_delay_millis=signals["traces"].interval_ms))
+        self.instruments = Instruments(
+            meter=None if self.meters is None else self.meters.get_meter(METER_SCOPE, CLAUDE_CODE_VERSION),
+            logger=None if self.logs is None else self.logs.get_logger(EVENTS_SCOPE, CLAUDE_CODE_VERSION),
+            tracer=None if self.traces is None else self.traces.get_tracer(TRACER_SCOPE, TRACER_VERSION),
+            settings=settings,
+        )
+        self.closed = False
+
+    def _exporter(self, signal: str, how: Signal) -> Any:
+        if how.exporter == "console":  # stdout is data: the console goes to stderr
+            console = {"metrics": ConsoleMetricExporter, "logs": ConsoleLogRecordExporter,
+                       "traces": ConsoleSpanExporter}[signal]
+            return console(out=sys.stderr)
+        return _otlp(signal, how.protocol)()
+
+    def stream(self, source: str, session_id: str, t: float) -> Observer:
+        return Session(self.instruments, session_id, t)
+
+    def close(self, within: float = CLOSE_S) -> None:
+        """The last exports, within `within` seconds all told: what is left then is dropped
+        (the SDK's threads are daemons) and said, with every loss, in one line."""
+        if self.closed:
+            return
+        self.closed = True
+        deadline = time.monotonic() + max(0.0, within)
+        closing = [threading.Thread(target=p.shutdown, name="telemetry-close", daemon=True)
+                   for p in (self.traces, self.logs, self.meters) if p is not None]
+        for thread in closing:  # side by side: a stuck signal does not hold the others up
+            thread.start()
+        for thread in closing:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        if any(thread.is_alive() for thread in closing):
+            self.losses.first = self.losses.first or f"the collector did not answer within {within:g} s at exit"
+            if self.meters is not None and closing[-1].is_alive():
+                self.losses.metrics_failed = True
+        if (said := self.losses.summary(self.instruments.made)) is not None:
+            _stderr([said], "warning")
+        logging.getLogger("opentelemetry").removeHandler(self.losses)

@@ -1,0 +1,272 @@
+"""One input stream as one Claude Code session: its runs' moves (the observer hook's) turned
+into Claude Code's metrics, log events and spans, each timed by the run's clock.
+
+caliban's turn ends after its tools have run (the tool results are part of the turn), where
+Claude Code's request ends before them: the model's part of a turn ends at its first tool call
+(or at the turn's end without one), and that is when `api_request`, `assistant_response` and
+the `llm_request` span are timed; the turn's tool events are written after them, in Claude
+Code's order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import msgspec
+from opentelemetry import trace
+from opentelemetry._logs import Logger
+from opentelemetry.context import Context
+from opentelemetry.metrics import Meter
+from opentelemetry.trace import Span, Tracer
+
+from translator.encoders import RunSummary
+from translator.model import ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
+from translator.telemetry import names as N
+from translator.telemetry.settings import Settings
+
+
+def _ns(t: float) -> int:
+    return int(t * 1e9)
+
+
+def _ms(seconds: float) -> int:
+    return max(0, round(seconds * 1000))
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
+
+
+def user_id() -> str:
+    """A stable, anonymous id of who runs the translator (Claude Code's is 64 hex too)."""
+    import getpass
+    import socket
+
+    try:
+        who = getpass.getuser()
+    except (KeyError, OSError):
+        who = "?"
+    return hashlib.sha256(f"caliban:{who}@{socket.gethostname()}".encode()).hexdigest()
+
+
+class Instruments:
+    """What every session of the process shares: the counters, the event logger, the tracer,
+    and the sequence numbers Claude Code counts per process."""
+
+    def __init__(self, meter: Meter | None, logger: Logger | None, tracer: Tracer | None, settings: Settings) -> None:
+        self.settings = settings
+        self.logger, self.tracer = logger, tracer
+        self.counters = {} if meter is None else {
+            name: meter.create_counter(name, unit=unit, description=description)
+            for name, (unit, description) in N.METRICS.items()}
+        self.events: Iterator[int] = itertools.count()
+        self.interactions: Iterator[int] = itertools.count(1)
+        self.user = user_id()
+        self.made = {"logs": 0, "traces": 0}  # records handed to the SDK, to tell what was lost
+
+    def add(self, name: str, value: float, attributes: dict[str, Any]) -> None:
+        if counter := self.counters.get(name):
+            counter.add(float(value), attributes)
+
+
+class Turn:
+    """The open turn: when it began, when the model's part ended, its span and its tool events."""
+
+    def __init__(self, ev: TurnStart, t: float, span: Span | None) -> None:
+        self.start = t
+        self.model_end: float | None = None  # the first tool call's start
+        self.request_id = ev.message_id
+        self.span = span
+        self.tools: list[tuple[str, float, dict[str, Any], Span | None]] = []  # events after api_request
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+def _result_text(end: ToolCallEnd) -> str:
+    try:
+        return _text(msgspec.json.decode(end.content)) if end.content else ""
+    except msgspec.DecodeError:
+        return ""
+
+
+def _compact(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
+
+
+def tool_parameters(name: str | None, input: Any) -> dict[str, str]:
+    """`tool_parameters` as Claude Code writes it for a Bash call (the command and its first word)."""
+    if name == "Bash" and isinstance(input, dict) and isinstance(input.get("command"), str):
+        command = input["command"]
+        return {"bash_command": command.split(maxsplit=1)[0] if command.split() else "", "full_command": command}
+    return {}
+
+
+class Session:
+    """An `Observer` for one stream: Claude Code's session of the same session id."""
+
+    def __init__(self, tools: Instruments, session_id: str, t: float) -> None:
+        self.i = tools
+        self.settings = tools.settings
+        self.session_id = session_id
+        self.common: dict[str, Any] = {
+            "user.id": tools.user, "session.id": session_id, "anthropic.provider": N.FIRST_PARTY,
+            "anthropic.custom_base_url": False, "terminal.type": self.settings.terminal}
+        self.prompt_id: str | None = None
+        self.interaction: Span | None = None
+        self.run_t = t
+        self.turn: Turn | None = None
+        self.started: dict[str, tuple[float, str | None]] = {}  # tool_use_id -> (start, name)
+        tools.add(N.SESSIONS, 1, {**self.common, "start_type": "fresh"})
+
+    # ------------------------------------------------------------------ the pieces
+
+    def _event(self, name: str, t: float, attributes: dict[str, Any], span: Span | None = None) -> None:
+        if self.i.logger is None:
+            return
+        head = {**self.common, "event.name": name, "event.timestamp": _iso(t), "event.sequence": next(self.i.events)}
+        if self.prompt_id is not None:
+            head["prompt.id"] = self.prompt_id
+        span = span or self.interaction
+        self.i.made["logs"] += 1
+        self.i.logger.emit(timestamp=_ns(t), observed_timestamp=time.time_ns(), body=f"claude_code.{name}",
+                           attributes={**head, **attributes},
+                           context=None if span is None else trace.set_span_in_context(span))
+
+    def _span(self, name: str, kind: str, t: float, parent: Span | None, attributes: dict[str, Any]) -> Span | None:
+        if self.i.tracer is None:
+            return None
+        context = Context() if parent is None else trace.set_span_in_context(parent)
+        head = {**self.common, "gen_ai.provider.name": N.PROVIDER, "span.type": kind}
+        self.i.made["traces"] += 1  # every span begun is ended
+        return self.i.tracer.start_span(name, context=context, start_time=_ns(t),
+                                        attributes={**head, **attributes, "gen_ai.conversation.id": self.session_id})
+
+    def _text_or_redacted(self, text: str) -> str:
+        return text if self.settings.log_prompts else N.REDACTED
+
+    # ------------------------------------------------------------------ the observer's moves
+
+    def run_start(self, model: str | None, t: float) -> None:
+        self.prompt_id, self.run_t = str(uuid.uuid4()), t
+        self.interaction = self._span("claude_code.interaction", "interaction", t, None, {
+            "gen_ai.operation.name": "invoke_agent", "user_prompt": N.REDACTED,
+            "interaction.sequence": next(self.i.interactions), "parent.source": "none", "queued_sends": 0})
+
+    def turn_start(self, ev: TurnStart, t: float) -> None:
+        span = self._span("claude_code.llm_request", "llm_request", t, self.interaction, {
+            "model": ev.model, "gen_ai.system": N.PROVIDER, "gen_ai.request.model": ev.model,
+            "gen_ai.operation.name": "chat", "llm_request.context": "interaction", "speed": N.SPEED,
+            "query_source_safe": N.EVENT_QUERY_SOURCE})
+        if span is not None:
+            span.add_event("gen_ai.request.attempt", {"attempt": 1}, timestamp=_ns(t))
+        self.turn = Turn(ev, t, span)
+
+    def tool_start(self, ev: ToolCallStart, t: float) -> None:
+        if self.turn is not None and self.turn.model_end is None:
+            self.turn.model_end = t
+        self.started[ev.tool_use_id] = (t, ev.name)
+
+    def tool_end(self, tool_use_id: str, name: str | None, input: Any, end: ToolCallEnd, t: float) -> None:
+        start, started_name = self.started.pop(tool_use_id, (t, name))
+        name = name or started_name or ""
+        request_id = self.turn.request_id if self.turn is not None else ""
+        ms = _ms(t - start)
+        params = tool_parameters(name, input) if self.settings.tool_details else {}
+        tool_span = self._span("claude_code.tool", "tool", start, self.interaction, {
+            "tool_name": name, "tool_name_safe": name, "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name, **({"bash_argv0": p} if (p := tool_parameters(name, input).get("bash_command"))
+                                         else {}),
+            "tool_use_id": tool_use_id, "gen_ai.tool.call.id": tool_use_id, "duration_ms": ms})
+        blocked = self._span("claude_code.tool.blocked_on_user", "tool.blocked_on_user", start, tool_span, {
+            "duration_ms": 0, "decision": N.DECISION, "source": N.DECISION_SOURCE})
+        execution = self._span("claude_code.tool.execution", "tool.execution", start, tool_span, {
+            "tool_use_id": tool_use_id, "gen_ai.tool.call.id": tool_use_id, "duration_ms": ms,
+            "success": not end.is_error})
+        for span in (blocked,):
+            if span is not None:
+                span.end(end_time=_ns(start))
+        for span in (execution, tool_span):
+            if span is not None:
+                span.end(end_time=_ns(t))
+        decision = {"decision": N.DECISION, "source": N.DECISION_SOURCE, "tool_name": name, "tool_use_id": tool_use_id,
+                    "tool_source": "mcp" if name.startswith("mcp__") else "builtin",
+                    **({"tool_parameters": _compact(params)} if params else {}),
+                    "permission_mode": N.PERMISSION_MODE, "request_id": request_id}
+        size = len(_compact(input).encode()) if input is not None else 0
+        detail = ({"tool_parameters": _compact(params)} if params else {}) | (
+            {"tool_input": _compact(input)} if self.settings.tool_details else {})
+        result = {"tool_name": name, "tool_use_id": tool_use_id, "success": "false" if end.is_error else "true",
+                  "duration_ms": str(ms), **detail, "tool_input_size_bytes": str(size),
+                  "tool_result_size_bytes": str(len(_result_text(end).encode())), "request_id": request_id}
+        pending = [("tool_decision", start, decision, blocked), ("tool_result", t, result, None)]
+        if self.turn is not None:
+            self.turn.tools += pending
+        else:
+            for event in pending:
+                self._event(*event)
+
+    def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
+        turn, self.turn = self.turn, None
+        start = turn.start if turn is not None else t
+        end = turn.model_end if turn is not None and turn.model_end is not None else t
+        model = model or "unknown"
+        usage = ev.usage
+        read, made = usage.cache_read_input_tokens or 0, usage.cache_creation_input_tokens or 0
+        fresh = max(0, usage.input_tokens - read - made)  # Claude Code's input leaves the cache out
+        ttft = None if ev.ttft is None else ev.ttft.secs * 1000 + ev.ttft.nanos // 1_000_000
+        request_id = turn.request_id if turn is not None else ""
+        tokens = {"input_tokens": fresh, "output_tokens": usage.output_tokens, "cache_read_tokens": read,
+                  "cache_creation_tokens": made}
+        base = {**self.common, "model": model, "query_source": N.METRIC_QUERY_SOURCE, "effort": N.EFFORT}
+        self.i.add(N.COST, cost, base)
+        for kind, value in zip(("input", "output", "cacheRead", "cacheCreation"), tokens.values(), strict=True):
+            self.i.add(N.TOKENS, value, {**base, "type": kind})
+        ms = _ms(end - start)
+        timing = {"duration_ms": ms, **({"ttft_ms": ttft} if ttft is not None else {})}
+        self._event("api_request", end, {
+            "model": model, **tokens, "cache_creation_5m_tokens": 0, "cache_creation_1h_tokens": 0,
+            "cost_usd": cost, "cost_usd_micros": round(cost * 1e6), **timing, "request_id": request_id,
+            "speed": N.SPEED, "query_source": N.EVENT_QUERY_SOURCE, "effort": N.EFFORT})
+        text = _text(ev.assistant_message.content)
+        self._event("assistant_response", end, {
+            "response_length": len(text), "response": self._text_or_redacted(text), "request_id": request_id,
+            "message.uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.session_id}/{request_id}")), "model": model,
+            "query_source": N.EVENT_QUERY_SOURCE})
+        if turn is not None and turn.span is not None:
+            stop = ev.stop_reason or "end_turn"
+            turn.span.set_attributes({
+                **tokens, "duration_ms": ms, "success": True, "attempt": 1, "request_id": request_id,
+                "gen_ai.response.id": request_id, **({"ttft_ms": ttft, "first_content_ms": ttft} if ttft is not None
+                                                     else {}),
+                "effort": N.EFFORT, "stop_reason": stop, "gen_ai.response.finish_reasons": [stop],
+                "gen_ai.usage.input_tokens": usage.input_tokens, "gen_ai.usage.output_tokens": usage.output_tokens,
+                "gen_ai.usage.cache_read.input_tokens": read, "gen_ai.usage.cache_write.input_tokens": made,
+                "gen_ai.response.model": model})
+            turn.span.end(end_time=_ns(end))
+        for event in turn.tools if turn is not None else []:
+            self._event(*event)
+
+    def run_end(self, run: RunSummary, t: float) -> None:
+        if self.turn is not None:  # a run closed inside a turn (cut off, cancelled): its span ends here
+            if self.turn.span is not None:
+                self.turn.span.end(end_time=_ns(t))
+            for event in self.turn.tools:
+                self._event(*event)
+            self.turn = None
+        self.i.add(N.ACTIVE, run.duration_ms / 1000, {**self.common, "type": "cli"})
+        if self.interaction is not None:
+            self.interaction.set_attribute("interaction.duration_ms", _ms(t - self.run_t))
+            self.interaction.end(end_time=_ns(t))
+            self.interaction = None
+        self.started.clear()
