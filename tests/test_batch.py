@@ -50,7 +50,7 @@ def test_a_directory_is_translated_file_by_file_and_reruns_are_identical(tmp_pat
     assert proc.returncode == 0, proc.stderr
     assert listing(out) == ["one.enriched.jsonl", "team", "team/two.enriched.jsonl"]
     single = subprocess.run(
-        [TRANSLATOR, "--session-id", session_id("one.ndjson"), str(src / "one.ndjson")], capture_output=True
+        [TRANSLATOR, "--session-id", session_id(str(src / "one.ndjson")), str(src / "one.ndjson")], capture_output=True
     )
     assert (out / "one.enriched.jsonl").read_bytes() == single.stdout
     assert len(proc.stderr.splitlines()) == 1  # a summary and nothing else when not a terminal
@@ -83,7 +83,7 @@ def test_inputs_with_the_same_name_get_outputs_and_session_ids_of_their_own(tmp_
         assert proc.returncode == 0 and b"2 translated" in proc.stderr, (args, proc.stderr)
         assert listing(out) == ["a", "a/run.enriched.jsonl", "b", "b/run.enriched.jsonl"]
         ids = {(out / f / "run.enriched.jsonl").read_bytes().split(b'"session_id":"')[1][:36] for f in "ab"}
-        assert ids == {session_id("a/run.jsonl").encode(), session_id("b/run.jsonl").encode()}
+        assert ids == {session_id(str(tmp_path / f / "run.jsonl")).encode() for f in "ab"}
 
 
 def test_two_inputs_that_would_share_an_output_are_refused(tmp_path: Path) -> None:

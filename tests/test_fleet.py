@@ -88,9 +88,16 @@ def outputs(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}
 
 
-def made(files: dict[str, bytes]) -> dict[str, bytes]:
-    """The outputs, without the up-to-date records (named for the run that wrote them)."""
-    return {k: v for k, v in files.items() if not k.startswith(".translator.done/")}
+def made(files: dict[str, bytes], logs: str | None = None) -> dict[str, bytes]:
+    """The outputs, without the up-to-date records (named for the run that wrote them); with
+    `logs`, the root of their inputs, each log's session id (of its full path or URL) as `S`."""
+    from translator.shell.replay import session_id
+
+    def unnamed(name: str, data: bytes) -> bytes:
+        source = f"{logs}/{name.removesuffix('.enriched.jsonl')}.ndjson"
+        return data if logs is None else data.replace(session_id(source).encode(), b"S")
+
+    return {k: unnamed(k, v) for k, v in files.items() if not k.startswith(".translator.done/")}
 
 
 def recorded(files: dict[str, bytes]) -> list[bytes]:
@@ -115,7 +122,7 @@ def test_s3_in_and_out_on_the_cluster_is_the_local_batch(s3: Any, cluster: Any, 
     assert lines[1].startswith("translator: failed: host-9/session-x/stdout.ndjson: broken gzip:")
     got = objects(s3, f"{BUCKET}/translated")
     visible = made(got)
-    assert visible == made(outputs(tmp_path / "out"))
+    assert made(got, f"s3://{BUCKET}/logs") == made(outputs(tmp_path / "out"), str(local / "logs"))
     assert len(visible) == len(SCENARIOS) and "host-9/session-x/stdout.enriched.jsonl" not in got
 
     import pyarrow.dataset as ds

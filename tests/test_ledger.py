@@ -25,7 +25,7 @@ def name(generation: int, chunk: int | str = 0, pid: int = 7) -> str:
 
 
 def record(files: list[str], *entries: tuple[str, str]) -> bytes:
-    return ledger.head(files) + ledger.entries((f, key, [{"source": f, "run_index": 0}]) for f, key in entries)
+    return ledger.head(files) + ledger.entries((f, key, f"/logs/{f}", [{"source": f, "run_index": 0}]) for f, key in entries)
 
 
 def test_the_latest_record_of_a_file_decides() -> None:
@@ -35,8 +35,8 @@ def test_the_latest_record_of_a_file_decides() -> None:
         old: record(["a", "b", "d"], ("a", "k1"), ("b", "k1"), ("d", "k1")),
         alone: record(["c"], ("c", "k3")),  # c retried alone after its chunk, in the same run
     }, now_ns=30, pid=8, outputs=None)
-    assert found.latest == {"a": ledger.Entry("k2", [{"source": "a", "run_index": 0}]), "b": None,
-                            "c": ledger.Entry("k3", [{"source": "c", "run_index": 0}]), "d": ledger.Entry("k1", [{"source": "d", "run_index": 0}])}
+    assert found.latest == {"a": ledger.Entry("k2", [{"source": "a", "run_index": 0}], "/logs/a"), "b": None,
+                            "c": ledger.Entry("k3", [{"source": "c", "run_index": 0}], "/logs/c"), "d": ledger.Entry("k1", [{"source": "d", "run_index": 0}], "/logs/d")}
     assert found.dead == [] and found.generation == 30
     assert found.recorded("a", "out/a.x", lambda: "k2") == [{"source": "a", "run_index": 0}]
     assert found.recorded("a", "out/a.x", lambda: "k1") is None  # another key: made again
@@ -49,7 +49,7 @@ def test_a_record_no_file_needs_is_dead_and_damage_is_not_trusted() -> None:
     cut = record(["a", "b"], ("a", "k2"), ("b", "k2"))[:-9]  # the last entry cut short
     found = ledger.read(FOLDER, {old: record(["a", "b"], ("a", "k1"), ("b", "k1")), new: cut + b"\n" + b"[1]\n"},
                         now_ns=5, pid=8, outputs={"out/a.x"})
-    assert found.latest == {"a": ledger.Entry("k2", [{"source": "a", "run_index": 0}]), "b": None}
+    assert found.latest == {"a": ledger.Entry("k2", [{"source": "a", "run_index": 0}], "/logs/a"), "b": None}
     assert found.dead == [old] and found.generation == 21  # the clock went back: after the latest
     assert found.recorded("a", "out/a.x", lambda: "k2") == [{"source": "a", "run_index": 0}]
     assert found.recorded("a", "out/gone.x", lambda: "k2") is None  # its output is not there
@@ -80,3 +80,13 @@ def test_an_output_replaced_without_its_entry_is_made_again(tmp_path: Path, bund
     assert todo == jobs[:4] and [d.relative for d in skipped] == [job.relative for job in jobs[4:]]
     records = sorted((out / ledger.FOLDER).iterdir())
     assert len(records) == 2 and orjson.loads(records[1].read_bytes().splitlines()[0])["files"] == [j.relative for j in jobs[:4]]
+
+
+def test_an_output_is_owned_by_the_log_its_latest_entry_names() -> None:
+    found = ledger.read(FOLDER, {name(10): record(["a", "b"], ("a", "k1")),
+                                 name(20): b'{"files":["c"]}\n{"file":"c","key":"k1","results":[]}\n'},  # an earlier version's
+                        now_ns=30, pid=8, outputs={"out/a.x", "out/c.x"})
+    assert found.owner("a", "out/a.x") == "/logs/a"
+    assert found.owner("a", "out/gone.x") is None  # its output is not there: nothing to replace
+    assert found.owner("b", "out/b.x") is None  # a head, no entry: unknown
+    assert found.owner("c", "out/c.x") is None  # no source recorded: unknown

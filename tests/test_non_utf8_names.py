@@ -40,8 +40,9 @@ def test_a_name_that_is_not_utf8_is_translated_under_its_own_bytes(tmp_path: Pat
     assert sorted(os.listdir(os.fsencode(out))) == [b".translator.done", b"caf\xe9 \xff.enriched.jsonl", b"plain.enriched.jsonl"]
     odd = frames_of(Path(os.fsdecode(os.path.join(os.fsencode(out), b"caf\xe9 \xff.enriched.jsonl"))).read_bytes())
     plain = frames_of((out / "plain.enriched.jsonl").read_bytes())
-    expected_id = str(uuid.UUID(bytes=hashlib.sha1(NAMESPACE.bytes + NAME).digest()[:16], version=5))
-    assert {f["session_id"] for f in odd if "session_id" in f} == {expected_id} and session_id(os.fsdecode(NAME)) == expected_id
+    full = os.path.join(os.fsencode(src), NAME)  # the log's full path, its bytes
+    expected_id = str(uuid.UUID(bytes=hashlib.sha1(NAMESPACE.bytes + full).digest()[:16], version=5))
+    assert {f["session_id"] for f in odd if "session_id" in f} == {expected_id} and session_id(os.fsdecode(full)) == expected_id
     assert [{**f, "session_id": None} if "session_id" in f else f for f in odd] == [{**f, "session_id": None} if "session_id" in f else f for f in plain]
     assert session_id("plain.ndjson") == str(uuid.uuid5(NAMESPACE, "plain.ndjson"))  # UTF-8 names: as before
 

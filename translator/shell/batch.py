@@ -41,6 +41,7 @@ from translator.stdio import stop_signals
 
 PR_SET_PDEATHSIG = 1
 WINDOW = 2  # chunks in flight per worker: one translating, one queued behind it
+STAGE_ROWS = 16_384  # results rows staged for the table at a time
 
 
 def plan(names: list[str], lister: Any, out_dir: str | None, template: Job,
@@ -60,16 +61,29 @@ def plan(names: list[str], lister: Any, out_dir: str | None, template: Job,
 
 def up_to_date(jobs: list[Job], records: Ledger | None) -> tuple[list[Job], list[Done]]:
     """The jobs to do, and the files the output directory's records find up to date (done
-    here, with their recorded results: no worker reads anything for them)."""
+    here, with their recorded results: no worker reads anything for them). An output that is
+    another log's (a same-named log under another root, by an earlier run) is never replaced:
+    a SelectionError (73) before anything is written, even with --force."""
     if records is None:
         return jobs, []
     todo, skipped = [], []
+    clashes = []
     for job in jobs:
-        rows = None if job.force or job.target is None else records.recorded(shown(job.relative), job.target, job.key)
+        if job.target is None:
+            todo.append(job)
+            continue
+        relative, source = shown(job.relative), shown(job.source)
+        if (owner := records.owner(relative, job.target)) not in (None, source):
+            clashes.append(f"{shown(job.target)} is the output of {owner}, not of {source}")
+            continue
+        rows = None if job.force else records.recorded(relative, job.target, job.key)
         if rows is None:
             todo.append(job)
         else:
-            skipped.append(Done(job.relative, job.size, results=rows, skipped=True))
+            skipped.append(Done(job.relative, job.size, results=rows, skipped=True, source=source))
+    if clashes:
+        more = f" (and {len(clashes) - 1} more)" if len(clashes) > 1 else ""
+        raise SelectionError(f"--out-dir: {clashes[0]}: not overwritten{more}; give these logs another --out-dir", EX_CANTCREAT)
     return todo, skipped
 
 
@@ -268,10 +282,20 @@ def finish(done: list[Done], elapsed: float, results_table: str | None, interrup
         return status
     from translator.table import parquet as table
 
+    staged = table.Staged()
     try:
-        table.write(results_table, [row for d in done for row in d.results], timeout)
+        rows: list[dict[str, Any]] = []
+        for d in done:
+            rows += d.results
+            if len(rows) >= STAGE_ROWS:
+                staged.add(rows)
+                rows = []
+        staged.add(rows)
+        table.write(results_table, staged, (d.source for d in done if d.error is None and d.source), timeout)
     except OSError as exc:
         stderr([f"translator: --results-table {results_table}: {exc.strerror or exc}"])
         return EX_IOERR
+    finally:
+        staged.close()
     return status
 

@@ -32,10 +32,12 @@ NAME = re.compile(r"^(\d{20,})-(\d+)-([0-9a-z]+)\.done$")
 
 @dataclass(frozen=True)
 class Entry:
-    """A committed output: the key it was made under, and its results rows."""
+    """A committed output: the key it was made under, its results rows, and the log it was
+    made from (None in an earlier version's record)."""
 
     key: str
     results: list[dict[str, Any]]
+    source: str | None = None
 
 
 @dataclass
@@ -63,15 +65,23 @@ class Ledger:
             return None
         return entry.results
 
+    def owner(self, relative: str, target: str) -> str | None:
+        """The log whose output `target` (still there) is, by its latest record (None: unknown)."""
+        entry = self.latest.get(relative)
+        if entry is None or (self.outputs is not None and target not in self.outputs):
+            return None
+        return entry.source
+
 
 def head(files: list[str]) -> bytes:
     """A record's first line: the files of its chunk, written before any of them is committed."""
     return orjson.dumps({"files": files}) + b"\n"
 
 
-def entries(made: Iterable[tuple[str, str, list[dict[str, Any]]]]) -> bytes:
-    """A record's other lines, one per output committed: (file, key, results) each."""
-    return b"".join(orjson.dumps({"file": file, "key": key, "results": rows}) + b"\n" for file, key, rows in made)
+def entries(made: Iterable[tuple[str, str, str, list[dict[str, Any]]]]) -> bytes:
+    """A record's other lines, one per output committed: (file, key, source, results) each."""
+    return b"".join(orjson.dumps({"file": file, "key": key, "source": source, "results": rows}) + b"\n"
+                    for file, key, source, rows in made)
 
 
 def _order(name: str) -> tuple[int, int, str]:
@@ -117,7 +127,7 @@ def _entry(line: bytes) -> tuple[str, Entry] | None:
         return None
     if not isinstance(value, dict):
         return None
-    file, key, results = value.get("file"), value.get("key"), value.get("results")
+    file, key, results, source = value.get("file"), value.get("key"), value.get("results"), value.get("source")
     if isinstance(file, str) and isinstance(key, str) and isinstance(results, list) and all(map(fits, results)):
-        return file, Entry(key, results)
+        return file, Entry(key, results, source if isinstance(source, str) else None)
     return None

@@ -2,7 +2,8 @@
 Dask) and every store (local disk or object storage).
 
 The work of a file is a pure function of its bytes and its `Job`: the session id comes from its
-relative path, time from its modification time, so a rerun (or a retry on another machine)
+full path or URL (never from a path relative to the run's root, which two logs of one name
+under two roots share), time from its modification time, so a rerun (or a retry on another machine)
 writes the same bytes. An output is committed only whole (`Store.writer`), a chunk's together,
 and the chunk's record (ledger.py) keeps the key each was made under (input, options, rate card,
 version) and its results, so "up to date" is a comparison of keys and a skipped file still has
@@ -76,7 +77,8 @@ class Job:
         """What the output depends on; equal keys, equal bytes."""
         o = self.options
         parts = [__version__, self.format, self.partial, self.results_only, self.clock, o.strict,
-                 o.stop_on_invalid, o.max_line_bytes, self.rates_digest, shown(self.relative), self.size, self.mtime]
+                 o.stop_on_invalid, o.max_line_bytes, self.rates_digest, shown(self.relative), shown(self.source), self.size,
+                 self.mtime]
         if self.transcripts is not None:  # a file done without them is not done with them
             parts.append(os.path.abspath(self.transcripts))
         return hashlib.sha256(orjson.dumps(parts)).hexdigest()
@@ -93,6 +95,7 @@ class Done:
     skipped: bool = False  # up to date: its record says so, nothing was read
     error: str | None = None  # why the file failed
     data_error: bool = False  # it failed on its content, not on I/O
+    source: str = ""  # the log's full path or URL (shown): whose rows a results table replaces
 
 
 class Rejected(Exception):
@@ -110,9 +113,9 @@ def shown(name: str) -> str:
     return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
-def session_id(relative: str) -> str:
-    """uuid5 of the relative path's bytes (a UTF-8 name: of its text, as before)."""
-    digest = hashlib.sha1(NAMESPACE.bytes + os.fsencode(relative)).digest()  # uuid.uuid5 takes text only
+def session_id(source: str) -> str:
+    """uuid5 of the log's full path or URL, its bytes (a UTF-8 name: of its text)."""
+    digest = hashlib.sha1(NAMESPACE.bytes + os.fsencode(source)).digest()  # uuid.uuid5 takes text only
     return str(uuid.UUID(bytes=digest[:16], version=5))
 
 
@@ -170,7 +173,7 @@ def translate_many(jobs: list[Job], store: Store, progress: Callable[[int], None
                 raise fault
             done.results, done.error = [], _why(fault)
         elif key is not None:
-            committed.append((shown(job.relative), key, done.results))
+            committed.append((shown(job.relative), key, done.source, done.results))
     if record is not None and committed:
         try:
             store.close_record(record, head, ledger.entries(committed))
@@ -189,7 +192,7 @@ def _why(exc: OSError) -> str:
 
 def _one(job: Job, store: Store, progress: Callable[[int], None], raise_io: bool) -> tuple[Done, str | None]:
     """The file's outcome and, when its output was written, the key it was made under."""
-    done = Done(job.relative, job.size)
+    done = Done(job.relative, job.size, source=shown(job.source))
     made = None
     seen = 0
 
@@ -220,7 +223,7 @@ def _one(job: Job, store: Store, progress: Callable[[int], None], raise_io: bool
 
 
 def _translate(job: Job, store: Store, progress: Callable[[int], None], done: Done) -> Recorder:
-    session = session_id(job.relative)
+    session = session_id(job.source)
     # With no output, the encoder writes only results: the cheapest pass that still sees them.
     encoder = make_encoder(job.format, session, include_partial_messages=job.partial,  # type: ignore[arg-type]
                            results_only=job.results_only or job.target is None, rates=job.rates,

@@ -3,26 +3,36 @@
 The rows come from the pass that translates (rows.py); this only writes them. The dataset
 is hive-partitioned by the log's day (`date=YYYY-MM-DD/part-0.parquet`: the first recorded
 event's UTC day, else the file's modification day), so DuckDB, pandas or Spark read it as one
-table and prune by date. Each write replaces the partitions it has rows for; a batch's rows
-include those of up-to-date files (kept in their records), so a rerun rewrites the same table.
+table and prune by date. A row is keyed by its log (the full path or URL) and its run index:
+a write replaces every row of the logs it translated, wherever they were, and keeps every
+other row, so runs over other logs accumulate and a rerun of the same logs doubles nothing.
+The new rows are staged as they come (Staged: a temporary Parquet file, a row group per day
+per batch), so the writer holds one partition at a time, never the fleet.
 
 A partition's file is made whole beside its place (a `.part-0.parquet.<pid>.tmp` no reader
 takes for a part) and renamed over it; on an object store it is one PUT, which replaces an
-object whole. A kill at any moment leaves each partition as it was or as it is to be: before,
-the old files were deleted first, and a kill while writing lost the partition.
+object whole. A kill at any moment leaves each partition as it was or as it is to be. Two
+writers of one local table take turns (an flock on its `.translator.lock`): the second waits,
+then merges its rows into what the first left; on an object store there is no lock.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from translator.diagnostics import stderr
 from translator.extras import need
 from translator.object_store import TIMEOUT, faults, filesystem
 
 PART = "part-0.parquet"
+LOCK = ".translator.lock"  # flock'd by the writer of a local table (dot: no reader takes it for a part)
 ROW_GROUP = 128 * 1024  # runs per row group: one file per partition, read in few, large groups
 NO_DATE = "__HIVE_DEFAULT_PARTITION__"  # what hive partitioning calls a null partition value
 
@@ -30,7 +40,7 @@ NO_DATE = "__HIVE_DEFAULT_PARTITION__"  # what hive partitioning calls a null pa
 COLUMNS: list[tuple[str, str, str]] = [
     ("source", "string", "the log's path or URL"),
     ("run_index", "int32", "the run's place in its log, from 0"),
-    ("session_id", "string", "as in the output (uuid5 of the log's relative path; headless input: the agent's own)"),
+    ("session_id", "string", "as in the output (uuid5 of the log's full path or URL; headless input: the agent's own)"),
     ("subtype", "string", "success, error, max_turns, cancelled, max_tokens, budget_exceeded"),
     ("is_error", "bool", "every subtype but success"),
     ("num_turns", "int64", ""),
@@ -93,28 +103,91 @@ def fits(row: object) -> bool:
 
 
 def table(rows: list[dict[str, Any]]) -> Any:
-    """The rows as an Arrow table, sorted by (source, run_index) so a rerun writes the same."""
+    """The rows as an Arrow table."""
     pa = need("pyarrow")
-    rows = sorted(rows, key=lambda r: (r["source"], r["run_index"]))
     columns = {name: [r.get(RENAMED.get(name, name)) for r in rows] for name, _, _ in COLUMNS}
     return pa.table(columns, schema=schema())
 
 
-def write(path: str, rows: list[dict[str, Any]], timeout: float = TIMEOUT) -> None:
-    """Write (or rewrite the touched partitions of) the dataset at `path`, local or a URL
-    (through fsspec, configured as for the inputs: credentials, endpoint, --store-timeout)."""
+class Staged:
+    """The new rows as they come, in a temporary Parquet file: each batch's rows of a day are
+    one row group, noted by day, so a partition's new rows are read back alone."""
+
+    def __init__(self) -> None:
+        self.folder = tempfile.mkdtemp(prefix="translator-table-")
+        self.path = os.path.join(self.folder, "staged.parquet")
+        self.groups: dict[str | None, list[int]] = {}
+        self._writer: Any = None
+        self._count = 0
+
+    def add(self, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        need("pyarrow")
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        data = table(rows)
+        if self._writer is None:
+            self._writer = pq.ParquetWriter(self.path, data.schema)
+        for date in {r["date"] for r in rows}:
+            part = data.filter(pc.is_null(data["date"]) if date is None else pc.equal(data["date"], date))
+            self._writer.write_table(part, row_group_size=part.num_rows)
+            self.groups.setdefault(date, []).append(self._count)
+            self._count += 1
+
+    def read(self, date: str | None) -> Any:
+        """The new rows of one day, without the partition column."""
+        need("pyarrow")
+        import pyarrow.parquet as pq
+
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        return pq.ParquetFile(self.path).read_row_groups(self.groups[date]).drop_columns(["date"])
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def write(path: str, staged: Staged, replaced: Iterable[str], timeout: float = TIMEOUT) -> None:
+    """Write the staged rows into the dataset at `path`, local or a URL (through fsspec,
+    configured as for the inputs: credentials, endpoint, --store-timeout): every partition
+    with new rows, or with rows of a log in `replaced` (the logs translated), is rewritten
+    without those logs' old rows and with their new ones, sorted by (source, run_index) so a
+    rerun writes the same bytes; a partition left with no rows is removed."""
     pa = need("pyarrow")
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    data = table(rows)
     local = path.removeprefix("file://")  # local disk by URL: written as a local path is (made, synced, renamed)
-    put = _Local(local).put if "://" not in local else _Remote(path, timeout).put
-    for date in sorted({d for d in data.column("date").to_pylist()}, key=lambda d: d or ""):
-        mask = pc.is_null(data["date"]) if date is None else pc.equal(data["date"], date)
-        sink = pa.BufferOutputStream()
-        pq.write_table(data.filter(mask).drop_columns(["date"]), sink, row_group_size=ROW_GROUP)
-        put(f"date={date or NO_DATE}", sink.getvalue().to_pybytes())
+    dest: _Local | _Remote = _Local(local) if "://" not in local else _Remote(path, timeout)
+    gone = pa.array(sorted(set(replaced)), pa.string())
+    new = {_partition(date): date for date in staged.groups}
+    with dest.locked():
+        for name in sorted(set(dest.partitions()) | set(new)):
+            old = dest.read(name, ["source"])
+            hit = None if old is None else pc.is_in(old["source"], value_set=gone)
+            if name not in new and (hit is None or not pc.any(hit).as_py()):
+                continue  # no row of it changes
+            parts = [] if old is None else [dest.read(name).filter(pc.invert(hit))]
+            if name in new:
+                parts.append(staged.read(new[name]))
+            data = pa.concat_tables(parts, promote_options="permissive").cast(schema().remove(len(COLUMNS) - 1))
+            if data.num_rows == 0:
+                dest.remove(name)
+                continue
+            data = data.sort_by([("source", "ascending"), ("run_index", "ascending")])
+            sink = pa.BufferOutputStream()
+            pq.write_table(data, sink, row_group_size=ROW_GROUP)
+            del data, parts
+            dest.put(name, sink.getvalue().to_pybytes())
+
+
+def _partition(date: str | None) -> str:
+    return f"date={date or NO_DATE}"
 
 
 class _Local:
@@ -122,6 +195,42 @@ class _Local:
 
     def __init__(self, root: str) -> None:
         self.root = Path(root)
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """The table to this writer alone: another waits (said once), then goes on from
+        what this one left. The lock goes with the process, however it ends."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / LOCK, "a+") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock.seek(0)
+                stderr([f"translator: --results-table {self.root}: waiting for another writer ({lock.read().strip() or 'a process'})"],
+                       "info")
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            lock.truncate(0)
+            lock.write(f"pid {os.getpid()}\n")
+            lock.flush()
+            yield
+
+    def partitions(self) -> list[str]:
+        with suppress(FileNotFoundError):
+            return [e.name for e in os.scandir(self.root) if e.name.startswith("date=") and e.is_dir()]
+        return []
+
+    def _parts(self, partition: str) -> list[Path]:
+        return sorted(p for p in (self.root / partition).glob("*.parquet") if not p.name.startswith("."))
+
+    def read(self, partition: str, columns: list[str] | None = None) -> Any:
+        """A partition's rows (None: it has no file)."""
+        return _read([str(p) for p in self._parts(partition)], columns, None)
+
+    def remove(self, partition: str) -> None:
+        for part in self._parts(partition):
+            part.unlink(missing_ok=True)
+        with suppress(OSError):
+            (self.root / partition).rmdir()
 
     def put(self, partition: str, data: bytes) -> None:
         """The partition's new file, synced, renamed over the old; then its other parts (an
@@ -146,6 +255,23 @@ class _Local:
                 other.unlink(missing_ok=True)
 
 
+def _read(parts: list[str], columns: list[str] | None, fs: Any) -> Any:
+    """The rows of a partition's files (None: none), in the table's schema."""
+    if not parts:
+        return None
+    pa = need("pyarrow")
+    import pyarrow.parquet as pq
+
+    tables = []
+    for part in parts:
+        if fs is None:
+            tables.append(pq.read_table(part, columns=columns))
+        else:
+            with fs.open(part, "rb") as f:
+                tables.append(pq.read_table(f, columns=columns))
+    return pa.concat_tables(tables, promote_options="permissive")
+
+
 def _gone(tmp: Path) -> bool:
     """Whether the writer of a temporary (its pid is in its name) is no longer running."""
     try:
@@ -166,6 +292,38 @@ class _Remote:
         with faults(url, timeout):
             self.fs, root = filesystem(url, timeout)
         self.root = str(root).rstrip("/")
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """No lock on an object store: two writers at once each replace partitions whole, and
+        where both touch one, the later write's rows are what it holds."""
+        yield
+
+    def partitions(self) -> list[str]:
+        with faults(self.url, self.timeout):
+            try:
+                found = self.fs.ls(self.root, detail=False)
+            except FileNotFoundError:
+                return []
+        return [name for name in (str(p).rstrip("/").rsplit("/", 1)[-1] for p in found) if name.startswith("date=")]
+
+    def _parts(self, partition: str) -> list[str]:
+        with faults(f"{self.url}/{partition}", self.timeout):
+            try:
+                found = self.fs.find(f"{self.root}/{partition}")
+            except FileNotFoundError:
+                return []
+        return sorted(str(p) for p in found if str(p).endswith(".parquet") and not str(p).rsplit("/", 1)[-1].startswith("."))
+
+    def read(self, partition: str, columns: list[str] | None = None) -> Any:
+        with faults(f"{self.url}/{partition}", self.timeout):
+            return _read(self._parts(partition), columns, self.fs)
+
+    def remove(self, partition: str) -> None:
+        parts = self._parts(partition)
+        if parts:
+            with faults(f"{self.url}/{partition}", self.timeout):
+                self.fs.rm(parts)
 
     def put(self, partition: str, data: bytes) -> None:
         with faults(f"{self.url}/{partition}/{PART}", self.timeout):
