@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import socket
 import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -188,3 +190,21 @@ def closed_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def telemetry_env(endpoint: str, protocol: str, **more: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "CLAUDE_CODE_"))}
+    return env | {
+        "CLAUDE_CODE_ENABLE_TELEMETRY": "1", "OTEL_METRICS_EXPORTER": "otlp", "OTEL_LOGS_EXPORTER": "otlp",
+        "OTEL_TRACES_EXPORTER": "otlp", "CLAUDE_CODE_ENHANCED_TELEMETRY_BETA": "1",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": protocol, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
+        "OTEL_METRIC_EXPORT_INTERVAL": "1000", "OTEL_LOGS_EXPORT_INTERVAL": "1000",
+    } | more
+
+
+def token_sums(points: list[dict[str, Any]]) -> dict[str, float]:
+    sums: dict[str, float] = defaultdict(float)
+    for p in points:
+        if p["name"] == "claude_code.token.usage":
+            sums[p["attributes"]["type"]] += p["value"]  # DELTA: the exports add up
+    return dict(sums)

@@ -15,25 +15,15 @@ from typing import Any
 
 import orjson
 import pytest
-from support_otlp import Receiver, closed_port, receiver, recorded
+from support_otlp import Receiver, closed_port, receiver, recorded, telemetry_env, token_sums
 from support_processes import TRANSLATOR, fixture
 
 FIXTURE = fixture("tool_use_two_turns")
 SCOPES = {"com.anthropic.claude_code", "com.anthropic.claude_code.events", "com.anthropic.claude_code.tracing"}
 # What Claude Code sends that caliban's events cannot supply (docs/observability.md says why).
-EVENTS_NOT_MADE = {"claude_code.managed_settings_resolved", "claude_code.plugin_loaded", "claude_code.user_prompt"}
-SPAN_KEYS_NOT_MADE = {"claude_code.interaction": {"user_prompt_length"}, "claude_code.tool": {"bash_command_class"}}
+EVENTS_NOT_MADE = {"claude_code.managed_settings_resolved", "claude_code.plugin_loaded"}
+SPAN_KEYS_NOT_MADE = {"claude_code.tool": {"bash_command_class"}}
 SID = "4f1c2d9e-0000-4000-8000-000000000001"
-
-
-def telemetry_env(endpoint: str, protocol: str, **more: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "CLAUDE_CODE_"))}
-    return env | {
-        "CLAUDE_CODE_ENABLE_TELEMETRY": "1", "OTEL_METRICS_EXPORTER": "otlp", "OTEL_LOGS_EXPORTER": "otlp",
-        "OTEL_TRACES_EXPORTER": "otlp", "CLAUDE_CODE_ENHANCED_TELEMETRY_BETA": "1",
-        "OTEL_EXPORTER_OTLP_PROTOCOL": protocol, "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
-        "OTEL_METRIC_EXPORT_INTERVAL": "1000", "OTEL_LOGS_EXPORT_INTERVAL": "1000",
-    } | more
 
 
 def translate(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[bytes]:
@@ -55,14 +45,6 @@ def metric_shape(points: list[dict[str, Any]]) -> dict[str, Any]:
     """What a dashboard sees of a metric: its kind, unit, temporality, attribute keys, scope."""
     return {name: {(p["scope"], p["unit"], p["description"], p["kind"], p["temporality"], p["monotonic"],
                     tuple(sorted(p["attributes"]))) for p in ps} for name, ps in by_name(points, "name").items()}
-
-
-def token_sums(points: list[dict[str, Any]]) -> dict[str, float]:
-    sums: dict[str, float] = defaultdict(float)
-    for p in points:
-        if p["name"] == "claude_code.token.usage":
-            sums[p["attributes"]["type"]] += p["value"]  # DELTA: the exports add up
-    return dict(sums)
 
 
 @pytest.fixture(scope="module", params=["http/json", "http/protobuf"])
@@ -112,10 +94,15 @@ def test_the_events_match_the_recording_key_by_key(exported: tuple[Receiver, dic
         assert [sorted(r["attributes"]) for r in records] == [sorted(r["attributes"]) for r in theirs[body]], body
         assert {(r["scope"], r["severity"]) for r in records} == {(("com.anthropic.claude_code.events", "2.1.333"),
                                                                     (0, ""))}
-    # in Claude Code's order, numbered per process
+    # in Claude Code's order and times (the prompt, known at the run's end, has its place and time
+    # at its start), numbered per process
     order = [r["body"] for r in sorted(got.logs, key=lambda r: r["attributes"]["event.sequence"])]
+    assert [r["time"] for r in sorted(got.logs, key=lambda r: r["attributes"]["event.sequence"])] == sorted(
+        r["time"] for r in got.logs)
     assert order == [r["body"] for r in cc if r["body"] not in EVENTS_NOT_MADE]
     assert sorted(r["attributes"]["event.sequence"] for r in got.logs) == list(range(len(got.logs)))
+    prompt = ours["claude_code.user_prompt"][0]["attributes"]
+    assert (prompt["prompt_length"], prompt["prompt"]) == ("24", "<REDACTED>")
     assert {r["attributes"]["session.id"] for r in got.logs} == {result["session_id"]}
     assert len({r["attributes"]["prompt.id"] for r in got.logs}) == 1
     # one api_request per turn with Claude Code's token counts, and the frames' cost
@@ -168,12 +155,14 @@ def test_prompts_and_tool_details_only_when_asked() -> None:
         assert done.returncode == 0, done.stderr
     cc = by_name(recorded("otel_log_prompts")["/v1/logs"], "body")
     ours = by_name(got.logs, "body")
-    for body in ("claude_code.tool_decision", "claude_code.tool_result", "claude_code.assistant_response"):
+    for body in ("claude_code.tool_decision", "claude_code.tool_result", "claude_code.assistant_response",
+                 "claude_code.user_prompt"):
         assert [sorted(r["attributes"]) for r in ours[body]] == [sorted(r["attributes"]) for r in cc[body]], body
     for key in ("tool_parameters", "tool_input"):
         assert ours["claude_code.tool_result"][0]["attributes"][key] == cc["claude_code.tool_result"][0]["attributes"][key]
     assert [r["attributes"]["response"] for r in ours["claude_code.assistant_response"]] == [
         r["attributes"]["response"] for r in cc["claude_code.assistant_response"]]
+    assert ours["claude_code.user_prompt"][0]["attributes"]["prompt"] == "how many files are here?"
 
 
 def test_off_by_default_nothing_is_imported_and_no_thread_starts() -> None:

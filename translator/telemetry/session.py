@@ -28,6 +28,7 @@ from translator.encoders import RunSummary
 from translator.model import ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 from translator.telemetry import names as N
 from translator.telemetry.settings import Settings
+from translator.transcripts.lines import prompt_of, prompt_text
 
 
 def _ns(t: float) -> int:
@@ -123,6 +124,7 @@ class Session:
             "user.id": tools.user, "session.id": session_id, "anthropic.provider": N.FIRST_PARTY,
             "anthropic.custom_base_url": False, "terminal.type": self.settings.terminal}
         self.prompt_id: str | None = None
+        self.prompt_number = 0
         self.interaction: Span | None = None
         self.run_t = t
         self.turn: Turn | None = None
@@ -131,10 +133,12 @@ class Session:
 
     # ------------------------------------------------------------------ the pieces
 
-    def _event(self, name: str, t: float, attributes: dict[str, Any], span: Span | None = None) -> None:
+    def _event(self, name: str, t: float, attributes: dict[str, Any], span: Span | None = None,
+               sequence: int | None = None) -> None:
         if self.i.logger is None:
             return
-        head = {**self.common, "event.name": name, "event.timestamp": _iso(t), "event.sequence": next(self.i.events)}
+        number = next(self.i.events) if sequence is None else sequence
+        head = {**self.common, "event.name": name, "event.timestamp": _iso(t), "event.sequence": number}
         if self.prompt_id is not None:
             head["prompt.id"] = self.prompt_id
         span = span or self.interaction
@@ -159,6 +163,7 @@ class Session:
 
     def run_start(self, model: str | None, t: float) -> None:
         self.prompt_id, self.run_t = str(uuid.uuid4()), t
+        self.prompt_number = next(self.i.events)  # the prompt comes first, as in Claude Code, told at the end
         self.interaction = self._span("claude_code.interaction", "interaction", t, None, {
             "gen_ai.operation.name": "invoke_agent", "user_prompt": N.REDACTED,
             "interaction.sequence": next(self.i.interactions), "parent.source": "none", "queued_sends": 0})
@@ -257,6 +262,21 @@ class Session:
         for event in turn.tools if turn is not None else []:
             self._event(*event)
 
+    def prompt(self, run: RunSummary) -> None:
+        """`user_prompt`, once the run's prompt is known (a raw log has it only in RunEnd's
+        history): stamped at the run's start, where Claude Code writes it."""
+        content = None if run.final_messages is None else prompt_of(run.final_messages)
+        if content is None:
+            return
+        text = prompt_text(content)
+        if self.interaction is not None:
+            self.interaction.set_attributes({"user_prompt": self._text_or_redacted(text), "user_prompt_length": len(text)})
+        self._event("user_prompt", self.run_t, {
+            "prompt_length": str(len(text)), "prompt": self._text_or_redacted(text),
+            "prompt_text": self._text_or_redacted(text),
+            "message.uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.session_id}/{self.prompt_id}"))},
+            sequence=self.prompt_number)
+
     def run_end(self, run: RunSummary, t: float) -> None:
         if self.turn is not None:  # a run closed inside a turn (cut off, cancelled): its span ends here
             if self.turn.span is not None:
@@ -264,6 +284,7 @@ class Session:
             for event in self.turn.tools:
                 self._event(*event)
             self.turn = None
+        self.prompt(run)
         self.i.add(N.ACTIVE, run.duration_ms / 1000, {**self.common, "type": "cli"})
         if self.interaction is not None:
             self.interaction.set_attribute("interaction.duration_ms", _ms(t - self.run_t))
