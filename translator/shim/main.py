@@ -87,9 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         shim = ShimSession(binary, p, session, printer.take)
         shim.inbox.put(printing.user_message(prompt))
         shim.inbox.put(None)
-        status = shim.serve(read_input=False)
-        shim.channel.write_bytes(printer.end())
-        return status
+        return shim.serve(read_input=False, end=printer.end)
     finally:
         session.close()
 

@@ -166,8 +166,10 @@ class ShimSession:
 
     # ------------------------------------------------------------------ lifetime
 
-    def serve(self, read_input: bool = True) -> int:
-        """Until the input's messages are done (`read_input` False: the inbox holds them all)."""
+    def serve(self, read_input: bool = True, end: Callable[[], bytes] = bytes) -> int:
+        """Until the input's messages are done (`read_input` False: the inbox holds them all);
+        then `end()`, what the output format writes last (print mode's text or json). The status
+        counts every write, the last too: output that could not be written is 74."""
         for signum in stdio.stop_signals():  # (nohup's SIGHUP stays ignored)
             signal.signal(signum, self._on_signal)
         if read_input:
@@ -180,14 +182,14 @@ class ShimSession:
         while worker.is_alive() and self.signal is None and not self.channel.closed and not gone:
             worker.join(0.1)
             gone = bool(stdout.poll(0))
+        if self.signal is not None or self.channel.closed or gone:
+            self.stop(worker)
+        self.channel.write_bytes(end())  # (nothing once the channel is closed)
         if self.signal is not None:
-            self.stop(worker)
             return 128 + self.signal
-        if self.channel.closed or gone:
-            self.stop(worker)
-            if self.channel.write_error is not None:  # (a reader that has gone is no error to say)
-                say(f"write error: {self.channel.write_error}")
-                return EX_IOERR
+        if self.channel.write_error is not None:  # (a reader that has gone is no error to say)
+            say(f"write error: {self.channel.write_error}")
+            return EX_IOERR
         return 1 if self.backend.last_is_error else 0
 
     def _on_signal(self, signum: int, frame: object) -> None:
