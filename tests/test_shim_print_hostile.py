@@ -9,11 +9,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import FIXTURES
+from support_processes import running
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
 FAKE = Path(__file__).with_name("fake_caliban.py")
@@ -46,3 +48,32 @@ def test_stdout_on_a_full_disk_is_a_write_error(env: dict[str, str], fmt: str) -
                              stdout=full, stderr=subprocess.PIPE, env=env, timeout=30)  # fmt: skip
     assert got.returncode == 74, got.stderr
     assert got.stderr.decode().splitlines()[-1] == "caliban-claude: write error: No space left on device"
+
+
+def test_a_prompt_that_is_no_utf8_reaches_caliban_as_node_reads_it(env: dict[str, str]) -> None:
+    """A prompt argument of Latin-1 bytes: read as Claude Code (node) reads its argv, each bad
+    byte U+FFFD; the run is caliban's, not an internal error."""
+    got = subprocess.run([SHIM.encode(), b"-p", b"caf\xe9 \xff?"], stdin=subprocess.DEVNULL, capture_output=True,
+                         env=env, timeout=30)  # fmt: skip
+    assert (got.returncode, got.stderr) == (0, b""), got.stderr
+    assert got.stdout == b"Hello! How can I help?\n"
+    (call,) = calls(env)
+    assert call["stdin"] == "caf\ufffd \ufffd?"
+
+
+def test_an_sdk_session_with_an_argument_that_is_no_utf8_leaves_no_caliban_blocked(env: dict[str, str]) -> None:
+    """The SDK's --append-system-prompt with a byte that is no UTF-8 (the Python SDK encodes a
+    lone surrogate so): the message runs with U+FFFD in its place, and no caliban is left."""
+    argv = [a.encode() for a in SDK_ARGV] + [b"--append-system-prompt", b"Be terse \xff."]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    message = {"type": "user", "message": {"role": "user", "content": "hi"}, "parent_tool_use_id": None}
+    out, err = proc.communicate(json.dumps(message).encode() + b"\n", timeout=30)
+    result = [f for f in map(json.loads, out.splitlines()) if f["type"] == "result"]
+    assert proc.returncode == 0 and len(result) == 1 and not result[0]["is_error"], (out[-500:], err)
+    assert b"internal error" not in err
+    (call,) = calls(env)
+    assert call["stdin"] == "Be terse \ufffd.\n\nhi"
+    deadline = time.monotonic() + 5
+    while running(call["pid"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not running(call["pid"])

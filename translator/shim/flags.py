@@ -3,10 +3,14 @@
 The SDK builds argv from its options (`SubprocessCLITransport._build_command`); newer SDKs add
 flags, and `extra_args` passes anything through. So nothing here is fatal: an unknown flag is
 noted (the caller warns) and skipped, with its value when it evidently has one.
+
+An argument that is no UTF-8 (Python hands its bytes on as surrogate escapes, which no caliban
+pipe or JSON can carry) is read as Claude Code's node reads its argv: each bad byte U+FFFD.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 # Flags that take a value (`--flag value` or `--flag=value`).
@@ -60,6 +64,7 @@ class ClaudeArgs:
 
 def parse(argv: list[str]) -> ClaudeArgs:
     """Read `argv` (without the program name). Never raises."""
+    argv = [_text(token) for token in argv]
     args = ClaudeArgs()
     i = 0
     while i < len(argv):
@@ -95,3 +100,12 @@ def parse(argv: list[str]) -> ClaudeArgs:
                 i += 1
             args.unknown.append(token)
     return args
+
+
+def _text(token: str) -> str:
+    """The argument as text: its bytes decoded as UTF-8, a byte that is none U+FFFD."""
+    try:
+        token.encode()
+    except UnicodeEncodeError:
+        return os.fsencode(token).decode("utf-8", "replace")
+    return token

@@ -255,7 +255,7 @@ def system_flags(prompt: str | None, keep_default: bool) -> list[str]:
 
 def _read_text(path: str, what: str, warnings: list[str]) -> str:
     try:
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8", errors="replace") as fh:  # (as argv: a bad byte is U+FFFD)
             return fh.read()
     except OSError as exc:
         warnings.append(f"{what}: cannot read {path!r} ({exc.strerror or exc}); ignored")

@@ -43,6 +43,7 @@ class CalibanRun:
     def run(self, prompt: str, on_output: Callable[[bytes], None]) -> int:
         """Run to the end, passing on stdout as it comes; the exit status. Whatever happens
         here (an error in `on_output` too), nothing of the group is left running."""
+        data = prompt.encode()  # (before caliban starts: one it cannot be given is never started)
         try:
             with self._lock:
                 pipe = subprocess.PIPE
@@ -56,10 +57,10 @@ class CalibanRun:
         proc = group.proc
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         errors = threading.Thread(target=self._forward_stderr, args=(proc.stderr.fileno(),), daemon=True)
-        errors.start()
-        # (a thread: a caliban that does not read its prompt must not keep the run from its end)
-        threading.Thread(target=_write_prompt, args=(proc.stdin, prompt.encode()), daemon=True).start()
         try:
+            errors.start()
+            # (a thread: a caliban that does not read its prompt must not keep the run from its end)
+            threading.Thread(target=_write_prompt, args=(proc.stdin, data), daemon=True).start()
             self._pump(group, proc.stdout.fileno(), on_output)
             while proc.poll() is None:  # stdout closed: caliban may still be saving its session
                 with self._lock:
