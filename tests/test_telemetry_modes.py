@@ -112,3 +112,28 @@ def test_a_replay_of_stamped_events_exports_them_at_their_own_times(tmp_path: Pa
     assert (interaction["start"], interaction["end"]) == (at[0], at[13])
     tool = named(got.spans, "claude_code.tool")[0]
     assert (tool["start"], tool["end"], tool["attributes"]["duration_ms"]) == (at[4], at[7], 750)
+
+
+def batch_sessions(out: Path) -> set[str]:
+    return {orjson.loads(path.read_bytes().splitlines()[-1])["session_id"] for path in out.rglob("*.jsonl")}
+
+
+@pytest.mark.parametrize("where", [["--jobs", "2"], ["--cluster", "local:1"]], ids=["local", "fleet"])
+def test_a_batch_exports_every_file_as_its_own_session(tmp_path: Path, where: list[str]) -> None:
+    """--out-dir on local workers and on a Dask cluster: each worker exports what its files
+    gave, flushed after each chunk (a worker may never exit)."""
+    logs = tmp_path / "logs"
+    for name in ("a", "b", "c/d"):
+        (logs / name).parent.mkdir(parents=True, exist_ok=True)
+        (logs / f"{name}.events.jsonl").write_bytes(FIXTURE.read_bytes())
+    with receiver() as (got, endpoint):
+        done = subprocess.run([TRANSLATOR, "--out-dir", str(tmp_path / "out"), *where, str(logs)],
+                              env=telemetry_env(endpoint, "http/protobuf"), capture_output=True, timeout=180)
+        assert done.returncode == 0, done.stderr
+        assert got.wait(lambda r: len(named(r.spans, "claude_code.interaction")) == 3)
+        assert got.wait(lambda r: sum(p["value"] for p in named(r.metrics, "claude_code.session.count")) == 3)
+    sessions = batch_sessions(tmp_path / "out")
+    assert len(sessions) == 3
+    assert {p["attributes"]["session.id"] for p in named(got.metrics, "claude_code.session.count")} == sessions
+    assert {r["attributes"]["session.id"] for r in named(got.logs, "claude_code.api_request")} == sessions
+    assert token_sums(got.metrics) == {kind: 3 * n for kind, n in TWO_TURNS.items()}

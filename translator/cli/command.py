@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         socket_mode=args.socket_mode,
         metrics=args.metrics,
     )
-    telemetry = telemetry_on()
+    batch = args.out_dir is not None or args.results_table is not None  # its workers export
+    telemetry = None if batch else telemetry_on()
     cfg.watch = watches(args, telemetry)
     try:
         return translate(args, cfg)
@@ -143,6 +144,22 @@ def telemetry_on() -> Telemetry | None:
         return None
 
 
+def telemetry_variables() -> tuple[tuple[str, str], ...]:
+    """For a batch: the workers make their exporters from these (the otel extra is checked here,
+    once, and said as telemetry_on says it)."""
+    from translator import telemetry
+    from translator.extras import MissingExtra, need
+
+    found = telemetry.variables(os.environ)
+    if found:
+        try:
+            need("opentelemetry.sdk", "otel")
+        except MissingExtra as exc:
+            _stderr([f"translator: telemetry: {exc}; not exported"], "warning")
+            return ()
+    return found
+
+
 def translate(args: argparse.Namespace, cfg: Config) -> int:
     """The mode asked for, run; its exit status."""
     partial, results_only, rates = args.include_partial_messages, args.results_only, cfg.rates
@@ -152,7 +169,7 @@ def translate(args: argparse.Namespace, cfg: Config) -> int:
         template = replay.Job(
             format=args.format, partial=partial, results_only=results_only, rates=rates,
             rates_digest=rates.fingerprint(), options=cfg.options, clock=args.clock, force=args.force,
-            transcripts=args.transcripts,
+            transcripts=args.transcripts, telemetry=telemetry_variables(),
         )
         return modes.out_dir(args.files, args.out_dir, args.jobs, template, args.results_table, args.cluster,
                              args.store_timeout)

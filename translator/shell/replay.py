@@ -23,13 +23,13 @@ from typing import Any, BinaryIO, Protocol, cast
 
 import orjson
 
-from translator import __version__
+from translator import __version__, telemetry
 from translator.core.feed import CHUNK, Feed, new_core, steps
 from translator.core.rates import RateCard
 from translator.core.translator import Options
 from translator.encoders import Encoder
 from translator.encoders.formats import make_encoder
-from translator.encoders.observed import Observer
+from translator.encoders.observed import Observer, Observers
 from translator.shell import ledger
 from translator.table.rows import Recorder
 
@@ -72,6 +72,9 @@ class Job:
     size: int = 0
     mtime: float = 0.0
     transcripts: str | None = None  # --transcripts DIR: each file's runs as a session file there
+    # the command's telemetry variables (telemetry.variables), the workers' exporter made from them;
+    # not in the key: telemetry changes no output (a backfill of files done already takes --force)
+    telemetry: tuple[tuple[str, str], ...] = ()
 
     def key(self) -> str:
         """What the output depends on; equal keys, equal bytes."""
@@ -183,6 +186,8 @@ def translate_many(jobs: list[Job], store: Store, progress: Callable[[int], None
             for _, done, key in made:
                 if key is not None and done.error is None:
                     done.error = f"its up-to-date record: {_why(exc)}"
+    if jobs and jobs[0].telemetry and (exporter := telemetry.for_worker(jobs[0].telemetry)) is not None:
+        exporter.flush()  # the chunk's telemetry out before its results go back (a worker may never exit)
     return [done for _, done, _ in made]
 
 
@@ -231,7 +236,7 @@ def _translate(job: Job, store: Store, progress: Callable[[int], None], done: Do
     source = shown(job.source)
     recorder = Recorder(encoder, session, source, job.mtime)
     feed = Feed(new_core(cast(Encoder, recorder), rates=job.rates, options=job.options, clock=job.clock, live=False,
-                         epoch=job.mtime, source=source, observer=transcripts(job, session)))
+                         epoch=job.mtime, source=source, observer=watching(job, session, source)))
     sink: AbstractContextManager[Any] = store.writer(job.target) if job.target is not None else _null()
     with store.open_input(job.source) as raw, sink as out:
         for taken in steps(feed, chunks(raw, progress)):
@@ -244,13 +249,19 @@ def _translate(job: Job, store: Store, progress: Callable[[int], None], done: Do
     return recorder
 
 
-def transcripts(job: Job, session: str) -> Observer | None:
-    """--transcripts: the file's runs as a session file (its own, named from its first turn)."""
-    if job.transcripts is None:
-        return None
-    from translator.transcripts.files import Transcripts
+def watching(job: Job, session: str, source: str) -> Observer | None:
+    """What watches the file's runs: --transcripts' session file (its own, named from its first
+    turn), the telemetry (the worker's exporter); None, one, or both fanned out."""
+    found: list[Observer] = []
+    if job.transcripts is not None:
+        from translator.transcripts.files import Transcripts
 
-    return Transcripts(job.transcripts, __version__).stream(job.source, session, job.mtime)
+        found.append(Transcripts(job.transcripts, __version__).stream(job.source, session, job.mtime))
+    if job.telemetry and (exporter := telemetry.for_worker(job.telemetry)) is not None:
+        found.append(exporter.stream(source, session, job.mtime))
+    if len(found) < 2:
+        return found[0] if found else None
+    return Observers(found)
 
 
 class _null(AbstractContextManager[_Sink]):

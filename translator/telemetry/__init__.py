@@ -10,6 +10,7 @@ shells; it is never inside the core.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from translator.telemetry.exporter import Telemetry
 
 ENABLE = "CLAUDE_CODE_ENABLE_TELEMETRY"
+PREFIXES = ("CLAUDE_CODE_", "OTEL_")  # the variables a batch's workers are given
+_worker: tuple[int, Telemetry | None] | None = None  # a batch worker's exporter, made once per process
 
 
 def enabled(environ: Mapping[str, str]) -> bool:
@@ -38,3 +41,30 @@ def start(environ: Mapping[str, str], terminal: str = "non-interactive") -> Tele
     from translator.telemetry.exporter import Telemetry
 
     return Telemetry(settings)
+
+
+def variables(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The telemetry's variables, for a batch's workers (--out-dir, a fleet): () when it is off."""
+    if not enabled(environ):
+        return ()
+    return tuple(sorted((k, v) for k, v in environ.items() if k.startswith(PREFIXES)))
+
+
+def for_worker(given: tuple[tuple[str, str], ...]) -> Telemetry | None:
+    """The exporter of a batch worker (a pool's process or a cluster's), made once per process
+    from the variables the command was given; the worker's own environment wins where it sets
+    one (a node's collector), and the SDK's exporters read it from there."""
+    global _worker
+    if not given:
+        return None
+    if _worker is None or _worker[0] != os.getpid():
+        for key, value in given:
+            os.environ.setdefault(key, value)
+        from translator.extras import MissingExtra
+
+        try:
+            made = start(os.environ)
+        except MissingExtra:
+            made = None  # the command said it already, where it runs
+        _worker = (os.getpid(), made)
+    return _worker[1]

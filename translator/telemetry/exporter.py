@@ -15,7 +15,7 @@ import platform
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from opentelemetry.sdk._logs import LoggerProvider, ReadableLogRecord
@@ -195,7 +195,7 @@ class Telemetry:
             tracer=None if self.traces is None else self.traces.get_tracer(TRACER_SCOPE, TRACER_VERSION),
             settings=settings,
         )
-        self.closed = False
+        self.closed = self.slow = self.said = False
 
     def _exporter(self, signal: str, how: Signal) -> Any:
         if how.exporter == "console":  # stdout is data: the console goes to stderr
@@ -213,17 +213,33 @@ class Telemetry:
         if self.closed:
             return
         self.closed = True
-        deadline = time.monotonic() + max(0.0, within)
-        closing = [threading.Thread(target=p.shutdown, name="telemetry-close", daemon=True)
-                   for p in (self.traces, self.logs, self.meters) if p is not None]
-        for thread in closing:  # side by side: a stuck signal does not hold the others up
-            thread.start()
-        for thread in closing:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        if any(thread.is_alive() for thread in closing):
-            self.losses.first = self.losses.first or f"the collector did not answer within {within:g} s at exit"
-            if self.meters is not None and closing[-1].is_alive():
-                self.losses.metrics_failed = True
-        if (said := self.losses.summary(self.instruments.made)) is not None:
-            _stderr([said], "warning")
+        self._wait([p.shutdown for p in (self.traces, self.logs, self.meters) if p is not None], within)
+        self.say()
         logging.getLogger("opentelemetry").removeHandler(self.losses)
+
+    def flush(self, within: float = CLOSE_S) -> None:
+        """What is queued, exported now (a batch worker, after each chunk of files): within
+        `within` seconds, and not waited for again once the collector has not answered."""
+        within = 0.0 if self.slow else within
+        self._wait([p.force_flush for p in (self.traces, self.logs, self.meters) if p is not None], within)
+        if self.losses.summary(self.instruments.made) is not None:
+            self.say()
+
+    def _wait(self, calls: list[Callable[[], object]], within: float) -> None:
+        deadline = time.monotonic() + max(0.0, within)
+        threads = [threading.Thread(target=call, name="telemetry-flush", daemon=True) for call in calls]
+        for thread in threads:  # side by side: a stuck signal does not hold the others up
+            thread.start()
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        if any(thread.is_alive() for thread in threads):
+            self.slow = True
+            self.losses.first = self.losses.first or f"the collector did not answer within {within:g} s"
+            if self.meters is not None and threads[-1].is_alive():
+                self.losses.metrics_failed = True
+
+    def say(self) -> None:
+        """What was lost, once (a worker flushing after each chunk says it the first time)."""
+        if not self.said and (said := self.losses.summary(self.instruments.made)) is not None:
+            self.said = True
+            _stderr([said], "warning")
