@@ -1,7 +1,7 @@
 """The drive backend's permission bridge, timed: from a prompt appearing in (the fake)
 caliban to the app's `can_use_tool` being called, and from the app's answer to
 `caliban_permit` reaching caliban (the poll interval included), over 100 prompts. The real
-claude-agent-sdk drives `caliban-claude`, which drives tests/fake_caliban_serve.py; the two
+claude-agent-sdk drives `caliban-claude`, which drives tests/support/fake_caliban_serve.py; the two
 ends are stamped by the fake's log and by the callback (one machine, one wall clock).
 Target: a median of at most 50 ms each way. Run: .venv/bin/python bench/permission_latency.py
 """
@@ -20,7 +20,7 @@ from typing import Any
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, PermissionResultAllow
 
 ROOT = Path(__file__).resolve().parent.parent
-FAKE = ROOT / "tests" / "fake_caliban.py"
+FAKE = ROOT / "tests" / "support" / "fake_caliban.py"
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
 PROMPTS = 100
 TARGET_MS = 50.0

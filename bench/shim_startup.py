@@ -1,6 +1,6 @@
 """The start-up cost of `caliban-claude -p` over caliban's own `caliban -p`, as figures.
 
-Both run the same prompt on the test double (tests/fake_caliban.py) as caliban, alternated
+Both run the same prompt on the test double (tests/support/fake_caliban.py) as caliban, alternated
 run by run (on a shared machine the load drifts): the time from the start to the first stdout
 line, and to the exit. The shim's cost is what it adds to caliban's: its interpreter, the
 translation's imports, the argv mapping, and the frames through the translation.
@@ -46,7 +46,7 @@ def main() -> int:
     runs = parser.parse_args().runs
     with tempfile.TemporaryDirectory() as tmp:
         caliban = Path(tmp) / "caliban"
-        caliban.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{ROOT / "tests" / "fake_caliban.py"}" "$@"\n')
+        caliban.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{ROOT / "tests" / "support" / "fake_caliban.py"}" "$@"\n')
         caliban.chmod(0o755)
         script = [{"file": str(ROOT / "fixtures" / "caliban" / "tool_use_two_turns.jsonl")}]
         env = {**os.environ, "CALIBAN_BIN": str(caliban), "CALIBAN_SESSIONS_DIR": str(Path(tmp) / "sessions"),

@@ -2,7 +2,7 @@
 core and the library API never import a shell, only the CLI imports the shells, and the
 encoders import nothing of the package but the model (translator.model) and each other.
 And the suite's own: no module of tests/ imports a test module (shared helpers live in
-conftest.py and the support_*.py modules, which hold no tests).
+conftest.py and tests/support/, which hold no tests).
 
 Read from the source with `ast` (nothing is imported): every `import`/`from` of a translator
 module counts, at module level or inside a function (a lazy import is still an edge); those
@@ -265,8 +265,8 @@ def imported_tests(sources: dict[str, str]) -> dict[str, list[str]]:
 
 
 def test_no_test_module_imports_another() -> None:
-    sources = {path.name: path.read_text() for path in sorted(TESTS.glob("*.py"))}
-    assert {"conftest.py", "support_processes.py", "test_cli.py"} <= set(sources)
+    sources = {path.name: path.read_text() for path in sorted(TESTS.rglob("*.py"))}
+    assert {"conftest.py", "support_fixtures.py", "support_processes.py", "test_cli.py"} <= set(sources)
     assert imported_tests(sources) == {}
 
 
@@ -280,3 +280,13 @@ def test_a_test_importing_another_is_found() -> None:
     })
     assert found == {"test_a.py": ["test_b"], "test_b.py": ["test_c"], "support_x.py": ["test_never_collected"],
                      "conftest.py": ["test_a"]}
+
+
+def test_tests_are_grouped_as_the_code_is() -> None:
+    """Each folder of tests/ is a package of translator/ (and support/, the helpers); only the
+    tests of the whole tree (this file, the README's) sit at the top."""
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir() and not p.name.startswith((".", "__"))}
+    packages = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()}
+    assert "support" in folders and folders - {"support"} <= packages
+    assert sorted(p.name for p in TESTS.glob("test_*.py")) == ["test_import_graph.py", "test_readme.py"]
+    assert not list((TESTS / "support").glob("test_*.py"))

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import ROOT, tracked_copy
+from support_fixtures import ROOT, tracked_copy
 
 TIMEOUT_S = 120
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -121,7 +121,7 @@ def test_the_quick_start_and_the_library_examples_are_there_and_run(tmp_path: Pa
     proc = run_in_copy(tmp_path / "q", ["bash", "-e", "-c", quick.code])
     assert proc.returncode == 0, proc.stderr
     assert b'{"type":"result","subtype":"success","result":"There are 3 files."' in proc.stdout
-    assert b"tests/test_cli.py: " in proc.stdout  # make test reached pytest (which only collected)
+    assert b"tests/cli/test_cli.py: " in proc.stdout  # make test reached pytest (which only collected)
 
     for n, (library, last) in enumerate([(library_example("README.md", "Use it from Python"), None),
                                          (library_example("docs/library.md", None), b"[]")]):

@@ -117,7 +117,7 @@ def shim_markdown(usage: str, options: Mapping[str, Sequence[str]]) -> list[str]
 def markdown(parsers: Sequence[argparse.ArgumentParser], shim_usage: str, shim_flags: Mapping[str, Sequence[str]]) -> str:
     head = ["<!-- Written by `make docs` (python -m translator.cli.reference) from the parsers: do not edit. -->",
             "", "# Command-line reference", "",
-            "Every option of the commands, written from their own parsers (`tests/test_cli_reference.py`",
+            "Every option of the commands, written from their own parsers (`tests/cli/test_cli_reference.py`",
             "fails when this page is not what they say). What the options do, in depth: [usage.md](usage.md);",
             "the same as a man page: [translator.1](translator.1) (`man -l docs/translator.1`).", ""]
     body = [line for p in parsers for line in parser_markdown(p)] + shim_markdown(shim_usage, shim_flags)

@@ -1,0 +1,129 @@
+"""A results table holds what it was told: runs over other logs accumulate, a rerun of the same
+logs replaces their rows (wherever they were) and doubles nothing, two writers at once take
+turns and both are kept; a session id is the log's own (of its full path), and an output of
+one log is never silently replaced by another's."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support_fixtures import FIXTURES
+from support_processes import TRANSLATOR, run
+
+from translator.shell.replay import session_id
+
+pytestmark = pytest.mark.slow
+DAY = 1764460800  # 2025-11-30
+RUN = (FIXTURES / "tool_use_two_turns.events.jsonl").read_bytes()  # one run
+
+
+def host(root: Path, logs: int, runs: int = 2, day: int = DAY) -> Path:
+    """`logs` sessions named as every host names them: run-N/stdout.ndjson."""
+    for n in range(logs):
+        path = root / f"run-{n}" / "stdout.ndjson"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(RUN * runs)
+        os.utime(path, (day, day))
+    return root
+
+
+def rows(table: Path) -> list[dict[str, Any]]:
+    """Every row as DuckDB reads the table, in (source, run_index) order."""
+    import duckdb
+
+    db = duckdb.connect()
+    found = db.execute(f"select * from read_parquet('{table}/**/*.parquet', hive_partitioning = true) "
+                       "order by source, run_index").fetchall()
+    names = [d[0] for d in db.description]
+    return [dict(zip(names, r, strict=True)) for r in found]
+
+
+def keys(table: Path) -> list[tuple[str, int, str]]:
+    return [(r["source"], r["run_index"], str(r["date"])) for r in rows(table)]
+
+
+def test_runs_over_two_folders_accumulate_and_a_rerun_replaces_only_its_own(tmp_path: Path) -> None:
+    x, y, table = host(tmp_path / "x", 25), host(tmp_path / "y", 25), tmp_path / "table"
+    assert run("--results-table", str(table), str(x), timeout=120).returncode == 0
+    assert run("--results-table", str(table), str(y), timeout=120).returncode == 0
+    both = rows(table)
+    assert len(both) == 100
+    assert {r["source"] for r in both} == {str(h / f"run-{n}/stdout.ndjson") for h in (x, y) for n in range(25)}
+    # 50 logs, 50 session ids, each of the log's full path: same-named logs under two roots are two sessions
+    assert {r["session_id"] for r in both} == {session_id(r["source"]) for r in both}
+    assert len({r["session_id"] for r in both}) == 50
+
+    again = run("--results-table", str(table), str(x), timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert rows(table) == both  # nothing doubled, nothing of y's dropped
+
+    # A log that changed has its rows replaced where they were: one run now, and on another day
+    # (its old partition, left empty, is removed); the other logs' rows are as they were.
+    changed = x / "run-0" / "stdout.ndjson"
+    changed.write_bytes(RUN)
+    os.utime(changed, (DAY + 86400, DAY + 86400))
+    for n in range(1, 25):
+        (x / f"run-{n}" / "stdout.ndjson").unlink()
+    assert run("--results-table", str(table), str(x), timeout=120).returncode == 0
+    after = keys(table)
+    assert (str(changed), 0, "2025-12-01") in after and (str(changed), 1, "2025-11-30") not in after
+    assert [k for k in after if k[0] != str(changed)] == [k for k in keys_of(both) if k[0] != str(changed)]
+
+    only = tmp_path / "only"
+    host(only, 1, day=DAY + 2 * 86400)
+    assert run("--results-table", str(table), str(only), timeout=120).returncode == 0
+    changed.write_bytes(RUN)  # the same log moved back a day: its 2025-12-01 partition is left empty
+    os.utime(changed, (DAY, DAY))
+    assert run("--results-table", str(table), str(x), timeout=120).returncode == 0
+    assert sorted(p.name for p in table.iterdir() if not p.name.startswith(".")) == ["date=2025-11-30", "date=2025-12-02"]
+
+
+def keys_of(found: list[dict[str, Any]]) -> list[tuple[str, int, str]]:
+    return [(r["source"], r["run_index"], str(r["date"])) for r in found]
+
+
+def test_two_writers_at_once_take_turns_and_both_are_kept(tmp_path: Path) -> None:
+    x, y, table = host(tmp_path / "x", 10), host(tmp_path / "y", 10), tmp_path / "table"
+    table.mkdir()
+    with open(table / ".translator.lock", "a+") as lock:  # a writer holds the table
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        writers = [subprocess.Popen([TRANSLATOR, "--results-table", str(table), str(h)], stdin=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE) for h in (x, y)]
+        deadline = time.monotonic() + 120
+        waiting = []
+        for w in writers:  # each says it waits, in one line, and writes nothing meanwhile
+            assert w.stderr is not None
+            line = w.stderr.readline()
+            while line.startswith(b"translator: 10 translated"):
+                line = w.stderr.readline()
+            waiting.append(line)
+            assert time.monotonic() < deadline
+        assert waiting == [f"translator: --results-table {table}: waiting for another writer (a process)\n".encode()] * 2
+        assert not list(table.glob("date=*")) and all(w.poll() is None for w in writers)
+    for w in writers:
+        _, err = w.communicate(timeout=120)
+        assert w.returncode == 0, err
+    found = rows(table)
+    assert len(found) == 40 and {r["source"].split("/")[-3] for r in found} == {"x", "y"}
+
+
+def test_an_output_of_another_log_is_never_replaced(tmp_path: Path) -> None:
+    x, y, out = host(tmp_path / "x", 2), host(tmp_path / "y", 2), tmp_path / "out"
+    assert run("--out-dir", str(out), str(x), timeout=120).returncode == 0
+    made = {p: p.read_bytes() for p in out.rglob("*.jsonl")}
+    assert len(made) == 2
+    for extra in ([], ["--force"]):
+        refused = run("--out-dir", str(out), *extra, str(y), timeout=120)
+        assert (refused.returncode, refused.stderr.decode()) == (73, (
+            f"translator: --out-dir: {out}/run-0/stdout.enriched.jsonl is the output of {x}/run-0/stdout.ndjson, "
+            f"not of {y}/run-0/stdout.ndjson: not overwritten (and 1 more); give these logs another --out-dir\n"))
+        assert {p: p.read_bytes() for p in out.rglob("*.jsonl")} == made
+    again = run("--out-dir", str(out), str(x), timeout=120)
+    assert again.returncode == 0 and b"0 translated, 2 skipped" in again.stderr
+    assert run("--out-dir", str(tmp_path / "other"), str(y), timeout=120).returncode == 0
