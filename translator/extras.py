@@ -18,6 +18,7 @@ EXTRA = {  # module -> the extra that brings it
     "gcsfs": "gcs",
     "adlfs": "azure",
     "matplotlib": "report",
+    "duckdb": "report",
 }
 
 

@@ -74,7 +74,7 @@ def test_the_report_s_text_follows_the_same_rules(tmp_path: Path) -> None:
     test_into_a_full_disk_is_a_write_error(report)
     test_into_a_closed_stdout_is_a_write_error(report)
     test_into_a_pipe_whose_reader_has_gone_ends_quietly(report)
-    assert subprocess.run(report, capture_output=True, timeout=60).stdout.startswith(b"1 runs in 1 logs, 0 failed")
+    assert subprocess.run(report, capture_output=True, timeout=60).stdout.startswith(b"1 runs in 1 logs (1 sessions), 0 failed")
 
 
 def test_the_report_s_errors_never_go_to_stdout(tmp_path: Path) -> None:

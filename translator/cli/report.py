@@ -1,5 +1,5 @@
-"""`translator report RESULTS [--html FILE]`: the command over table/report.py, with its
-refusals (one line and a sysexits status) and its writes (the page is written beside its
+"""`translator report RESULTS [--since DAY] [--until DAY] [--model M] [--format text|json|csv]
+[--html FILE]`: the command over table/summary.py and table/report.py, with its refusals (one line and a sysexits status) and its writes (the page is written beside its
 destination and renamed over it, only once the report was printed)."""
 
 from __future__ import annotations
@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+from argparse import ArgumentTypeError
+from datetime import date
 
 from translator.cli.arguments import Parser
 from translator.diagnostics import stderr as _stderr
@@ -14,7 +16,18 @@ from translator.diagnostics import stdout_text
 from translator.exits import EX_CANTCREAT, EX_IOERR, EX_NOINPUT
 from translator.extras import MissingExtra
 from translator.object_store import StoreError
-from translator.table.report import by_day_and_model, by_subtype, load, page, text_table
+from translator.table.report import as_csv, as_json, page, text
+from translator.table.summary import Filters, summarize
+
+FORMATS = {"text": text, "json": as_json, "csv": as_csv}
+
+
+def _day(value: str) -> str:
+    """A --since/--until day: YYYY-MM-DD (a usage error otherwise)."""
+    try:
+        return date.fromisoformat(value).isoformat()
+    except ValueError:
+        raise ArgumentTypeError(f"not a day (YYYY-MM-DD): {value!r}") from None
 
 
 def _why(exc: OSError | ValueError) -> str:
@@ -28,6 +41,11 @@ def _why(exc: OSError | ValueError) -> str:
 def build_parser() -> Parser:
     parser = Parser(prog="translator report", description="Summarize a --results-table dataset.")
     parser.add_argument("results", metavar="RESULTS", help="the dataset's directory or URL")
+    parser.add_argument("--since", metavar="DAY", type=_day, help="only the runs of DAY (YYYY-MM-DD, UTC) and after")
+    parser.add_argument("--until", metavar="DAY", type=_day, help="only the runs of DAY (YYYY-MM-DD, UTC) and before")
+    parser.add_argument("--model", metavar="MODEL", help="only the runs whose (first) model is MODEL")
+    parser.add_argument("--format", choices=sorted(FORMATS), default="text",
+                        help="text (default); json: one object; csv: the table per day and model")
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML page with plots")
     return parser
 
@@ -35,23 +53,23 @@ def build_parser() -> Parser:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
-        rows = load(args.results)
+        summary = summarize(args.results, Filters(args.since, args.until, args.model))
     except MissingExtra as exc:
         _stderr([f"translator: report: {exc}"])
         return exc.status
     except StoreError as exc:
         _stderr([f"translator: {exc.strerror}"])
         return EX_IOERR
-    except (OSError, ValueError) as exc:  # pyarrow's missing path is a FileNotFoundError or ArrowInvalid
+    except (OSError, ValueError) as exc:  # a missing path, or files that are no table
         _stderr([f"translator: {args.results}: {_why(exc)}"])
         return EX_NOINPUT
-    if not rows:
-        _stderr([f"translator: {args.results}: no runs"])
+    if summary is None:
+        _stderr([f"translator: {args.results}: no runs" + (" (filtered)" if args.since or args.until or args.model else "")])
         return EX_NOINPUT
     temp = None
     if args.html:  # its destination and its plots first: a failure is said before the report, not after it
         try:
-            content = page(args.results, rows)
+            content = page(args.results, summary)
             temp = _temp_beside(args.html)
         except MissingExtra as exc:
             _stderr([f"translator: report --html: {exc}"])
@@ -59,11 +77,7 @@ def main(argv: list[str]) -> int:
         except OSError as exc:
             _stderr([f"translator: {args.html}: {exc.strerror}"])
             return EX_CANTCREAT
-    failed = sum(bool(r["is_error"]) for r in rows)
-    status = stdout_text(f"{len(rows)} runs in {len({r['source'] for r in rows})} logs, {failed} failed "
-                         f"({100 * failed / len(rows):.1f}%), {sum(r['total_cost_usd'] or 0.0 for r in rows):.4f} USD\n\n"
-                         + text_table(by_day_and_model(rows)) + "\n\n" + text_table(by_subtype(rows)) + "\n",
-                         "translator report")
+    status = stdout_text(FORMATS[args.format](summary), "translator report")
     if temp is not None:
         try:
             if not status:  # (a report that could not be printed gets no page either)

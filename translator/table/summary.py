@@ -1,0 +1,132 @@
+"""What a results table says, computed by DuckDB over the Parquet files (`translator report`).
+
+DuckDB, not pyarrow's compute: one SQL pass per breakdown, reading only the columns it names
+and only the partitions the date filters keep, with a memory limit it honours by spilling to
+disk (pyarrow's group-by holds its whole input in memory), exact distinct counts and
+mergeable approximate quantiles (t-digest: bounded at any table size); and it is the table's
+documented query engine, so what the report says is what a query of docs/fleet.md says. No
+row comes into Python: only the aggregates do.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from translator.extras import need
+from translator.model import PROVIDER_ERRORS
+from translator.object_store import configured_timeout, faults, filesystem
+
+MEMORY_LIMIT = "512MB"  # DuckDB's own, spilled past (its default is 80% of the machine's)
+TOP_ERRORS = 10
+
+
+@dataclass(frozen=True)
+class Filters:
+    since: str | None = None  # first day kept, YYYY-MM-DD
+    until: str | None = None  # last day kept
+    model: str | None = None
+
+
+@dataclass
+class Summary:
+    """The report's numbers, as plain values (JSON as it is)."""
+
+    totals: dict[str, Any]
+    by_model: list[dict[str, Any]]
+    by_day: list[dict[str, Any]]
+    by_day_and_model: list[dict[str, Any]]
+    failures: dict[str, list[dict[str, Any]]]
+    filters: dict[str, str | None] = field(default_factory=dict)
+
+
+def reason(prefix: str) -> str:
+    """A provider error's kind, named by its text's head: `server error (HTTP ` is `server error`."""
+    return prefix.split(" (")[0].rstrip(": ").removesuffix(" for")
+
+
+def _kind() -> str:
+    """SQL for a failed run's reason: the provider error's kind (from its text, as the
+    encoders read it), else `other`, or `(no error text)`."""
+    cases = " ".join(f"when starts_with(error, '{prefix}') then '{reason(prefix)}'" for prefix, _ in PROVIDER_ERRORS)
+    return f"case when error is null then '(no error text)' {cases} else 'other' end"
+
+
+def connect(path: str) -> tuple[Any, str]:
+    """A DuckDB connection (memory-limited, no extension fetched) and the table's files as
+    read_parquet takes them; a URL is read through its fsspec filesystem, as the batch's."""
+    duckdb = need("duckdb", "report")
+    db = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "threads": min(4, os.cpu_count() or 1),
+                                "autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    if "://" not in path or path.startswith("file://"):
+        local = path.removeprefix("file://")
+        if not os.path.isdir(local):
+            raise FileNotFoundError(local)
+        return db, f"{local.rstrip('/')}/**/*.parquet"
+    timeout = configured_timeout()
+    with faults(path, timeout):
+        fs, _ = filesystem(path, timeout)
+    db.register_filesystem(fs)
+    return db, f"{path.rstrip('/')}/**/*.parquet"
+
+
+def summarize(path: str, filters: Filters) -> Summary | None:
+    """The table's summary under `filters`; None when no run is kept. A store's fault is a
+    StoreError naming the table."""
+    db, files = connect(path)
+    if "://" in path and not path.startswith("file://"):
+        with faults(path, configured_timeout()):
+            return _summarize(db, files, filters)
+    return _summarize(db, files, filters)
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal of any text."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _summarize(db: Any, files: str, filters: Filters) -> Summary | None:
+    where = ["true"]  # (a view takes no prepared parameters: the values are quoted literals)
+    for clause, value in (("date >=", filters.since), ("date <=", filters.until), ("model =", filters.model)):
+        if value is not None:
+            where.append(f"{clause} {_literal(value)}")
+    quoted = files.replace("'", "''")  # (inside the literal below)
+    try:
+        db.execute(f"create temp view runs as select * from read_parquet('{quoted}', hive_partitioning = true, "
+                   f"hive_types = {{'date': varchar}}) where {' and '.join(where)}")
+    except Exception as exc:  # no file at all matches: an empty table
+        if "No files found" in str(exc):
+            return None
+        raise
+    db.execute(f"create temp view runs_kept as select *, {_kind()} as reason from runs")
+
+    def rows(sql: str) -> list[dict[str, Any]]:
+        cursor = db.execute(sql)
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+
+    sums = ("count(*) as runs, coalesce(sum(is_error::int), 0) as failed, "
+            "round(coalesce(sum(total_cost_usd), 0), 6) as total_cost_usd, "
+            "coalesce(sum(input_tokens), 0) as input_tokens, coalesce(sum(output_tokens), 0) as output_tokens")
+    totals = rows(f"select {sums}, count(distinct session_id) as sessions, count(distinct source) as logs, "
+                  "coalesce(sum(cache_read_input_tokens), 0) as cache_read_input_tokens, "
+                  "coalesce(sum(cache_creation_input_tokens), 0) as cache_creation_input_tokens, "
+                  "min(date) as first_day, max(date) as last_day from runs_kept")[0]
+    if not totals["runs"]:
+        return None
+    totals["failure_rate"] = round(totals["failed"] / totals["runs"], 6)
+    quantiles = ("approx_quantile(duration_ms, 0.5)::bigint as p50_ms, approx_quantile(duration_ms, 0.95)::bigint as p95_ms")
+    by_model = rows(f"select coalesce(model, '(none)') as model, {sums}, {quantiles} from runs_kept "
+                    "group by all order by total_cost_usd desc, runs desc, model")
+    by_day = rows(f"select date as day, {sums} from runs_kept group by all order by day")
+    by_day_and_model = rows(f"select date as day, coalesce(model, '(none)') as model, {sums} from runs_kept "
+                            "group by all order by day, model")
+    failures = {
+        "by_subtype": rows("select subtype, count(*) as runs from runs_kept where is_error group by all order by runs desc, subtype"),
+        "by_reason": rows("select reason, count(*) as runs from runs_kept where is_error group by all order by runs desc, reason"),
+        "top_errors": rows(f"select error, reason, count(*) as runs from runs_kept where is_error and error is not null "
+                           f"group by all order by runs desc, error limit {TOP_ERRORS}"),
+    }
+    return Summary(totals, by_model, by_day, by_day_and_model, failures,
+                   {"since": filters.since, "until": filters.until, "model": filters.model})
