@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from support_fixtures import FIXTURES, SUPPORT
+from support_fixtures import FIXTURES
+from support_processes import FAKE_CALIBAN
 
-FAKE = SUPPORT / "fake_caliban.py"
 SPEC = (FIXTURES / "drive" / "caliban-drive-surface.md").read_text()
 TOOLS = ["caliban_permit", "caliban_poll", "caliban_run", "caliban_send_input", "caliban_status"]
 
@@ -27,7 +27,7 @@ class Server:
     def __init__(self, script: dict[str, Any] | None = None, *flags: str) -> None:
         env = {**os.environ, "FAKE_SERVE_SCRIPT": json.dumps(script or {})}
         self.proc = subprocess.Popen(
-            [sys.executable, str(FAKE), *flags, "mcp", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, str(FAKE_CALIBAN), *flags, "mcp", "serve"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env=env,
         )  # fmt: skip
         self.id = 0
@@ -259,8 +259,8 @@ def test_an_unanswered_prompt_is_denied_and_stays_pending() -> None:
 
 def test_global_flags_before_the_subcommand_and_a_caliban_without_it() -> None:
     env = {**os.environ, "FAKE_CALIBAN_NO_SERVE": "1"}
-    old = subprocess.run([sys.executable, str(FAKE), "mcp", "serve"], capture_output=True, env=env, timeout=30)
+    old = subprocess.run([sys.executable, str(FAKE_CALIBAN), "mcp", "serve"], capture_output=True, env=env, timeout=30)
     assert old.returncode == 2 and b"unexpected argument 'serve'" in old.stderr
-    late = subprocess.run([sys.executable, str(FAKE), "mcp", "serve", "--model", "m"], capture_output=True, timeout=30,
+    late = subprocess.run([sys.executable, str(FAKE_CALIBAN), "mcp", "serve", "--model", "m"], capture_output=True, timeout=30,
                           stdin=subprocess.DEVNULL)  # fmt: skip
     assert late.returncode == 2

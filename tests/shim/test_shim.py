@@ -28,11 +28,10 @@ from claude_agent_sdk import (
     UserMessage,
     query,
 )
-from support_fixtures import FIXTURES, SUPPORT, Reap
-from support_processes import running
+from support_fixtures import FIXTURES, Reap
+from support_processes import fake_caliban, running
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-FAKE = SUPPORT / "fake_caliban.py"
 RECORDED = FIXTURES / "caliban"
 
 
@@ -62,9 +61,7 @@ class Caliban:
 
 @pytest.fixture
 def caliban(tmp_path: Path) -> Caliban:
-    wrapper = tmp_path / "caliban"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    wrapper.chmod(0o755)
+    fake_caliban(tmp_path)
     return Caliban(tmp_path)
 
 

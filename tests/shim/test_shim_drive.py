@@ -27,11 +27,10 @@ from claude_agent_sdk import (
     UserMessage,
     query,
 )
-from support_fixtures import FIXTURES, SUPPORT
-from support_processes import running
+from support_fixtures import FIXTURES
+from support_processes import fake_caliban, running
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-FAKE = SUPPORT / "fake_caliban.py"
 TOUCH_D = {"name": "Bash", "input": {"command": "touch d.txt"}, "id": "toolu_d"}
 TOUCH_E = {"name": "Bash", "input": {"command": "touch e.txt"}, "id": "toolu_e"}
 READ = {"name": "Read", "input": {"file_path": "a.txt"}, "id": "toolu_read", "result": "a"}
@@ -73,9 +72,7 @@ class Serve:
 
 @pytest.fixture
 def serve(tmp_path: Path) -> Serve:
-    wrapper = tmp_path / "caliban"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    wrapper.chmod(0o755)
+    fake_caliban(tmp_path)
     return Serve(tmp_path)
 
 

@@ -11,17 +11,13 @@ import sys
 import time
 from pathlib import Path
 
-from support_fixtures import SUPPORT
-from support_processes import running
+from support_processes import fake_caliban, running
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-FAKE = SUPPORT / "fake_caliban.py"
 
 
 def test_sigterm_mid_run_ends_the_server_too(tmp_path: Path) -> None:
-    wrapper = tmp_path / "caliban"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    wrapper.chmod(0o755)
+    wrapper = fake_caliban(tmp_path)
     log = tmp_path / "serve.jsonl"
     slow = {"delay": 0.2, "messages": [{"turns": [{"text": " ".join(["w"] * 200)}]}]}
     env = {**os.environ, "CALIBAN_BIN": str(wrapper), "CALIBAN_CLAUDE_BACKEND": "drive",

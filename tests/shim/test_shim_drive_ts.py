@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from support_fixtures import SUPPORT
-from support_processes import running
+from support_processes import fake_caliban, running
 
 DRIVE = SUPPORT / "ts_sdk" / "callbacks.mjs"
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-FAKE = SUPPORT / "fake_caliban.py"
 TOUCH_D = {"name": "Bash", "input": {"command": "touch d.txt"}, "id": "toolu_d"}
 TOUCH_E = {"name": "Bash", "input": {"command": "touch e.txt"}, "id": "toolu_e"}
 TWO_TOOLS = {"turns": [{"text": "Counting.", "tools": [TOUCH_D, TOUCH_E]}, {"text": "Made d.txt."}]}
@@ -26,9 +25,7 @@ TWO_TOOLS = {"turns": [{"text": "Counting.", "tools": [TOUCH_D, TOUCH_E]}, {"tex
 
 def session(sdk: Path, tmp_path: Path, script: dict[str, Any], spec: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Run one SDK session: what the app saw (kind, data), and the fake server's log."""
-    wrapper = tmp_path / "caliban"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    wrapper.chmod(0o755)
+    wrapper = fake_caliban(tmp_path)
     log = tmp_path / "serve.jsonl"
     env = {"CALIBAN_BIN": str(wrapper), "CALIBAN_SESSIONS_DIR": str(tmp_path / "sessions"),
            "FAKE_SERVE_SCRIPT": json.dumps(script), "FAKE_SERVE_LOG": str(log)}  # fmt: skip

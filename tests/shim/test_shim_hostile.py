@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support_fixtures import FIXTURES, SUPPORT
-from support_processes import peak_rss_kb, running
+from support_fixtures import FIXTURES
+from support_processes import fake_caliban, peak_rss_kb, running
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-FAKE = SUPPORT / "fake_caliban.py"
 ARGV = [SHIM, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"]
 PAUSED = {"file": str(FIXTURES / "caliban" / "tool_use_two_turns.jsonl"), "pause_after": 2}
 BENIGN = {"file": str(FIXTURES / "caliban" / "benign_text.jsonl")}
@@ -39,10 +38,7 @@ def control(rid: str, **request: Any) -> bytes:
 
 def caliban(root: Path, *scripts: dict[str, Any], exec_: bool = True) -> dict[str, str]:
     """The shim's environment for a fake caliban in `root`, run through a wrapper (`exec` or not)."""
-    wrapper = root / "caliban"
-    run = f'exec "{sys.executable}" "{FAKE}" "$@"' if exec_ else f'"{sys.executable}" "{FAKE}" "$@"\nexit $?'
-    wrapper.write_text(f"#!/bin/sh\n{run}\n")
-    wrapper.chmod(0o755)
+    wrapper = fake_caliban(root, exec_=exec_)
     return {
         "CALIBAN_BIN": str(wrapper), "CALIBAN_SESSIONS_DIR": str(root / "sessions"),
         "FAKE_CALIBAN_LOG": str(root / "calls.jsonl"), "FAKE_CALIBAN_SCRIPTS": json.dumps(scripts),

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support_fixtures import FIXTURES, SUPPORT
+from support_fixtures import FIXTURES
+from support_processes import fake_caliban
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-FAKE = SUPPORT / "fake_caliban.py"
 PRINT = FIXTURES / "cc-2.1.333" / "print"
 SCRIPTS = FIXTURES / "caliban"
 JQ = shutil.which("jq")
@@ -69,9 +69,7 @@ NAMES = sorted(p.name.removesuffix(".cmd.txt") for p in PRINT.glob("*.cmd.txt"))
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    wrapper = tmp_path / "caliban"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    wrapper.chmod(0o755)
+    wrapper = fake_caliban(tmp_path)
     return {**os.environ, "CALIBAN_BIN": str(wrapper), "CALIBAN_SESSIONS_DIR": str(tmp_path / "sessions"),
             "FAKE_CALIBAN_LOG": str(tmp_path / "calls.jsonl"), "CALIBAN_CLAUDE_ARGS": ""}  # fmt: skip
 

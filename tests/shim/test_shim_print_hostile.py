@@ -15,19 +15,16 @@ from typing import Any
 
 import pytest
 from support_fixtures import FIXTURES, SUPPORT
-from support_processes import running
+from support_processes import fake_caliban, running
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-FAKE = SUPPORT / "fake_caliban.py"
 DRIVE = SUPPORT / "ts_sdk" / "drive.mjs"
 SDK_ARGV = [SHIM, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"]
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    wrapper = tmp_path / "caliban"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    wrapper.chmod(0o755)
+    wrapper = fake_caliban(tmp_path)
     return {**os.environ, "CALIBAN_BIN": str(wrapper), "CALIBAN_SESSIONS_DIR": str(tmp_path / "sessions"),
             "FAKE_CALIBAN_LOG": str(tmp_path / "calls.jsonl"), "CALIBAN_CLAUDE_ARGS": "",
             "FAKE_CALIBAN_SCRIPTS": json.dumps([{"file": str(FIXTURES / "caliban" / "hi.jsonl")}])}  # fmt: skip

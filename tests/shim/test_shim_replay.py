@@ -16,10 +16,10 @@ from typing import IO, Any
 
 import pytest
 from claude_agent_sdk._internal.message_parser import parse_message
-from support_fixtures import FIXTURES, SUPPORT
+from support_fixtures import FIXTURES
+from support_processes import fake_caliban
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-FAKE = SUPPORT / "fake_caliban.py"
 WIRES = FIXTURES / "cc-2.1.333" / "sdk-ts"
 SCRIPTS = FIXTURES / "caliban"
 TWO_TURNS, TEXT = {"file": "tool_use_two_turns.jsonl"}, {"file": "benign_text.jsonl"}
@@ -125,9 +125,7 @@ class Replay:
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    wrapper = tmp_path / "caliban"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    wrapper.chmod(0o755)
+    wrapper = fake_caliban(tmp_path)
     return {**os.environ, "CALIBAN_BIN": str(wrapper), "CALIBAN_SESSIONS_DIR": str(tmp_path / "sessions"),
             "FAKE_CALIBAN_LOG": str(tmp_path / "calls.jsonl"), "CALIBAN_CLAUDE_ARGS": "",
             "FAKE_CALIBAN_NO_SERVE": "1"}  # the -p backend (the recordings' callbacks go unanswered here)  # fmt: skip

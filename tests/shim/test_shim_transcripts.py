@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, get_session_messages, list_sessions, query
 from support_fixtures import FIXTURES, SUPPORT
+from support_processes import fake_caliban
 
 from translator.transcripts.files import slug
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-FAKE = SUPPORT / "fake_caliban.py"
 SESSIONS = SUPPORT / "ts_sdk" / "sessions.mjs"
 PROMPT = "how many files are here?"
 TOOL_TURN = [("user", "text"), ("assistant", "text"), ("assistant", "tool_use"), ("user", "tool_result"), ("assistant", "text")]
@@ -31,9 +31,7 @@ class App:
     def __init__(self, root: Path) -> None:
         self.root, self.work, self.config = root, root / "work", root / "claude"
         self.work.mkdir()
-        wrapper = root / "caliban"
-        wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-        wrapper.chmod(0o755)
+        fake_caliban(root)
 
     def options(self, script: str = "tool_use_two_turns.jsonl", **kw: Any) -> ClaudeAgentOptions:
         env = {"CALIBAN_BIN": str(self.root / "caliban"), "CALIBAN_SESSIONS_DIR": str(self.root / "sessions"),

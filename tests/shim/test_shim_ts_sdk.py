@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 from support_fixtures import FIXTURES, SUPPORT
+from support_processes import fake_caliban
 
 from translator.shim.flags import BOOL_FLAGS, CANONICAL, VALUE_FLAGS
 from translator.shim.mapping import MAPPED
 
 DRIVE = SUPPORT / "ts_sdk" / "drive.mjs"
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-FAKE = SUPPORT / "fake_caliban.py"
 
 
 @dataclass
@@ -53,9 +53,7 @@ class Session:
 
 @pytest.fixture
 def drive(sdk: Path, tmp_path: Path) -> Any:
-    wrapper = tmp_path / "caliban"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    wrapper.chmod(0o755)
+    wrapper = fake_caliban(tmp_path)
 
     def run(spec: dict[str, Any], *scripts: str | dict[str, Any], env: dict[str, str] | None = None) -> Session:
         spec = {**spec, "options": {"pathToClaudeCodeExecutable": SHIM, "cwd": str(tmp_path), **spec.get("options", {})}}

@@ -19,9 +19,21 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from support_fixtures import FIXTURES
+from support_fixtures import FIXTURES, SUPPORT
 
 TRANSLATOR = shutil.which("translator", path=str(Path(sys.executable).parent)) or "translator"
+FAKE_CALIBAN = SUPPORT / "fake_caliban.py"
+
+
+def fake_caliban(root: Path, *, exec_: bool = True) -> Path:
+    """`root/caliban`, what CALIBAN_BIN names in the shim's tests: the fake caliban behind a
+    shell wrapper, as an install puts one; `exec_=False`, a wrapper that runs it as its child
+    and waits (the signals reach the shell, not caliban)."""
+    run = f'exec "{sys.executable}" "{FAKE_CALIBAN}" "$@"' if exec_ else f'"{sys.executable}" "{FAKE_CALIBAN}" "$@"\nexit $?'
+    wrapper = root / "caliban"
+    wrapper.write_text(f"#!/bin/sh\n{run}\n")
+    wrapper.chmod(0o755)
+    return wrapper
 
 
 def run(*args: str, stdin: bytes | None = None, timeout: float = 30) -> subprocess.CompletedProcess[bytes]:
