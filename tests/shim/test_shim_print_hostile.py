@@ -74,3 +74,25 @@ def test_an_sdk_session_with_an_argument_that_is_no_utf8_leaves_no_caliban_block
     while running(call["pid"]) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not running(call["pid"])
+
+
+def test_a_system_prompt_too_large_for_a_command_line_goes_by_file(sdk: Path, env: dict[str, str], tmp_path: Path) -> None:
+    """The TypeScript SDK sends its systemPrompt in initialize: one of 200 KB is more than one
+    argument may be (Linux: 128 KiB), so it reaches caliban as `--system-file` (system_prompt.rs
+    reads it at start), removed when the session ends; a small one stays `--system TEXT`."""
+    big = "You are a careful reviewer. " * 7500  # 210,000 bytes
+    options = {"pathToClaudeCodeExecutable": SHIM, "cwd": str(tmp_path), "systemPrompt": big}
+    spec = {"prompt": ["one", "two"], "options": options}
+    env = {**env, "FAKE_CALIBAN_SCRIPTS": json.dumps([{"file": str(FIXTURES / "caliban" / "benign_text.jsonl")}])}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    done = subprocess.run(["node", str(DRIVE), str(sdk), f"@{tmp_path / 'spec.json'}"], capture_output=True, env=env,
+                          timeout=90)  # fmt: skip
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    results = [e["data"] for e in events if e["kind"] == "msg" and e["data"]["type"] == "result"]
+    assert [r["is_error"] for r in results] == [False, False], (results, done.stderr[-2000:])
+    first, second = calls(env)
+    assert first["system"] == second["system"] == big
+    for call in (first, second):
+        argv = call["argv"]
+        assert "--system" not in argv
+        assert not Path(argv[argv.index("--system-file") + 1]).exists()  # (the session's end removed it)

@@ -4,7 +4,9 @@ output, signals and exit codes (caliban-ai/caliban f33a2d0: `caliban/src/args.rs
 `startup/drivers.rs`, `headless/mod.rs`), replaying recorded headless stream-json.
 
 Environment:
-- FAKE_CALIBAN_LOG: a file; each invocation appends `{"argv": [...], "stdin": "...", "pid": n}`.
+- FAKE_CALIBAN_LOG: a file; each invocation appends `{"argv": [...], "stdin": "...", "pid": n,
+  "system": text}` (`system`: `--system`'s text or `--system-file`'s contents, read as caliban reads
+  it at start: one that cannot be read is exit 1).
 - FAKE_CALIBAN_SCRIPTS: a JSON list, used in turn per invocation (round robin): each
   `{"file": path, "pause_after": n?, "exit_after": n?, "exit": status?, "stderr": text?,
   "ignore_sigint": bool?}` — replay `file`; after `pause_after` lines wait for a signal (up to
@@ -188,13 +190,21 @@ def main(argv: list[str]) -> int:
     inline = args.get("--print") or args.get("--prompt") or (args["positional"] or [None])[0]
     if inline in (None, "", "-"):
         stdin = sys.stdin.read()  # caliban reads all of stdin before it runs anything
+    system = args.get("--system")
+    if args.get("--system-file"):  # (system_prompt.rs `resolve`: read at start, an error if it cannot be)
+        try:
+            system = Path(args["--system-file"]).read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            sys.stderr.write(f"Error: reading system prompt from {args['--system-file']}: {exc}\n")
+            return 1
     log = os.environ.get("FAKE_CALIBAN_LOG")
     calls = 0
     if log:
         with open(log, "a+") as fh:
             fh.seek(0)
             calls = sum(1 for _ in fh)
-            fh.write(json.dumps({"argv": argv, "stdin": stdin, "pid": os.getpid(), "pgid": os.getpgrp()}) + "\n")
+            fh.write(json.dumps({"argv": argv, "stdin": stdin, "pid": os.getpid(), "pgid": os.getpgrp(),
+                                 "system": system}) + "\n")
     prompt = stdin.rstrip("\n") if inline in (None, "", "-") else inline
     if "--print" not in args and "--output-format" not in args:
         sys.stderr.write("fake caliban: only headless mode is faked\n")

@@ -11,6 +11,7 @@ import os
 import shutil
 import uuid
 
+from translator.shim.argfiles import ArgFiles
 from translator.shim.flags import ClaudeArgs
 
 
@@ -35,6 +36,7 @@ class Session:
     def __init__(self, args: ClaudeArgs, warnings: list[str]) -> None:
         self.dir = sessions_dir()
         self.resume_pending = False  # the next run must find the session (--resume)
+        self.argfiles = ArgFiles()  # the runs' long flag values, in files
         # --no-session-persistence: the runs share a session in a directory of their own,
         # removed at the end (caliban's --no-save would lose each message's turn for the next).
         self.scratch: str | None = None
@@ -68,7 +70,9 @@ class Session:
         return flags
 
     def close(self) -> None:
-        """The end of the conversation: a session that must not persist is removed."""
+        """The end of the conversation: a session that must not persist is removed, and so
+        are the files its runs were given for values too long for a command line."""
+        self.argfiles.close()
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
 

@@ -1,5 +1,5 @@
 // Drives the real @anthropic-ai/claude-agent-sdk against caliban-claude, for tests/shim/test_shim_ts_sdk.py.
-// Usage: node drive.mjs SDK_ENTRY SPEC_JSON
+// Usage: node drive.mjs SDK_ENTRY SPEC_JSON   (or @PATH: the spec in a file, for one too large for argv)
 //   SPEC_JSON: {"prompt": "text" | [user message texts, each sent after the previous result],
 //               "options": {...query options...}, "hooks": true?, "blockingHook": true?,
 //               "interrupt": true? (once the first run is under way), "setModel": name? (after the first
@@ -7,7 +7,8 @@
 // stdout: one JSON object a line, {"kind": "msg" | "init_result" | "exception" | "hook" | "done", "data": ...}
 const [entry, specText] = process.argv.slice(2);
 const { query } = await import(entry);
-const spec = JSON.parse(specText);
+const { readFileSync } = await import('node:fs');
+const spec = JSON.parse(specText.startsWith('@') ? readFileSync(specText.slice(1), 'utf8') : specText);
 const emit = (kind, data) => process.stdout.write(JSON.stringify({ kind, data: data ?? null }) + '\n');
 setTimeout(() => { emit('exception', 'no end after 60 s'); process.exit(124); }, 60000).unref();
 const options = { ...spec.options, stderr: (d) => emit('stderr', String(d)) };

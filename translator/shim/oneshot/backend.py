@@ -33,7 +33,8 @@ class OneshotBackend:
         conv = self.conversation
         conv.mode = self._mode()
         conv.start_run()
-        run = CalibanRun(run_argv(self.binary, self.plan, self._model(), conv.mode, self.session.args()))
+        argv = run_argv(self.binary, self.plan, self._model(), conv.mode, self.session.args())
+        run = CalibanRun(self.session.argfiles.fit(argv))
         self.current = run
         try:
             status = run.run(prompt, lambda chunk: self._write(conv.caliban_output(chunk)))
