@@ -251,6 +251,7 @@ class DriveBackend:
         if not deferred:  # (a deferred call stays pending: no result, no PostToolUse)
             self.emit(self.segments.event(event))
         if kind == "ToolCallEnd":
+            self.gate.settled(tid)
             name, parts = self._tools.pop(tid, ("", []))
             if not deferred:
                 self.gate.post_tool(name, _input(parts), tid, event)

@@ -2,7 +2,8 @@
 Claude Code settles one: PreToolUse hooks first (a deny or a decision not known denies, a defer
 stops the turn with the tool pending, an allow skips the rest), then
 the session's mode and rules (policy.py), then the app's `can_use_tool`. Each prompt is asked
-once (by `tool_use_id`: a poll repeats it until it is answered).
+once while its call is open (by `tool_use_id`: a poll repeats it until it is answered; the
+call's ToolCallEnd closes it, so a later call the provider gives the same id is asked anew).
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ class Gate:
 
     def begin(self, mode: str, prompt_id: str) -> None:
         self.mode, self.prompt_id, self.denials, self.interrupt, self.deferred = mode, prompt_id, [], False, None
+
+    def settled(self, tid: str) -> None:
+        """The call's ToolCallEnd: its prompt is over. A provider may give a later call the same
+        id (ids are the provider's): that call's prompt is a new one, asked again."""
+        self.asked.discard(tid)
 
     def new(self, ask: dict[str, Any]) -> bool:
         tid = str(ask.get("tool_use_id", ""))

@@ -1,0 +1,178 @@
+"""The drive backend under a hostile `caliban mcp serve` and a careless app (issue 32): a provider
+that reuses a tool_use_id, a hook that never answers, an app that closes its input while a
+question is open, a server that stops reading its input, one that floods answers to ids never
+sent, one with a bad `next_cursor`. The installed shim, driven by the real Python Agent SDK or
+over its pipes with the raw protocol, in front of the fake server (tests/fake_caliban_serve.py's
+hostile flags); after each, no server is left running."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, PermissionResultAllow, ResultMessage
+from support_processes import running
+
+SHIM = str(Path(sys.executable).with_name("caliban-claude"))
+FAKE = Path(__file__).with_name("fake_caliban.py")
+ARGV = [SHIM, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
+        "--permission-prompt-tool", "stdio"]  # fmt: skip
+TOUCH_D = {"name": "Bash", "input": {"command": "touch d.txt"}, "id": "toolu_d"}
+ONE_TOOL = {"messages": [{"turns": [{"text": "Making d.", "tools": [TOUCH_D]}, {"text": "Made d."}]}]}
+
+
+def environment(root: Path, script: dict[str, Any], **extra: str) -> dict[str, str]:
+    wrapper = root / "caliban"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
+    wrapper.chmod(0o755)
+    return {"CALIBAN_BIN": str(wrapper), "CALIBAN_SESSIONS_DIR": str(root / "sessions"),
+            "FAKE_SERVE_SCRIPT": json.dumps(script), "FAKE_SERVE_LOG": str(root / "serve.jsonl"), **extra}  # fmt: skip
+
+
+def served(root: Path) -> list[dict[str, Any]]:
+    path = root / "serve.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def servers(root: Path) -> list[int]:
+    return [e["pid"] for e in served(root) if "pid" in e]
+
+
+def permits(root: Path) -> list[dict[str, Any]]:
+    return [e["in"]["params"]["arguments"] for e in served(root)
+            if e.get("in", {}).get("params", {}).get("name") == "caliban_permit"]  # fmt: skip
+
+
+def gone(pids: list[int], timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while any(running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(running(p) for p in pids)
+
+
+@pytest.fixture
+def reaped(tmp_path: Path) -> Any:
+    """A failing test leaves no fake server behind."""
+    yield tmp_path
+    for pid in servers(tmp_path):
+        if running(pid):
+            os.kill(pid, 9)
+
+
+class Allow:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    async def __call__(self, name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        self.calls.append(context.tool_use_id)
+        return PermissionResultAllow()
+
+
+async def conversation(options: ClaudeAgentOptions, *prompts: str, timeout: float = 30) -> list[list[Any]]:
+    """Each prompt's messages, up to its result (a hang fails the test at `timeout`)."""
+    out: list[list[Any]] = []
+    async with ClaudeSDKClient(options) as client:
+        for prompt in prompts:
+            await client.query(prompt)
+            out.append(await asyncio.wait_for(_response(client), timeout))
+    return out
+
+
+async def _response(client: ClaudeSDKClient) -> list[Any]:
+    return [m async for m in client.receive_response()]
+
+
+def options(root: Path, script: dict[str, Any], env: dict[str, str] | None = None, **kw: Any) -> ClaudeAgentOptions:
+    return ClaudeAgentOptions(cli_path=SHIM, env=environment(root, script, **(env or {})), **kw)
+
+
+# ---------------------------------------------------------------- a tool_use_id used again
+
+
+async def test_a_tool_use_id_reused_in_a_later_turn_is_asked_again(reaped: Path) -> None:
+    """A provider that gives a later turn's call the same tool_use_id: its prompt is a new one
+    (the first was settled at its ToolCallEnd), asked and permitted, not left to the 600 s deny."""
+    again = {"messages": [{"turns": [{"tools": [TOUCH_D]}, {"tools": [TOUCH_D]}, {"text": "Twice."}]}]}
+    asked = Allow()
+    started = time.monotonic()
+    (messages,) = await conversation(options(reaped, again, can_use_tool=asked), "touch d twice", timeout=20)
+    assert asked.calls == ["toolu_d", "toolu_d"]
+    assert [p["tool_use_id"] for p in permits(reaped)] == ["toolu_d", "toolu_d"]
+    result = messages[-1]
+    assert isinstance(result, ResultMessage) and (result.result, result.is_error) == ("Twice.", False)
+    assert time.monotonic() - started < 15
+    assert gone(servers(reaped))
+
+
+# ---------------------------------------------------------------- a hook that never answers
+
+
+async def hangs(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+    await asyncio.sleep(3600)
+    return {}
+
+
+# ---------------------------------------------------------------- the raw protocol
+
+
+class Raw:
+    """The shim over pipes (the raw protocol), in front of the fake server."""
+
+    def __init__(self, root: Path, script: dict[str, Any], argv: list[str | bytes] | None = None, **env: str) -> None:
+        self.root = root
+        self.proc = subprocess.Popen(argv or ARGV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env={**os.environ, **environment(root, script, **env)})  # fmt: skip
+        self.buf = b""
+        self.send({"type": "control_request", "request_id": "init", "request": {"subtype": "initialize"}})
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def user(self, text: str) -> None:
+        self.send({"type": "user", "message": {"role": "user", "content": text}, "parent_tool_use_id": None})
+
+    def until(self, done: Any, timeout: float = 20.0) -> list[dict[str, Any]]:
+        """Frames up to and including the first for which `done(frame)`."""
+        assert self.proc.stdout is not None
+        got: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" in self.buf:
+                line, self.buf = self.buf.split(b"\n", 1)
+                got.append(json.loads(line))
+                if done(got[-1]):
+                    return got
+            left = deadline - time.monotonic()
+            assert left > 0, f"not within {timeout} s; got {[f['type'] for f in got]}"
+            if select.select([self.proc.stdout], [], [], left)[0]:
+                chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+                assert chunk, f"stdout ended; got {[f['type'] for f in got]}"
+                self.buf += chunk
+
+    def finish(self, timeout: float = 20.0) -> tuple[int | None, bytes, bytes]:
+        """Close stdin and wait: the status (None: still running at `timeout`), the rest of stdout, stderr."""
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+            return self.proc.returncode, self.buf + out, err
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+            return None, self.buf + out, err
+
+
+def is_question(frame: dict[str, Any]) -> bool:
+    return frame["type"] == "control_request" and frame["request"]["subtype"] == "can_use_tool"
+
+
+def results(raw: bytes) -> list[dict[str, Any]]:
+    return [f for f in map(json.loads, raw.splitlines()) if f["type"] == "result"]
