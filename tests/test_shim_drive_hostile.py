@@ -176,3 +176,21 @@ def is_question(frame: dict[str, Any]) -> bool:
 
 def results(raw: bytes) -> list[dict[str, Any]]:
     return [f for f in map(json.loads, raw.splitlines()) if f["type"] == "result"]
+
+
+def test_the_app_closing_its_input_while_a_question_is_open_ends_shim_and_server(reaped: Path) -> None:
+    """No answer can come once the app's input has ended: the open question is denied (fail
+    closed), so is every later one, the message gets its result, and shim and server exit."""
+    shim = Raw(reaped, ONE_TOOL)
+    shim.user("make d")
+    shim.until(is_question)
+    started = time.monotonic()
+    status, out, err = shim.finish(timeout=15)
+    took = time.monotonic() - started
+    assert status == 0, ("the shim did not exit" if status is None else status, err)
+    (result,) = results(out)
+    assert result["permission_denials"][0]["tool_use_id"] == "toolu_d"
+    assert permits(reaped) == [{"run_id": "run-1", "tool_use_id": "toolu_d", "allow": False,
+                                "reason": "the app closed its input: no answer can come"}]  # fmt: skip
+    assert took < 5
+    assert gone(servers(reaped))

@@ -5,6 +5,8 @@ every `control_response` to the request it answers; the app's own requests go to
 which answers each at once (the SDK blocks on them).
 
 An interrupt, or the shim stopping, `cancel()`s every wait: the run they belonged to is over.
+The end of the app's input ends every wait too, and every later request is unanswered at once:
+no answer can come (`Unanswered`, which the asker settles as failing closed).
 """
 
 from __future__ import annotations
@@ -23,7 +25,21 @@ from translator.shim import control, stdin
 from translator.shim.say import PROG, warn
 
 Answer = dict[str, Any] | None  # the response body; None: cancelled, or the app answered an error
+INPUT_ENDED = "the app closed its input: no answer can come"
 Inbound = dict[str, Any] | str | None  # a user message; the error of one not read; None: stdin ended
+
+
+class Unanswered(Exception):
+    """A request of the shim's that no answer will come to: why, in a few words."""
+
+
+class _Wait:
+    __slots__ = ("answer", "done", "ended")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.answer: Answer = None
+        self.ended = False  # the app's input ended first
 
 
 def _unchanged(frames: list[bytes]) -> list[bytes]:
@@ -39,7 +55,8 @@ class Channel:
         self.closed = False  # stdout failed: the SDK stopped reading, or a write error
         self.write_error: str | None = None  # what failed, when it was not the reader leaving
         self._lock = threading.Lock()
-        self._waiting: dict[str, tuple[threading.Event, list[Answer]]] = {}
+        self._waiting: dict[str, _Wait] = {}
+        self.input_ended = False
         self.errors: list[str] = []  # the app's error answers, for a warning
 
     # ------------------------------------------------------------------ frames out
@@ -72,6 +89,7 @@ class Channel:
                 except Exception as exc:  # a bug here must not end the reader: the app would wait
                     warn(f"stdin:{n}: internal error: {exc!r}")
         finally:
+            self.end_input()
             self._on_user(None)
 
     @staticmethod
@@ -124,12 +142,16 @@ class Channel:
     def ask(self, request: dict[str, Any]) -> Answer:
         """Send a control request and wait for its answer (the app decides in its own time)."""
         rid = str(uuid.uuid4())
-        done, box = threading.Event(), list[Answer]([None])
+        wait = _Wait()
         with self._lock:
-            self._waiting[rid] = (done, box)
+            if self.input_ended:
+                raise Unanswered(INPUT_ENDED)
+            self._waiting[rid] = wait
         self.send({"type": "control_request", "request_id": rid, "request": request})
-        done.wait()
-        return box[0]
+        wait.done.wait()
+        if wait.ended:
+            raise Unanswered(INPUT_ENDED)
+        return wait.answer
 
     def notify(self, frame: dict[str, Any]) -> None:
         """A frame that wants no answer (a session state change)."""
@@ -143,16 +165,22 @@ class Channel:
             waiting = self._waiting.pop(str(response.get("request_id", "")), None)
         if waiting is None:
             return  # (late, or not ours)
-        done, box = waiting
         if response.get("subtype") == "success":
             body = response.get("response")
-            box[0] = body if isinstance(body, dict) else {}
+            waiting.answer = body if isinstance(body, dict) else {}
         else:
             self.errors.append(str(response.get("error", "error")))
-        done.set()
+        waiting.done.set()
 
-    def cancel(self) -> None:
+    def cancel(self, ended: bool = False) -> None:
         with self._lock:
             waiting, self._waiting = list(self._waiting.values()), {}
-        for done, _ in waiting:
-            done.set()
+        for wait in waiting:
+            wait.ended = ended
+            wait.done.set()
+
+    def end_input(self) -> None:
+        """The app's input ended: what waits for an answer, and what would, is unanswered."""
+        with self._lock:
+            self.input_ended = True
+        self.cancel(ended=True)

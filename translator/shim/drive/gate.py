@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from translator.shim.channel import Channel
+from translator.shim.channel import Channel, Unanswered
 from translator.shim.drive import requests
 from translator.shim.drive.hooks import Hooks, pre_tool_verdict
 from translator.shim.drive.policy import Policy
@@ -81,8 +81,12 @@ class Gate:
         if not self.can_use_tool:
             return False, f"Claude requested permissions to use {name}, but you haven't granted it yet."
         self.app_state("requires_action")
-        answer = self.app.ask(requests.can_use_tool(name, tool_input, tid))
-        self.app_state("running")
+        try:
+            answer = self.app.ask(requests.can_use_tool(name, tool_input, tid))
+        except Unanswered as exc:
+            return False, str(exc)
+        finally:
+            self.app_state("running")
         if answer is None:
             errors = self.app.errors
             return False, errors.pop() if errors else "the user interrupted this run"
@@ -110,7 +114,11 @@ class Gate:
                 "permission_mode": self.mode}  # fmt: skip
         outputs = []
         for callback in self.hooks.callbacks(event, tool):
-            answer = self.app.ask(requests.hook_callback(callback, event, base, fields, tid))
+            try:
+                answer = self.app.ask(requests.hook_callback(callback, event, base, fields, tid))
+            except Unanswered as exc:  # (as a hook that fails: no decision, what follows goes on)
+                self.warn(f"{event} hook {callback}: {exc}")
+                continue
             if answer is not None:
                 outputs.append(answer)
         return outputs
