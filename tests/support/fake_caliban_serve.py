@@ -14,7 +14,12 @@ tests/support/fake_caliban.py hands `caliban [GLOBAL FLAGS] mcp serve` here. Env
   "delay": s, "quiet_before_ask": s, "permit_timeout": s, "die_after_events": n}`; a TURN is
   `{"text": str?, "tools": [{"name", "input", "result"?, "is_error"?}]?, "usage": {...}?}`.
   Message i answers the i-th user message (the last one repeats). `{"servers": [SCRIPT...]}`:
-  the n-th server started (counted in FAKE_SERVE_LOG) plays the n-th.
+  the n-th server started (counted in FAKE_SERVE_LOG) plays the n-th. A TOOL's `id` is the
+  provider's tool_use_id: the same one in two turns is a provider reusing it.
+- Hostile servers (issue 32), in the same script: `"deaf_after": n` — after its n-th JSON-RPC
+  line it reads its stdin no more and answers nothing (alive, its pipe filling); `"flood_answers":
+  n` — at `caliban_run`, n answers to ids never sent, first; `"next_cursor": value` — every poll
+  answers that `next_cursor` instead of the buffer's length (registry.rs `poll`).
 - FAKE_SERVE_LOG: a file; the server's start is appended (`{"pid", "argv"}`), then each
   JSON-RPC line received (`{"in": msg, "t": time}`),
   and each permission prompt raised (`{"pending": id, "t"}`), first shown in a poll
@@ -327,7 +332,15 @@ class Server:
             os.write(1, (json.dumps(message, separators=(",", ":")) + "\n").encode())
 
     def serve(self) -> int:
-        for raw in sys.stdin.buffer:  # ends when the client closes our stdin: exit 0
+        read = 0
+        while True:
+            if read == self.script.get("deaf_after"):  # (hostile: alive, reading nothing more)
+                self.log({"deaf": read, "t": time.time()})
+                time.sleep(3600)
+            raw = sys.stdin.buffer.readline()
+            if not raw:
+                break  # the client closed our stdin: exit 0
+            read += 1
             if not raw.strip():
                 continue
             try:
@@ -372,6 +385,8 @@ class Server:
 
     def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         if name == "caliban_run":
+            for k in range(self.script.get("flood_answers", 0)):  # (hostile: answers to ids never sent)
+                self.write({"id": 1_000_000 + k, "jsonrpc": "2.0", "result": ok({"ok": True})})
             run_id = f"run-{len(self.runs) + 1}"
             self.runs[run_id] = Run(self, run_id, args["prompt"], bool(args.get("interactive")))
             return ok({"run_id": run_id})
@@ -381,7 +396,10 @@ class Server:
         if run is None:
             return failed(f"unknown run_id: {args['run_id']}")
         if name == "caliban_poll":
-            return ok(run.poll(int(args.get("cursor") or 0)))
+            body = run.poll(int(args.get("cursor") or 0))
+            if "next_cursor" in self.script:  # (hostile)
+                body["next_cursor"] = self.script["next_cursor"]
+            return ok(body)
         if name == "caliban_status":
             with run.lock:
                 return ok({"status": dict(run.status)})

@@ -2,7 +2,7 @@
 that reuses a tool_use_id, a hook that never answers, an app that closes its input while a
 question is open, a server that stops reading its input, one that floods answers to ids never
 sent, one with a bad `next_cursor`. The installed shim, driven by the real Python Agent SDK or
-over its pipes with the raw protocol, in front of the fake server (tests/fake_caliban_serve.py's
+over its pipes with the raw protocol, in front of the fake server (tests/support/fake_caliban_serve.py's
 hostile flags); after each, no server is left running."""
 
 from __future__ import annotations
@@ -19,10 +19,11 @@ from typing import Any
 
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, PermissionResultAllow, ResultMessage
+from support_fixtures import SUPPORT
 from support_processes import running
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-FAKE = Path(__file__).with_name("fake_caliban.py")
+FAKE = SUPPORT / "fake_caliban.py"
 ARGV = [SHIM, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
         "--permission-prompt-tool", "stdio"]  # fmt: skip
 TOUCH_D = {"name": "Bash", "input": {"command": "touch d.txt"}, "id": "toolu_d"}
