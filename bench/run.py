@@ -6,9 +6,10 @@ the least its fold can add to), on one >= 100 MB reference stream, commands alte
 median wall time of each. Memory: peak RSS on that stream and on 2x and 4x of it (fed through
 a pipe), to show it stays flat. Latency: a live pipe fed one event per millisecond; for every
 output frame, the time from the write of the input line that produced it to the frame's arrival.
-Metrics: the same replay with --metrics on and off (`--only metrics` runs just that).
+Metrics: the same replay with --metrics on and off (`--only metrics` runs just that); the same
+for --transcripts (`--only transcripts`). `--transcripts`: every figure with --transcripts on.
 
-    python bench/run.py [--mb 100] [--rounds 5] [--latency-events 4000] [--only metrics]
+    python bench/run.py [--mb 100] [--rounds 5] [--latency-events 4000] [--only metrics|transcripts] [--transcripts]
 
 Every figure with a target is checked; the run ends with a list of the targets missed and exits 1
 when there is any (a figure that could not be measured, e.g. jq not installed, counts as missed).
@@ -35,6 +36,7 @@ from bench.gen import generate, run_events  # noqa: E402
 
 PY = sys.executable
 TRANSLATOR = str(Path(PY).parent / "translator")
+ON: list[str] = []  # options every translator command of the figures runs with (--transcripts DIR)
 # Time of the translator as a multiple of the parse-every-line floor (lower is better).
 TARGETS = {"jq": 10.0, "floor": 1.5, "floor_cc": 2.5, "rss_mb": 64.0, "flat": 1.10, "p99_ms": 2.0, "idle_cpu": 0.01,
            "metrics": 1.03}
@@ -104,8 +106,8 @@ def _watch_rss(pid: int, peak: list[int], done: threading.Event) -> None:
 
 def throughput(ref: Path, rounds: int) -> dict[str, float]:
     commands: dict[str, tuple[list[str], Path | None]] = {
-        "translator": ([TRANSLATOR, "--session-id", "S", str(ref)], None),
-        "translator cc": ([TRANSLATOR, "--format", "claude-code", "--session-id", "S", str(ref)], None),
+        "translator": ([TRANSLATOR, *ON, "--session-id", "S", str(ref)], None),
+        "translator cc": ([TRANSLATOR, *ON, "--format", "claude-code", "--session-id", "S", str(ref)], None),
         "parse-every-line": ([PY, str(HERE / "parse_only.py")], ref),
         "reading alone": ([PY, str(HERE / "read_only.py")], ref),
     }
@@ -153,31 +155,37 @@ def cpu_seconds(cmd: list[str]) -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def metrics_overhead(ref: Path, rounds: int) -> None:
-    """CPU time of a file replay with --metrics on and off, alternated. Each command's start-up
+def option_overhead(ref: Path, rounds: int, option: list[str] | None = None) -> None:
+    """CPU time of a file replay with --metrics (or `option`) on and off, alternated. Each command's start-up
     (the same command on an empty input) is timed too and taken off: importing prometheus_client
     is a one-time cost (printed), not a per-byte one. The target is checked on the least time of
     each (other processes on the machine only ever add to it), over at least 11 rounds: the
-    effect is smaller than the noise of a few; the medians are shown too."""
+    effect is smaller than the noise of a few; the medians are shown too. `option` has no target:
+    its cost is printed."""
     rounds = max(rounds, 11)
     base = [TRANSLATOR, "--session-id", "S"]
-    commands = {"off": base, "on": [*base, "--metrics", "tcp:127.0.0.1:0"]}
-    work: dict[str, list[float]] = {name: [] for name in commands}
-    start: dict[str, list[float]] = {name: [] for name in commands}
+    label = "metrics" if option is None else option[0].removeprefix("--")
+    commands = {"off": base, "on": [*base, *(option or ["--metrics", "tcp:127.0.0.1:0"])]}
+    work: dict[str, list[float]] = {state: [] for state in commands}
+    start: dict[str, list[float]] = {state: [] for state in commands}
     for _ in range(rounds):
-        for name, cmd in commands.items():
-            start[name].append(cpu_seconds([*cmd, os.devnull]))
-            work[name].append(cpu_seconds([*cmd, str(ref)]) - start[name][-1])
+        for state, cmd in commands.items():
+            start[state].append(cpu_seconds([*cmd, os.devnull]))
+            work[state].append(cpu_seconds([*cmd, str(ref)]) - start[state][-1])
     size = ref.stat().st_size / 1e6
-    print(f"\n--metrics on vs off, file replay of {size:.0f} MB, {rounds} alternated rounds (CPU time after start-up):")
-    for name in commands:
-        print(f"  metrics {name:3s}  least {min(work[name]):6.3f} s ({size / min(work[name]):6.1f} MB/s),"
-              f" median {statistics.median(work[name]):6.3f} s; start-up {statistics.median(start[name]) * 1000:4.0f} ms")
+    print(f"\n--{label} on vs off, file replay of {size:.0f} MB, {rounds} alternated rounds (CPU time after start-up):")
+    for state in commands:
+        print(f"  {label} {state:3s}  least {min(work[state]):6.3f} s ({size / min(work[state]):6.1f} MB/s),"
+              f" median {statistics.median(work[state]):6.3f} s; start-up {statistics.median(start[state]) * 1000:4.0f} ms")
     ratio = min(work["on"]) / min(work["off"])
+    medians = statistics.median(work["on"]) / statistics.median(work["off"])
+    if option is not None:
+        print(f"  on / off: {ratio:.3f}x the CPU time (medians: {medians:.3f}x), "
+              f"+{min(work['on']) - min(work['off']):.3f} s on this stream")
+        return
     limit = TARGETS["metrics"]
     mark = check(ratio <= limit, f"--metrics on takes {ratio:.3f}x the CPU time of off (target <= {limit})")
-    print(f"  on / off: {ratio:.3f}x the CPU time (medians: {statistics.median(work['on']) / statistics.median(work['off']):.3f}x)"
-          f"   (target <= {limit:.2f}x)   {mark}")
+    print(f"  on / off: {ratio:.3f}x the CPU time (medians: {medians:.3f}x)   (target <= {limit:.2f}x)   {mark}")
     print(f"  start-up: +{(statistics.median(start['on']) - statistics.median(start['off'])) * 1000:.0f} ms once"
           " (importing prometheus_client)")
 
@@ -187,7 +195,7 @@ def flat_memory(ref: Path) -> None:
     for fmt in ("enriched", "claude-code"):
         peaks = []
         for copies in (1, 2, 4):
-            _, peak = timed([TRANSLATOR, "--format", fmt], feed=["cat", *[str(ref)] * copies])
+            _, peak = timed([TRANSLATOR, *ON, "--format", fmt], feed=["cat", *[str(ref)] * copies])
             peaks.append(peak)
             size = ref.stat().st_size * copies / 1e6
             mark = check(peak <= TARGETS["rss_mb"], f"{fmt} peak RSS {peak:.1f} MiB at {size:.0f} MB")
@@ -224,7 +232,7 @@ def latency(n_events: int, args: list[str], label: str) -> None:
     lines = lines[:n_events]
     owners = [i for i, n in enumerate(frames_per_line(lines, args)) for _ in range(n)]
     # (cut at n_events, mid-run: the translator's notice of the cut is not a figure)
-    proc = subprocess.Popen([TRANSLATOR, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([TRANSLATOR, *ON, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     assert proc.stdin is not None and proc.stdout is not None
     sent: list[float] = [0.0] * len(lines)
     arrived: list[float] = []
@@ -294,16 +302,24 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=100.0)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--latency-events", type=int, default=4000)
-    ap.add_argument("--only", choices=("metrics",), help="run just this comparison")
+    ap.add_argument("--only", choices=("metrics", "transcripts"), help="run just this comparison")
+    ap.add_argument("--transcripts", action="store_true", help="every figure with --transcripts on")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
+    sessions = ["--transcripts", str(OUT / "transcripts")]
+    if args.transcripts:
+        ON.extend(sessions)
+        print(f"every translator command runs with {' '.join(sessions)}")
     ref = OUT / f"ref-{args.mb:g}mb.ndjson"
     if not ref.exists():
         print(f"generating {ref.name} ...")
         generate(str(ref), args.mb)
     if args.only is None:
         throughput(ref, args.rounds)
-    metrics_overhead(ref, args.rounds)
+    if args.only != "transcripts":
+        option_overhead(ref, args.rounds)
+    if args.only != "metrics":
+        option_overhead(ref, args.rounds, sessions)
     if args.only is not None:
         return
     flat_memory(ref)

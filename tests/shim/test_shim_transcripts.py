@@ -138,8 +138,9 @@ async def test_the_drive_backend_writes_the_same_kind_of_file(app: App, ccusage:
     read = get_session_messages(result.session_id)
     assert blocks(read) == [("user", "text"), ("assistant", "text"), ("assistant", "tool_use"), ("assistant", "tool_use"),
                             ("user", "tool_result"), ("user", "tool_result"), ("assistant", "text")]  # fmt: skip
-    denied = read[5].message["content"][0]
-    assert denied["tool_use_id"] == "toolu_e" and denied["is_error"] is True
+    allowed, denied = read[4].message["content"]  # the turn's results, one message as caliban keeps them
+    assert (allowed["tool_use_id"], allowed["is_error"], denied["tool_use_id"], denied["is_error"]) == (
+        "toolu_d", False, "toolu_e", True)  # fmt: skip
     report = ccusage(app.config, "session")["totals"]
     usage = result.usage or {}
     assert (report["inputTokens"], report["outputTokens"]) == (usage["input_tokens"], usage["output_tokens"])

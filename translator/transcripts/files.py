@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from translator.encoders import RunSummary
-from translator.model import ESTIMATED, ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
+from translator.model import ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 from translator.transcripts.lines import Transcript
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9]")
@@ -44,8 +44,9 @@ def session_path(config_dir: str, cwd: str, session_id: str) -> str:
 
 
 def append(path: str, lines: list[bytes], fresh: bool = False) -> None:
-    """The lines at the file's end in one write (`fresh`: the file emptied first)."""
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    """The lines at the file's end in one write (`fresh`: the file emptied first, its folder made)."""
+    if fresh or not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
     flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | (os.O_TRUNC if fresh else 0)
     fd = os.open(path, flags, 0o600)
     try:
@@ -101,21 +102,12 @@ def input_folder(source: str) -> str:
     return os.path.dirname(os.path.abspath(source)) if os.path.isfile(source) else os.getcwd()
 
 
-def on_the_log_day(source: str) -> Callable[[float, float, RunSummary | None], float] | None:
-    """A replayed file's estimated times moved to start at the file's mtime (as --out-dir
-    times it): the same log then gives the same timestamps, on the day it was written."""
+def written_at(source: str) -> float | None:
+    """A replayed file's modification time (its estimated times start there), or None."""
     try:
-        mtime = os.stat(source).st_mtime if "://" not in source and os.path.isfile(source) else None
+        return os.stat(source).st_mtime if "://" not in source and os.path.isfile(source) else None
     except OSError:
-        mtime = None
-    if mtime is None:
         return None
-    base = mtime
-
-    def retime(t: float, start: float, run: RunSummary | None) -> float:
-        return t - start + base if run is not None and run.duration_source == ESTIMATED else t
-
-    return retime
 
 
 class Transcripts:
@@ -127,14 +119,18 @@ class Transcripts:
         self.version = version
         self._written: set[str] = set()  # the files this process has begun (the first write empties one)
         self._failed: set[str] = set()
+        self._paths: dict[tuple[str, str], str] = {}
 
     def stream(self, source: str, session_id: str, t: float) -> Written:
         transcript = Transcript(cwd=input_folder(source), version=self.version, entrypoint="translator",
-                                retime=on_the_log_day(source))  # fmt: skip
+                                written_at=written_at(source))  # fmt: skip
         return Written(transcript, self.write)
 
     def write(self, transcript: Transcript, lines: list[bytes]) -> None:
-        path = session_path(self.config_dir, transcript.cwd, str(transcript.session_id))
+        key = (transcript.cwd, str(transcript.session_id))
+        path = self._paths.get(key)
+        if path is None:
+            self._paths[key] = path = session_path(self.config_dir, *key)
         if path in self._failed:
             return
         try:

@@ -14,15 +14,15 @@ log has it only in RunEnd's history)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import orjson
 
 from translator.encoders import RunSummary
 from translator.encoders.claude_code.frames import wire_usage
-from translator.model import ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
+from translator.model import ESTIMATED, ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 
 # The namespace of the ids derived from a log (the session from its first turn, each line's
 # uuid from the session and the line's place): translating the same log again gives the same ids.
@@ -35,15 +35,52 @@ def iso(t: float) -> str:
     return datetime.fromtimestamp(round(t, 3), UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def prompt_of(final_messages: Any) -> Any:
-    """The first user message's content in a RunEnd's history (bytes of a JSON list), or None."""
+class Ids:
+    """A session's line ids: derived (the session's own UUID with its last 48 bits counted on: the
+    same log gives the same ids, at one format a line), or random (uuid4) for a live session
+    whose file a later process may go on (a resume)."""
+
+    def __init__(self, session_id: str | None) -> None:
+        self.count = 0
+        self.prefix, self.node = "", 0
+        if session_id is not None:
+            base = str(uuid.uuid5(NAMESPACE, session_id))
+            self.prefix, self.node = base[:24], int(base[24:], 16)
+
+    def next(self) -> str:
+        if not self.prefix:
+            return str(uuid.uuid4())
+        self.count += 1
+        return f"{self.prefix}{(self.node + self.count) & 0xFFFFFFFFFFFF:012x}"
+
+
+class _Message(msgspec.Struct):
+    role: str = ""
+    content: msgspec.Raw = msgspec.Raw(b'""')
+
+
+_MESSAGES = msgspec.json.Decoder(list[msgspec.Raw])  # a history's messages, each left as its bytes
+_MESSAGE = msgspec.json.Decoder(_Message)
+_ENCODE = msgspec.json.Encoder().encode  # (it writes a Raw as its bytes)
+
+
+def messages(raw: msgspec.Raw | None) -> list[msgspec.Raw]:
+    """A JSON list's items as their bytes (a TurnEnd's tool results, a RunEnd's history)."""
     try:
-        history = orjson.loads(bytes(final_messages))
-    except (orjson.JSONDecodeError, TypeError):
-        return None
-    for message in history if isinstance(history, list) else ():
-        if isinstance(message, dict) and message.get("role") == "user":
-            return message.get("content")
+        return _MESSAGES.decode(raw) if raw else []
+    except msgspec.DecodeError:
+        return []
+
+
+def prompt_of(final_messages: msgspec.Raw) -> Any:
+    """The first user message's content in a RunEnd's history, or None; only it is decoded."""
+    for item in messages(final_messages):
+        try:
+            message = _MESSAGE.decode(item)
+        except msgspec.DecodeError:
+            continue
+        if message.role == "user":
+            return msgspec.json.decode(message.content)
     return None
 
 
@@ -58,8 +95,8 @@ def prompt_text(content: Any) -> str:
 class Transcript:
     """One session file's lines, an `Observer` of one input stream. `session_id` None: derived
     from the stream's first turn (with `derived` ids: the same log gives the same file and
-    lines); `parent`: the uuid a resumed session's first line follows; `retime`: the times the
-    fold tells made the file's (a replay's estimated clock moved onto the log's own day)."""
+    lines); `parent`: the uuid a resumed session's first line follows; `written_at`: a replayed
+    file's modification time, where its estimated times start (the same log, the same times)."""
 
     def __init__(
         self,
@@ -69,21 +106,22 @@ class Transcript:
         entrypoint: str,
         session_id: str | None = None,
         parent: str | None = None,
-        retime: Callable[[float, float, RunSummary | None], float] | None = None,
+        written_at: float | None = None,
     ) -> None:
         self.session_id = session_id
         self.cwd = cwd
         self.version = version
         self.entrypoint = entrypoint
         self.leaf = parent  # the last line's uuid
-        self.retime = retime
+        self.written_at = written_at
         self.derived = session_id is None
         self.lines: list[bytes] = []  # ready for the file
-        self._count = 0
+        self._ids: Ids | None = None  # made once the session is named
+        self._suffix: bytes | None = None
+        self._stamp = (-1.0, "")  # the last time written and how (a turn's lines share one)
         self._held: list[dict[str, Any]] = []  # the run's lines not yet given their ids
         self._last: list[dict[str, Any]] = []  # the last turn's assistant lines (the usage may grow)
         self._turn: dict[str, Any] = {}
-        self._ended: dict[str, float] = {}  # the turn's tool calls seen ending, and when
         self._wire: dict[str, int] = dict.fromkeys(COUNTERS, 0)  # the run's usage written so far
         self._prompt: Any = None
         self._prompted = False
@@ -119,21 +157,7 @@ class Transcript:
         pass
 
     def tool_end(self, tool_use_id: str, name: str | None, input: Any, end: ToolCallEnd, t: float) -> None:
-        self._ended[tool_use_id] = t
-
-    def _tool_results(self, ev: TurnEnd, t: float) -> list[dict[str, Any]]:
-        """The turn's tool results (TurnEnd's copy: a headless turn's come with it alone), each
-        timed at its call's end where that was seen, never before the turn's message."""
-        results = []
-        for message in orjson.loads(bytes(ev.tool_results) or b"[]"):
-            for block in message.get("content", ()) if isinstance(message, dict) else ():
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    result = {"tool_use_id": block.get("tool_use_id"), "type": "tool_result",
-                              "content": block.get("content"), "is_error": bool(block.get("is_error"))}  # fmt: skip
-                    when = max(self._ended.get(str(block.get("tool_use_id")), t), t)
-                    results.append({"type": "user", "message": {"role": "user", "content": [result]}, "t": when})
-        self._ended = {}
-        return results
+        pass  # its result is in TurnEnd's copy (a headless turn's only there), written after the turn's message
 
     def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
         if self.session_id is None:
@@ -149,7 +173,8 @@ class Transcript:
         # caliban reports no API request id: the message id stands in (ccusage counts a message once by both)
         self._last = [{"type": "assistant", "message": {**head, "content": [block], **tail}, "requestId": message_id, "t": t}
                       for block in blocks]  # fmt: skip
-        self._held += self._last + self._tool_results(ev, t)
+        # the turn's tool results as caliban gave them, each message one line, after the message
+        self._held += self._last + [{"type": "user", "message": result, "t": t} for result in messages(ev.tool_results)]
         self._turn = {}
         self._release(None)
 
@@ -171,7 +196,7 @@ class Transcript:
         if self._prompt is not None and self.leaf is not None and self.session_id is not None:
             self._emit({"type": "last-prompt", "lastPrompt": prompt_text(self._prompt), "leafUuid": self.leaf,
                         "sessionId": self.session_id})  # fmt: skip
-        self._prompt, self._prompted, self._last, self._ended = None, False, [], {}
+        self._prompt, self._prompted, self._last = None, False, []
         self._wire = dict.fromkeys(COUNTERS, 0)
 
     # ------------------------------------------------------------------ lines
@@ -180,23 +205,33 @@ class Transcript:
         return {"type": "user", "message": {"role": "user", "content": content}, "t": t}
 
     def _id(self) -> str:
-        self._count += 1
-        if self.derived:
-            return str(uuid.uuid5(NAMESPACE, f"{self.session_id}/{self._count}"))
-        return str(uuid.uuid4())
+        if self._ids is None:
+            self._ids = Ids(self.session_id if self.derived else None)
+        return self._ids.next()
 
     def _release(self, run: RunSummary | None) -> None:
         """The held lines that may go, given their ids, chained, in order."""
         ready, self._held = self._held[: self._ready], self._held[self._ready :]
         self._ready = 0
+        shift = 0.0
+        if self.written_at is not None and run is not None and run.duration_source == ESTIMATED:
+            shift = self.written_at - (self._start or 0.0)  # a replay's estimate, from the file's own time
         for held in ready:
-            t = held.pop("t")
-            line = {"parentUuid": self.leaf, "isSidechain": False, **held, "uuid": self._id(),
-                    "timestamp": iso(t if self.retime is None else self.retime(t, self._start or t, run)), "userType": "external",
-                    "entrypoint": self.entrypoint, "cwd": self.cwd, "sessionId": self.session_id,
-                    "version": self.version}  # fmt: skip
-            self.leaf = line["uuid"]
-            self._emit(line)
+            t = held.pop("t") + shift
+            if t != self._stamp[0]:
+                self._stamp = (t, iso(t))
+            uid = self._id()
+            line = _ENCODE({"parentUuid": self.leaf, "isSidechain": False, **held, "uuid": uid, "timestamp": self._stamp[1]})
+            self.leaf = uid
+            self.lines.append(line[:-1] + self._common())
+
+    def _common(self) -> bytes:
+        """The keys every message line ends with, encoded once (`,"userType":…}` and a newline)."""
+        if self._suffix is None:
+            tail = _ENCODE({"userType": "external", "entrypoint": self.entrypoint, "cwd": self.cwd,
+                            "sessionId": self.session_id, "version": self.version})  # fmt: skip
+            self._suffix = b"," + tail[1:] + b"\n"
+        return self._suffix
 
     def _emit(self, line: dict[str, Any]) -> None:
-        self.lines.append(orjson.dumps(line, option=orjson.OPT_APPEND_NEWLINE))
+        self.lines.append(_ENCODE(line) + b"\n")
