@@ -216,3 +216,22 @@ def test_a_fleet_replay_writes_what_the_local_batch_writes(tmp_path: Path, ccusa
     assert local.returncode == 0 and fleet.returncode == 0, fleet.stderr
     assert files_of(tmp_path / "a") == files_of(tmp_path / "b") and len(files_of(tmp_path / "a")) == len(LOGS)
     assert counted(ccusage(tmp_path / "b", "daily")) == result_usage(*(str(p) for p in sorted(logs.rglob("*.ndjson"))))
+
+
+def test_a_transcripts_dir_that_cannot_be_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    refused = run("--transcripts", str(tmp_path / "file"), fixture("thinking"))
+    assert (refused.returncode, refused.stdout) == (73, b"")
+    assert refused.stderr == f"translator: --transcripts {tmp_path / 'file'}: is not a directory\n".encode()
+    url = run("--transcripts", "s3://bucket/claude", fixture("thinking"))
+    assert url.returncode == 64 and url.stderr.endswith(b"must be a local directory (a Claude config dir)\n")
+
+
+def test_a_session_file_that_cannot_be_written_is_said_once_and_the_translation_goes_on(tmp_path: Path) -> None:
+    (tmp_path / "claude").mkdir()
+    (tmp_path / "claude" / "projects").write_text("")  # its folder cannot be made
+    done = run("--transcripts", str(tmp_path / "claude"), fixture("multi_input_frames"))
+    assert done.returncode == 0
+    said = done.stderr.decode().splitlines()
+    assert len(said) == 1 and said[0].startswith(f"translator: --transcripts: {tmp_path / 'claude' / 'projects'}/"), said
+    assert sum(b'"type":"result"' in line for line in done.stdout.splitlines()) == 2  # both runs' results

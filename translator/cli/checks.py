@@ -9,7 +9,7 @@ import os
 import re
 import stat
 
-from translator.exits import EX_NOINPUT, EX_USAGE
+from translator.exits import EX_CANTCREAT, EX_NOINPUT, EX_USAGE
 
 # Options that only mean something in one mode (a mode is on when one of its options is
 # given), with their defaults, filled in here so that the parser's None tells "not given".
@@ -115,6 +115,8 @@ def check(args: argparse.Namespace) -> None:
             check_address(flag(dest), address, unix=dest == "listen")
     if not any(given(args, dest) for dest in BATCH):
         check_outputs(args)
+    if args.transcripts is not None:
+        check_transcripts(args.transcripts)
     if args.follow is not None:
         try:
             kind = os.stat(args.follow).st_mode
@@ -126,6 +128,14 @@ def check(args: argparse.Namespace) -> None:
             from translator.shell.follow import FOLLOW_FIFO  # (what the follower says of one, too)
 
             raise UserError(f"--follow {args.follow}", FOLLOW_FIFO, EX_NOINPUT)
+
+
+def check_transcripts(path: str) -> None:
+    """--transcripts DIR: a local folder, where the readers of session files look (made if need be)."""
+    if "://" in path:
+        raise UserError(f"--transcripts {path}", "must be a local directory (a Claude config dir)")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UserError(f"--transcripts {path}", "is not a directory", EX_CANTCREAT)
 
 
 def check_outputs(args: argparse.Namespace) -> None:

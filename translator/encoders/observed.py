@@ -38,6 +38,9 @@ class Observed:
         self.inner = inner
         self.observer = observer
         self.timed = True
+        # The bulk goes straight through, bound once rather than looked up (`__getattr__`) per call.
+        self.raw_deltas, self.text_delta, self.thinking_delta = inner.raw_deltas, inner.text_delta, inner.thinking_delta
+        self.tool_input, self.passthrough = inner.tool_input, inner.passthrough
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

@@ -13,8 +13,9 @@ log has it only in RunEnd's history)."""
 
 from __future__ import annotations
 
+import functools
+import time
 import uuid
-from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -32,7 +33,13 @@ COUNTERS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tok
 
 def iso(t: float) -> str:
     """Unix seconds as Claude Code's timestamps: UTC, milliseconds, `Z`."""
-    return datetime.fromtimestamp(round(t, 3), UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    seconds, ms = divmod(round(t * 1000), 1000)
+    return f"{_second(seconds)}.{ms:03d}Z"
+
+
+@functools.lru_cache(maxsize=64)
+def _second(seconds: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
 
 
 class Ids:
@@ -47,11 +54,13 @@ class Ids:
             base = str(uuid.uuid5(NAMESPACE, session_id))
             self.prefix, self.node = base[:24], int(base[24:], 16)
 
-    def next(self) -> str:
+    def next(self, count: int = 1) -> list[str]:
+        """The next `count` ids."""
         if not self.prefix:
-            return str(uuid.uuid4())
-        self.count += 1
-        return f"{self.prefix}{(self.node + self.count) & 0xFFFFFFFFFFFF:012x}"
+            return [str(uuid.uuid4()) for _ in range(count)]
+        first, self.count = self.count + 1, self.count + count
+        prefix, node = self.prefix, self.node
+        return [f"{prefix}{(node + n) & 0xFFFFFFFFFFFF:012x}" for n in range(first, first + count)]
 
 
 class _Message(msgspec.Struct):
@@ -92,6 +101,36 @@ def prompt_text(content: Any) -> str:
     return " ".join(b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str))
 
 
+# A line's middle, between its parent and its uuid, as bytes (a line is built by splicing, not encoded
+# whole: its parts are JSON already). An assistant line is one content block of its message.
+ASSISTANT = (b'"message":{"id":%s,"type":"message","role":"assistant","model":%s,"content":[%s],'
+             b'"stop_reason":%s,"stop_sequence":null,"usage":%s},"requestId":%s,"type":"assistant"')
+PROMPT = b'"type":"user","message":{"role":"user","content":%s}'
+RESULTS = b'"type":"user","message":%s'  # one message of a TurnEnd's tool results, as caliban gave it
+
+
+class Turn:
+    """A turn's message until its lines are made (the run's end may still add to its usage)."""
+
+    __slots__ = ("blocks", "id", "model", "results", "stop", "t", "usage")
+
+    def __init__(self, ev: TurnEnd, message_id: str, model: str, t: float) -> None:
+        self.id, self.model, self.t = message_id, model, t
+        self.stop = ev.stop_reason
+        self.usage = wire_usage(ev.usage.counts())
+        self.blocks = [orjson.dumps(b) for b in ev.assistant_message.content
+                       if not (isinstance(b, dict) and b.get("type") == "text" and not b.get("text"))]  # fmt: skip
+        self.results = messages(ev.tool_results)
+
+    def lines(self) -> list[tuple[bytes, float]]:
+        """Its lines' middles: one per block, then its tool results (after the message, as Claude Code)."""
+        # caliban reports no API request id: the message id stands in (ccusage counts a message once by both)
+        ident = orjson.dumps(self.id)
+        fixed = (ident, orjson.dumps(self.model), orjson.dumps(self.stop), orjson.dumps(self.usage), ident)
+        made = [(ASSISTANT % (fixed[0], fixed[1], block, *fixed[2:]), self.t) for block in self.blocks]
+        return made + [(RESULTS % bytes(result), self.t) for result in self.results]
+
+
 class Transcript:
     """One session file's lines, an `Observer` of one input stream. `session_id` None: derived
     from the stream's first turn (with `derived` ids: the same log gives the same file and
@@ -118,16 +157,15 @@ class Transcript:
         self.lines: list[bytes] = []  # ready for the file
         self._ids: Ids | None = None  # made once the session is named
         self._suffix: bytes | None = None
-        self._stamp = (-1.0, "")  # the last time written and how (a turn's lines share one)
-        self._held: list[dict[str, Any]] = []  # the run's lines not yet given their ids
-        self._last: list[dict[str, Any]] = []  # the last turn's assistant lines (the usage may grow)
-        self._turn: dict[str, Any] = {}
+        self._stamp = (-1.0, b"")  # the last time written and how (a turn's lines share one)
+        self._held: list[tuple[bytes, float]] = []  # the run's line middles not yet given their ids
+        self._last: Turn | None = None  # the last turn, until the next ends or the run does
+        self._turn: tuple[str, str] = ("", "")  # the open turn's message id and model
         self._wire: dict[str, int] = dict.fromkeys(COUNTERS, 0)  # the run's usage written so far
         self._prompt: Any = None
         self._prompted = False
         self._run_t = 0.0
         self._start: float | None = None  # the stream's first run's start
-        self._ready = 0  # how many held lines may go (the prompt's and the turns' before the last)
 
     def take(self) -> list[bytes]:
         lines, self.lines = self.lines, []
@@ -136,11 +174,9 @@ class Transcript:
     # ------------------------------------------------------------------ from the shell
 
     def prompt(self, content: Any, t: float) -> None:
-        """The next run's prompt, as the app sent it (the shim knows it before the run)."""
-        self._prompt = content
-        self._prompted = True
-        self._held.append(self._user(content, t))
-        self._ready = len(self._held)
+        """The next run's prompt, as the app sent it (the shim knows it before the run): at once."""
+        self._prompt, self._prompted = content, True
+        self._held.append((PROMPT % orjson.dumps(content), t))
         self._release(None)
 
     # ------------------------------------------------------------------ the Observer
@@ -151,7 +187,7 @@ class Transcript:
             self._start = t
 
     def turn_start(self, ev: TurnStart, t: float) -> None:
-        self._turn = {"id": ev.message_id, "model": ev.model}
+        self._turn = (ev.message_id, ev.model)
 
     def tool_start(self, ev: ToolCallStart, t: float) -> None:
         pass
@@ -160,78 +196,71 @@ class Transcript:
         pass  # its result is in TurnEnd's copy (a headless turn's only there), written after the turn's message
 
     def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
+        message_id, turn_model = self._turn
         if self.session_id is None:
-            self.session_id = str(uuid.uuid5(NAMESPACE, orjson.dumps([ev.turn_index, self._turn, ev.assistant_message.content]).decode()))
-        wire = wire_usage(ev.usage.counts())
+            named = orjson.dumps([ev.turn_index, message_id, turn_model, ev.assistant_message.content])
+            self.session_id = str(uuid.uuid5(NAMESPACE, named.decode()))
+        turn = Turn(ev, message_id or f"msg_{self._ids_for(1)[0]}", model or turn_model, t)
         for key in COUNTERS:
-            self._wire[key] += wire[key]
-        message_id = self._turn.get("id") or f"msg_{self._id()}"
-        head = {"id": message_id, "type": "message", "role": "assistant", "model": model or self._turn.get("model")}
-        tail = {"stop_reason": ev.stop_reason, "stop_sequence": None, "usage": wire}
-        blocks = [b for b in ev.assistant_message.content if not (isinstance(b, dict) and b.get("type") == "text" and not b.get("text"))]
-        self._ready = len(self._held) if self._prompted else 0
-        # caliban reports no API request id: the message id stands in (ccusage counts a message once by both)
-        self._last = [{"type": "assistant", "message": {**head, "content": [block], **tail}, "requestId": message_id, "t": t}
-                      for block in blocks]  # fmt: skip
-        # the turn's tool results as caliban gave them, each message one line, after the message
-        self._held += self._last + [{"type": "user", "message": result, "t": t} for result in messages(ev.tool_results)]
-        self._turn = {}
-        self._release(None)
+            self._wire[key] += turn.usage[key]
+        if self._last is not None:
+            self._held += self._last.lines()
+        self._last, self._turn = turn, ("", "")
+        if self._prompted:
+            self._release(None)
 
     def run_end(self, run: RunSummary, t: float) -> None:
-        wire = wire_usage(run.usage)
-        more = {key: max(wire[key] - self._wire[key], 0) for key in COUNTERS}
-        if any(more.values()) and self._last:  # headless input: the run's usage, said at its end
-            usage = {key: self._last[0]["message"]["usage"][key] + more[key] for key in COUNTERS}
-            for line in self._last:
-                line["message"]["usage"] = usage
+        last = self._last
+        if last is not None:  # headless input reports the run's usage once, at its end: on its last turn
+            wire = wire_usage(run.usage)
+            for key in COUNTERS:
+                last.usage[key] += max(wire[key] - self._wire[key], 0)
+            self._held += last.lines()
         if not self._prompted and run.final_messages is not None:
             self._prompt = prompt_of(run.final_messages)
             if self._prompt is not None:
-                self._held.insert(0, self._user(self._prompt, self._run_t))
+                self._held.insert(0, (PROMPT % orjson.dumps(self._prompt), self._run_t))
         if self.session_id is None:  # no turn: nothing to say (and no name to say it under)
             self._held = []
-        self._ready = len(self._held)
         self._release(run)
         if self._prompt is not None and self.leaf is not None and self.session_id is not None:
-            self._emit({"type": "last-prompt", "lastPrompt": prompt_text(self._prompt), "leafUuid": self.leaf,
-                        "sessionId": self.session_id})  # fmt: skip
-        self._prompt, self._prompted, self._last = None, False, []
+            self.lines.append(_ENCODE({"type": "last-prompt", "lastPrompt": prompt_text(self._prompt),
+                                       "leafUuid": self.leaf, "sessionId": self.session_id}) + b"\n")  # fmt: skip
+        self._prompt, self._prompted, self._last = None, False, None
         self._wire = dict.fromkeys(COUNTERS, 0)
 
     # ------------------------------------------------------------------ lines
 
-    def _user(self, content: Any, t: float) -> dict[str, Any]:
-        return {"type": "user", "message": {"role": "user", "content": content}, "t": t}
-
-    def _id(self) -> str:
+    def _ids_for(self, count: int) -> list[str]:
         if self._ids is None:
             self._ids = Ids(self.session_id if self.derived else None)
-        return self._ids.next()
+        return self._ids.next(count)
 
     def _release(self, run: RunSummary | None) -> None:
-        """The held lines that may go, given their ids, chained, in order."""
-        ready, self._held = self._held[: self._ready], self._held[self._ready :]
-        self._ready = 0
+        """The held lines, given their ids and times, chained, in order."""
+        ready, self._held = self._held, []
+        if not ready:
+            return
         shift = 0.0
         if self.written_at is not None and run is not None and run.duration_source == ESTIMATED:
             shift = self.written_at - (self._start or 0.0)  # a replay's estimate, from the file's own time
-        for held in ready:
-            t = held.pop("t") + shift
-            if t != self._stamp[0]:
-                self._stamp = (t, iso(t))
-            uid = self._id()
-            line = _ENCODE({"parentUuid": self.leaf, "isSidechain": False, **held, "uuid": uid, "timestamp": self._stamp[1]})
-            self.leaf = uid
-            self.lines.append(line[:-1] + self._common())
+        suffix, out = self._common(), self.lines.append
+        parent = b"null" if self.leaf is None else b'"%s"' % self.leaf.encode()
+        last_t, stamp = self._stamp
+        for (middle, t), uid in zip(ready, self._ids_for(len(ready)), strict=True):
+            t += shift
+            if t != last_t:
+                last_t, stamp = t, iso(t).encode()
+            ident = uid.encode()
+            out(b'{"parentUuid":%s,"isSidechain":false,%s,"uuid":"%s","timestamp":"%s",%s' % (parent, middle, ident, stamp, suffix))
+            parent = b'"%s"' % ident
+        self._stamp = (last_t, stamp)
+        self.leaf = uid
 
     def _common(self) -> bytes:
-        """The keys every message line ends with, encoded once (`,"userType":…}` and a newline)."""
+        """The keys every message line ends with, encoded once (`"userType":…}` and a newline)."""
         if self._suffix is None:
             tail = _ENCODE({"userType": "external", "entrypoint": self.entrypoint, "cwd": self.cwd,
                             "sessionId": self.session_id, "version": self.version})  # fmt: skip
-            self._suffix = b"," + tail[1:] + b"\n"
+            self._suffix = tail[1:] + b"\n"
         return self._suffix
-
-    def _emit(self, line: dict[str, Any]) -> None:
-        self.lines.append(_ENCODE(line) + b"\n")
