@@ -117,19 +117,18 @@ def test_settings_caliban_cannot_take_are_not_confirmed() -> None:
     assert p.overlay == {"permissions": {"deny": ["Bash(rm*)", "WebFetch"]}}
 
 
-def test_what_cannot_reach_caliban_is_said() -> None:
+def test_what_cannot_reach_caliban_is_said_and_sdk_servers_are_kept_for_the_relay() -> None:
     p = plan(parse([]))
+    manifest = {"initializeResult": {"serverInfo": {"name": "calc", "version": "1"}}, "toolsListResult": {"tools": []}}
     init = read({"subtype": "initialize", "agents": {"a": {"description": "d", "prompt": "p"}},
                  "sdkMcpServers": ["calc"], "mcpServers": {"in": {"type": "sdk", "name": "in"}},
+                 "sdkMcpServerManifests": {"calc": manifest, "bad": 1},
                  "jsonSchema": {"type": "object"}, "title": "t"})  # fmt: skip
+    assert init.sdk_mcp_manifests == {"calc": manifest}
     applied, warnings = configure.apply(p, init)
-    assert applied == {"mcp_servers_applied": False} and p.json_schema == '{"type":"object"}'
-    assert warnings == [
-        "MCP server 'in': in-process SDK servers cannot be reached from caliban; skipped",
-        "SDK agents cannot be passed to caliban; ignored",
-        "in-process SDK MCP servers cannot be reached from caliban: calc; skipped",
-        "initialize: title not supported by caliban; ignored",
-    ]
+    assert applied == {"mcp_servers_applied": True} and p.json_schema == '{"type":"object"}'
+    assert p.sdk_servers == ["in", "calc"] and "mcp_servers" not in p.overlay  # (the session adds their relays)
+    assert warnings == ["SDK agents cannot be passed to caliban; ignored", "initialize: title not supported by caliban; ignored"]
 
 
 def test_malformed_fields_are_left_out_and_named() -> None:

@@ -18,6 +18,9 @@ Environment:
   behind; `"flood_stdout": n` — n bytes of stdout with no newline, first; `"flood_stderr": n` —
   n bytes of stderr in 100-byte lines, first; `"long_stderr": n` — one stderr line of n bytes.
 
+`{"mcp_calls": [...], "text": ...}` in place of `file`: a run that calls the MCP servers of its
+`--settings` (tests/support/fake_caliban_mcp.py, caliban's MCP client).
+
 `caliban [GLOBAL FLAGS] mcp serve` is tests/support/fake_caliban_serve.py's (ADR 0055); with
 FAKE_CALIBAN_NO_SERVE set it is a caliban from before the drive surface (clap: exit 2).
 
@@ -171,6 +174,42 @@ def hostile(script: dict[str, Any]) -> None:
             os.write(2, lines[:left])
 
 
+def mcp_run(args: dict[str, Any], script: dict[str, Any], session_id: str) -> int:
+    """A run that calls MCP tools (fake_caliban_mcp.py): `{"mcp_calls": [{"tool", "input", "id"?}],
+    "text": final answer}` — turn 1 calls each tool in turn, turn 2 answers."""
+    import fake_caliban_mcp as mcp
+
+    servers = mcp.start(args.get("--settings"))
+    try:
+        model = args.get("--model") or "claude-sonnet-4-5"
+        emit(json.dumps({"type": "system", "subtype": "init", "session_id": session_id,
+                         "model": model if "/" in model else f"anthropic/{model}",
+                         "tools": sorted(["Bash", "Read", *mcp.tool_names(servers)]), "plugins": [],
+                         "settingSources": [], "mcp_servers": [], "bare_mode": False, "cwd": os.getcwd(),
+                         "permission_mode": args.get("--permission-mode", "default")}))  # fmt: skip
+        blocks: list[dict[str, Any]] = [{"text": "Calling.", "type": "text"}]
+        for n, wanted in enumerate(script["mcp_calls"]):
+            tid, tool, tool_input = wanted.get("id", f"toolu_{n:02d}"), wanted["tool"], wanted["input"]
+            emit(json.dumps({"type": "tool_use", "id": tid, "name": tool, "input": tool_input}))
+            why = mcp.permitted(tool, args.get("--allow", []), args.get("--deny", []))
+            is_error, content = (True, [{"text": f"Tool call denied: {why}", "type": "text"}]) if why else mcp.call(
+                servers, tool, tool_input)  # fmt: skip
+            emit(json.dumps({"type": "tool_result", "tool_use_id": tid, "is_error": is_error, "content": content}))
+            blocks.append({"id": tid, "input": tool_input, "name": tool, "type": "tool_use"})
+        text = script.get("text", "Done.")
+        emit(json.dumps({"type": "message", "role": "assistant", "content": blocks}))
+        emit(json.dumps({"type": "message", "role": "assistant", "content": [{"text": text, "type": "text"}]}))
+        emit(json.dumps({"type": "result", "subtype": "success", "result": text, "session_id": session_id,
+                         "total_cost_usd": 0.0, "turns": 2, "total_input_tokens": 10, "total_output_tokens": 5,
+                         "num_turns": 2, "is_error": False, "duration_ms": 3,
+                         "usage": {"input_tokens": 10, "output_tokens": 5}, "turns_without_edit": 2,
+                         "no_edit_nudge_emitted": False}))  # fmt: skip
+    finally:
+        for server in servers.values():
+            server.close()
+    return 0
+
+
 def main(argv: list[str]) -> int:
     if argv[-2:] == ["mcp", "serve"] and not os.environ.get("FAKE_CALIBAN_NO_SERVE"):
         try:  # global flags go before the subcommand (args.rs: none is `global = true`)
@@ -245,6 +284,10 @@ def main(argv: list[str]) -> int:
     if script.get("stderr"):
         sys.stderr.write(script["stderr"] + "\n")
         sys.stderr.flush()
+    if "mcp_calls" in script:
+        status = mcp_run(args, script, session_id)
+        save(path, session_id, prompt)
+        return status
     lines = Path(script["file"]).read_text().splitlines() if script.get("file") else []
     status = 0
     model = args.get("--model")

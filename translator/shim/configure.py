@@ -25,7 +25,7 @@ def apply(p: Plan, init: Initialize) -> tuple[dict[str, bool], list[str]]:
         p.prefix = init.append_system_prompt
         warnings.append("appendSystemPrompt: caliban has no appended system prompt; it goes before the first message")
     if init.mcp_servers is not None:
-        servers, applied["mcp_servers_applied"] = mcp_overlay(init.mcp_servers, warnings)
+        servers, applied["mcp_servers_applied"] = mcp_overlay(init.mcp_servers, warnings, p.sdk_servers)
         merge(p.overlay, {"mcp_servers": servers})
     if init.settings is not None:
         overlay, applied["settings_applied"] = settings_overlay(init.settings, "settings", warnings)
@@ -44,9 +44,7 @@ def apply(p: Plan, init: Initialize) -> tuple[dict[str, bool], list[str]]:
         warnings.append(HOOKS)
     if init.agents:
         warnings.append("SDK agents cannot be passed to caliban; ignored")
-    if init.sdk_mcp_servers:
-        names = ", ".join(init.sdk_mcp_servers)
-        warnings.append(f"in-process SDK MCP servers cannot be reached from caliban: {names}; skipped")
+    p.sdk_servers += [name for name in init.sdk_mcp_servers if name not in p.sdk_servers]
     if init.other:
         warnings.append(f"initialize: {', '.join(init.other)} not supported by caliban; ignored")
     return applied, warnings

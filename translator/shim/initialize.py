@@ -17,7 +17,7 @@ import msgspec
 KNOWN = frozenset(
     {
         "subtype", "systemPrompt", "appendSystemPrompt", "mcpServers", "settings", "disallowedTools",
-        "managedSettings", "agents", "sdkMcpServers", "jsonSchema", "hooks",
+        "managedSettings", "agents", "sdkMcpServers", "sdkMcpServerManifests", "jsonSchema", "hooks",
     }
 )  # fmt: skip
 
@@ -43,6 +43,8 @@ class Initialize(msgspec.Struct, frozen=True, kw_only=True):
     managed_settings: dict[str, Any] | str | None = None
     agents: dict[str, Any] | None = None
     sdk_mcp_servers: tuple[str, ...] = ()
+    # The TS SDK's manifests of them: name → {initializeResult, toolsListResult} (its handshake, answered here)
+    sdk_mcp_manifests: dict[str, dict[str, Any]] = {}
     json_schema: dict[str, Any] | None = None
     hooks: dict[str, tuple[HookMatcher, ...]] = {}
     other: tuple[str, ...] = ()  # other keys sent with a value, in the order sent
@@ -108,6 +110,7 @@ def read(request: dict[str, Any]) -> Initialize:
     if disallowed is not None and disallowed_tools is None:
         problems.append("disallowedTools: expected a list of strings, ignored")
     hooks = typed("hooks", dict, "an object") or {}
+    manifests = typed("sdkMcpServerManifests", dict, "an object") or {}
     return Initialize(
         system_prompt=system_prompt,
         append_system_prompt=typed("appendSystemPrompt", str, "a string"),
@@ -117,6 +120,7 @@ def read(request: dict[str, Any]) -> Initialize:
         managed_settings=typed("managedSettings", (dict, str), "an object or a string"),
         agents=typed("agents", dict, "an object"),
         sdk_mcp_servers=_strings(request.get("sdkMcpServers")) or (),
+        sdk_mcp_manifests={str(k): v for k, v in manifests.items() if isinstance(v, dict)},
         json_schema=typed("jsonSchema", dict, "an object"),
         hooks={str(event): _matchers(str(event), ms, problems) for event, ms in hooks.items()},
         other=tuple(k for k, v in request.items() if k not in KNOWN and v not in (None, [], {}, "")),

@@ -90,6 +90,7 @@ class Plan(msgspec.Struct, kw_only=True):
     keep_system_prompt: bool = False  # an empty SDK prompt keeps caliban's default (an operator's choice)
     prefix: str = ""  # an appended system prompt: caliban has none, it goes before the first message
     overlay: dict[str, Any] = {}  # caliban's --settings overlay
+    sdk_servers: list[str] = []  # the app's in-process MCP servers (relayed: tools/)
     json_schema: str | None = None
     model: str | None = None  # caliban's model name (aliases resolved)
     fallback_model: str | None = None
@@ -215,8 +216,9 @@ def settings_overlay(value: dict[str, Any] | str, what: str, warnings: list[str]
     return overlay, not dropped
 
 
-def mcp_overlay(servers: dict[str, Any], warnings: list[str]) -> tuple[dict[str, Any], bool]:
-    """External MCP servers as caliban's `mcp_servers`, and whether every one was taken."""
+def mcp_overlay(servers: dict[str, Any], warnings: list[str], sdk: list[str]) -> tuple[dict[str, Any], bool]:
+    """External MCP servers as caliban's `mcp_servers`, and whether every one was taken; the
+    names of in-process SDK servers (`type: sdk`, relayed: tools/) are added to `sdk`."""
     found: dict[str, Any] = {}
     complete = True
     for name, server in servers.items():
@@ -225,8 +227,8 @@ def mcp_overlay(servers: dict[str, Any], warnings: list[str]) -> tuple[dict[str,
             warnings.append(f"MCP server {name!r}: not an object; skipped")
             continue
         if server.get("type") == "sdk":
-            complete = False
-            warnings.append(f"MCP server {name!r}: in-process SDK servers cannot be reached from caliban; skipped")
+            if name not in sdk:
+                sdk.append(name)
             continue
         entry = {k: server[k] for k in MCP_KEYS if k in server}
         entry.setdefault("type", "stdio")
@@ -309,7 +311,7 @@ def plan(args: ClaudeArgs, keep_system_prompt: bool = False) -> Plan:
         config = load_json(value, "--mcp-config", p.warnings)
         found = config.get("mcpServers") if isinstance(config, dict) else None
         if isinstance(found, dict):
-            merge(p.overlay, {"mcp_servers": mcp_overlay(found, p.warnings)[0]})
+            merge(p.overlay, {"mcp_servers": mcp_overlay(found, p.warnings, p.sdk_servers)[0]})
     p.model = resolve_model(args.get("--model"))
     p.fallback_model = resolve_model(args.get("--fallback-model"))
     p.permission_mode = args.get("--permission-mode") or "default"

@@ -23,10 +23,18 @@ from translator.shim import configure, control, initialize, sessions, transcript
 from translator.shim.backend import Backend
 from translator.shim.channel import Channel, Inbound
 from translator.shim.drive.backend import DriveBackend
+from translator.shim.drive.gate import Gate
+from translator.shim.drive.hooks import Hooks
 from translator.shim.drive.policy import Policy
-from translator.shim.mapping import PERMISSION_MODES, Plan, model_choices, resolve_model
+from translator.shim.mapping import PERMISSION_MODES, Plan, merge, model_choices, resolve_model
 from translator.shim.oneshot.backend import OneshotBackend
 from translator.shim.say import PROG, say, warn
+from translator.shim.tools.servers import SdkServers
+from translator.shim.tools.uses import ToolUses
+
+RELAYED_HOOKS = "SDK hook callbacks: caliban -p calls PreToolUse for the app's own MCP tools only (relayed); no other"
+NO_DRIVE_FOR_TOOLS = ("the app's SDK MCP servers need caliban -p (caliban mcp serve loads no MCP servers): can_use_tool "
+                      "and PreToolUse hooks are asked for the app's own tools; caliban's rules settle its built-in tools")
 
 
 def _unchanged(frames: list[bytes]) -> list[bytes]:
@@ -64,6 +72,14 @@ class ShimSession:
         self.backend: Backend = self.oneshot
         self.drive: DriveBackend | None = None  # the drive backend, once chosen and probed
         self._no_drive = backend == "print"  # (forced, or probed once and missing)
+        self._forced_drive = backend == "drive"
+        self.uses = ToolUses()
+        # Settles the app's own tools (relayed): the same hooks, rules and can_use_tool as the drive's gate.
+        self.relay_gate = Gate(self.channel, self.policy, prompt_tool, Hooks({}), warn)
+        self.relay_gate.session_id = files.id
+        self.tools: SdkServers | None = None
+        self._relayed: set[str] = set()  # the servers whose relay is in the plan
+        self.relay_tools({})  # (those on argv: the Python SDK's --mcp-config {"type": "sdk"})
         self.initialize = initialize.Initialize()  # what the SDK's initialize asked for (none yet)
         self.prefix = p.prefix if files.new else ""  # goes before the first message's text
         self.stopping = threading.Event()
@@ -78,17 +94,27 @@ class ShimSession:
         if subtype == "initialize":
             self.initialize = init = initialize.read(request)
             self.policy.also_deny(init.disallowed_tools or ())  # (what the drive backend applies itself)
-            if init.hooks_sent and self.use_drive():
-                assert self.drive is not None
-                self.drive.set_hooks(init.hooks)
             applied, warnings = configure.apply(self.plan, init)  # (no run has started: the reader runs first)
+            self.relay_tools(init.sdk_mcp_manifests)
+            if init.hooks_sent:
+                self.relay_gate.hooks = Hooks(init.hooks)
+                if self.use_drive():
+                    assert self.drive is not None
+                    self.drive.set_hooks(init.hooks)
             if self.drive is not None:
                 warnings = [w for w in warnings if w != configure.HOOKS]  # they are called
+            elif self.tools is not None:
+                warnings = [RELAYED_HOOKS if w == configure.HOOKS else w for w in warnings]
             self.prefix = self.plan.prefix if self.files.new else ""
             for message in warnings:
                 warn(message)
             hooks_unapplied = init.hooks_sent and self.drive is None
-            send(control.success(rid, control.initialize(self.mode, hooks_unapplied, applied, model_choices())))
+            answer = control.success(rid, control.initialize(self.mode, hooks_unapplied, applied, model_choices()))
+            tools = self.tools
+            if tools is not None and tools.unshaken():  # (Claude Code's handshake with them comes first)
+                threading.Thread(target=tools.handshake, args=(lambda: send(answer),), daemon=True).start()
+            else:
+                send(answer)
         elif subtype == "interrupt":
             send(control.success(rid, {"still_queued": []}))
             self.backend.interrupt()
@@ -113,9 +139,43 @@ class ShimSession:
 
     # ------------------------------------------------------------------ the backend
 
+    def relay_tools(self, manifests: dict[str, dict[str, Any]]) -> None:
+        """The app's SDK MCP servers (the plan's), each given to caliban as a relay of the shim's
+        (tools/): in caliban's settings, and allowed by caliban's rules (the relay settles each
+        call itself, as Claude Code would). Before the first run."""
+        fresh = [name for name in self.plan.sdk_servers if name not in self._relayed]
+        if not fresh:
+            return
+        if self.tools is None:
+            self.tools = SdkServers(fresh, manifests, self.channel, self.settle, self.uses, warn)
+            self.oneshot.tools = self.tools
+            self.oneshot.conversation.sdk_servers = self.tools.init_entries
+            self.oneshot.conversation.on_tool_use = self.uses.saw
+        else:
+            self.tools.add(fresh, manifests)
+        self._relayed.update(fresh)
+        merge(self.plan.overlay, {"mcp_servers": self.tools.settings()})
+        self.plan.static += [a for name in fresh for a in ("--allow", f"mcp__{name}__*")]
+        if self.drive is not None and not self._forced_drive:
+            self.use_drive()  # (back to caliban -p: said there)
+
+    def settle(self, name: str, tool_input: Any, tool_use_id: str) -> tuple[bool, str]:
+        """One relayed call of the app's tools, as the drive's gate settles a permission prompt."""
+        self.relay_gate.begin(self.mode, "")
+        return self.relay_gate.decide({"tool_name": name, "input": tool_input, "tool_use_id": tool_use_id})
+
     def use_drive(self) -> bool:
         """The drive backend (caliban mcp serve), for permission callbacks and hooks: probed
-        once; where caliban has none, said in one line, and the session stays on `-p`."""
+        once; where caliban has none, said in one line, and the session stays on `-p`. Not for
+        an app with SDK MCP servers (unless forced): `caliban mcp serve` loads no MCP servers."""
+        if self.plan.sdk_servers and not self._forced_drive:
+            if not self._no_drive:
+                warn(NO_DRIVE_FOR_TOOLS)
+            self._no_drive = True
+            if self.drive is not None:
+                self.drive.kill(lambda _: False)
+                self.drive, self.backend = None, self.oneshot
+            return False
         if self.drive is not None:
             return True
         if self._no_drive:
@@ -185,6 +245,8 @@ class ShimSession:
         if self.signal is not None or self.channel.closed or gone:
             self.stop(worker)
         self.channel.write_bytes(end())  # (nothing once the channel is closed)
+        if self.tools is not None:
+            self.tools.close()
         if self.signal is not None:
             return 128 + self.signal
         if self.channel.write_error is not None:  # (a reader that has gone is no error to say)

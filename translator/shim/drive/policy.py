@@ -52,6 +52,8 @@ def _rule(text: str) -> tuple[str, str | None]:
 
 def _matches(rule: tuple[str, str | None], tool: str, tool_input: Any) -> bool:
     name, pattern = rule
+    if name.startswith("mcp__") and name != tool:  # Claude Code's `mcp__server` (all its tools), `mcp__server__*`
+        return pattern is None and (tool.startswith(f"{name}__") or fnmatch.fnmatchcase(tool, name))
     if TOOL_NAMES.get(name, name) != TOOL_NAMES.get(tool, tool):
         return False
     if pattern is None or pattern in ("", "*"):

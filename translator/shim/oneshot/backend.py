@@ -7,13 +7,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from translator.encoders.observed import Observer
+from translator.shim.drive import requests
 from translator.shim.mapping import Plan, run_argv
 from translator.shim.oneshot.conversation import Conversation
 from translator.shim.oneshot.group import LADDER, TICK
 from translator.shim.oneshot.process import CalibanRun
 from translator.shim.say import say
 from translator.shim.sessions import Session
+from translator.shim.tools.servers import SdkServers
 
 
 class OneshotBackend:
@@ -24,6 +28,7 @@ class OneshotBackend:
         self._model, self._mode, self._write = model, mode, write
         self.conversation = Conversation(session.id, partial=plan.partial, mode=mode(), observer=observer)
         self.current: CalibanRun | None = None
+        self.tools: SdkServers | None = None  # the app's SDK MCP servers, relayed
 
     @property
     def last_is_error(self) -> bool:
@@ -32,6 +37,8 @@ class OneshotBackend:
     def run_message(self, prompt: str) -> None:
         conv = self.conversation
         conv.mode = self._mode()
+        if self.tools is not None:  # (the TS SDK ends a callback's run only at the idle after its result)
+            self._write([orjson.dumps(requests.session_state("running", self.session.id)) + b"\n"])
         conv.start_run()
         argv = run_argv(self.binary, self.plan, self._model(), conv.mode, self.session.args())
         run = CalibanRun(self.session.argfiles.fit(argv))
@@ -44,6 +51,8 @@ class OneshotBackend:
         self.session.ran(conv.run_result is not None)
         for line in conv.diagnostics():
             say(line)
+        if self.tools is not None:
+            self._write([orjson.dumps(requests.session_state("idle", self.session.id)) + b"\n"])
 
     def refuse(self, why: str) -> None:
         self._write(self.conversation.refused(why))
@@ -57,7 +66,7 @@ class OneshotBackend:
     def answer(self, request: dict[str, Any]) -> dict[str, Any] | None:
         subtype = request.get("subtype")
         if subtype == "mcp_status":
-            return {"mcpServers": self.conversation.mcp_servers()}
+            return {"mcpServers": self.conversation.mcp_servers() + (self.tools.status() if self.tools else [])}
         return {} if subtype == "set_model" else None  # (the next run takes the session's model)
 
     def finish(self) -> None:

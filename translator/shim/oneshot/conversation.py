@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -42,6 +43,8 @@ class Conversation:
         self._line: list[bytes] = []  # the start of a line of caliban's not ended yet
         self._held = 0  # its size; -1: the rest of it is not kept
         self._head = b""  # its first bytes, up to WATCHED
+        self.on_tool_use: Callable[[str, str, Any], None] | None = None  # each tool call caliban announces
+        self.sdk_servers: Callable[[], list[dict[str, Any]]] | None = None  # the app's, in the init frame
 
     def start_run(self) -> None:
         self.interrupted = False
@@ -55,8 +58,9 @@ class Conversation:
         return self._complete(frames)
 
     def _watch(self, chunk: bytes) -> None:
-        """Keep caliban's own init and result (their facts complete the frames); caliban writes
-        `type` first, so only those two kinds of line are decoded here, and only they are held
+        """Keep caliban's own init and result (their facts complete the frames), and tell of its
+        tool calls (`tool_use`); caliban writes `type` first, so only those kinds of line are
+        decoded here, and only they are held
         between chunks (up to the translation's line limit: past it, it skips the line too)."""
         start = 0
         while (nl := chunk.find(b"\n", start)) >= 0:
@@ -74,6 +78,8 @@ class Conversation:
                 self.caliban_init = frame
             elif isinstance(frame, dict) and frame.get("type") == "result":
                 self.run_result = frame
+            elif isinstance(frame, dict) and frame.get("type") == "tool_use" and self.on_tool_use is not None:
+                self.on_tool_use(str(frame.get("id", "")), str(frame.get("name", "")), frame.get("input"))
         if start < len(chunk):
             self._hold(chunk[start:])
 
@@ -129,7 +135,7 @@ class Conversation:
                      apiKeySource=control.api_key_source())  # fmt: skip
         if isinstance(got.get("tools"), list):
             frame["tools"] = got["tools"]
-        frame["mcp_servers"] = self.mcp_servers()
+        frame["mcp_servers"] = self.mcp_servers() + (self.sdk_servers() if self.sdk_servers is not None else [])
 
     def mcp_servers(self) -> list[dict[str, Any]]:
         """caliban's MCP servers as Claude Code lists them: name and status."""
@@ -137,4 +143,4 @@ class Conversation:
 
 
 def _watched(head: bytes) -> bool:
-    return b'"system"' in head or b'"result"' in head
+    return b'"system"' in head or b'"result"' in head or b'"tool_use"' in head

@@ -1,0 +1,181 @@
+"""The app's own tools under the real Python Agent SDK (`create_sdk_mcp_server` + `@tool`):
+caliban (the fake `caliban -p`, whose MCP client is tests/support/fake_caliban_mcp.py, written from
+caliban's) starts the shim's relay for each SDK server, and every call reaches the app's
+handler as Claude Code relays it (`mcp_message`; shared/reference/cc-2.1.333/sdk-mcp/py_*),
+settled first by the session's policy (allowedTools, PreToolUse hooks, can_use_tool)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from claude_agent_sdk import (
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    HookMatcher,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    ResultMessage,
+    SystemMessage,
+    ToolResultBlock,
+    UserMessage,
+    create_sdk_mcp_server,
+    tool,
+)
+from support_fixtures import SUPPORT
+
+SHIM = str(Path(sys.executable).with_name("caliban-claude"))
+FAKE = SUPPORT / "fake_caliban.py"
+ADD = {"tool": "mcp__calc__add", "input": {"a": 2, "b": 3}, "id": "toolu_add"}
+# A stdio MCP server of the app's own (not in process): one tool, `echo`.
+EXTERNAL = '''
+import json, sys
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    method = msg["method"]
+    if method == "initialize":
+        result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "ext", "version": "0.1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}
+    else:
+        result = {"content": [{"type": "text", "text": "echo " + json.dumps(msg["params"]["arguments"])}]}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+'''
+
+
+class Calc:
+    """The app's `add` tool and what its handler saw."""
+
+    def __init__(self, mode: str = "ok") -> None:
+        self.mode, self.calls = mode, []
+
+        @tool("add", "Add two numbers", {"a": float, "b": float})
+        async def add(args: dict[str, Any]) -> dict[str, Any]:
+            self.calls.append(args)
+            if self.mode == "throw":
+                raise RuntimeError("add exploded")
+            if self.mode == "is_error":
+                return {"content": [{"type": "text", "text": "add refused: demo error"}], "is_error": True}
+            return {"content": [{"type": "text", "text": str(int(args["a"] + args["b"]))}]}
+
+        self.server = create_sdk_mcp_server(name="calc", version="1.0.0", tools=[add])
+
+
+def options(tmp_path: Path, calls: list[dict[str, Any]], servers: dict[str, Any], **kw: Any) -> ClaudeAgentOptions:
+    wrapper = tmp_path / "caliban"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
+    wrapper.chmod(0o755)
+    env = {"CALIBAN_BIN": str(wrapper), "CALIBAN_SESSIONS_DIR": str(tmp_path / "sessions"),
+           "FAKE_CALIBAN_SCRIPTS": json.dumps([{"mcp_calls": calls, "text": "The sum is 5."}]),
+           "FAKE_CALIBAN_LOG": str(tmp_path / "calls.jsonl")}  # fmt: skip
+    return ClaudeAgentOptions(cli_path=SHIM, env=env, mcp_servers=servers, **kw)
+
+
+async def run(opts: ClaudeAgentOptions, prompt: str = "add 2 and 3") -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
+    """One message: what the app received, and get_mcp_status() before and after it."""
+    async with ClaudeSDKClient(opts) as client:
+        before = await client.get_mcp_status()
+        await client.query(prompt)
+        messages = [m async for m in client.receive_response()]
+        after = await client.get_mcp_status()
+    return messages, dict(before), dict(after)
+
+
+def results(messages: list[Any]) -> dict[str, ToolResultBlock]:
+    return {b.tool_use_id: b for m in messages if isinstance(m, UserMessage) and isinstance(m.content, list)
+            for b in m.content if isinstance(b, ToolResultBlock)}  # fmt: skip
+
+
+async def test_an_sdk_tool_is_called_and_its_result_reaches_the_next_turn(tmp_path: Path) -> None:
+    calc = Calc()
+    opts = options(tmp_path, [ADD], {"calc": calc.server}, allowed_tools=["mcp__calc__add"])
+    messages, before, after = await run(opts)
+    assert calc.calls == [{"a": 2, "b": 3}]
+    assert results(messages)["toolu_add"].content == "5" and not results(messages)["toolu_add"].is_error
+    init = next(m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init")
+    assert init.data["mcp_servers"] == [{"name": "calc", "status": "connected", "source": "sdk"}]
+    assert "mcp__calc__add" in init.data["tools"]
+    result = messages[-1]
+    assert isinstance(result, ResultMessage) and (result.subtype, result.result) == ("success", "The sum is 5.")
+    for status in (before, after):  # as the recording's: before the first turn and after the result
+        assert status == {"mcpServers": [{"name": "calc", "status": "connected", "serverInfo": {"name": "calc", "version": "1.0.0"},
+                                          "transport": "sdk", "scope": "dynamic", "source": "sdk",
+                                          "tools": [{"name": "add", "annotations": {}}]}]}  # fmt: skip
+    (run_argv,) = [json.loads(line)["argv"] for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    allowed = [run_argv[n + 1] for n, arg in enumerate(run_argv) if arg == "--allow"]
+    assert "mcp__calc__*" in allowed  # caliban calls the relay; the relay settles the call (as Claude Code would)
+    settings = json.loads(run_argv[run_argv.index("--settings") + 1])
+    assert settings["mcp_servers"]["calc"]["args"][:2] == ["-m", "translator.shim.tools.relay"]
+
+
+@pytest.mark.parametrize(("mode", "text"), [("is_error", "add refused: demo error"), ("throw", "add exploded")])
+async def test_an_is_error_result_and_a_thrown_handler_are_the_tools_error(tmp_path: Path, mode: str, text: str) -> None:
+    calc = Calc(mode)
+    messages, _, _ = await run(options(tmp_path, [ADD], {"calc": calc.server}, allowed_tools=["mcp__calc__add"]))
+    block = results(messages)["toolu_add"]
+    assert block.is_error and text in str(block.content)
+    assert isinstance(messages[-1], ResultMessage) and messages[-1].subtype == "success"  # the run goes on
+
+
+async def test_two_sdk_servers_and_an_external_one_at_once(tmp_path: Path) -> None:
+    calc = Calc()
+
+    @tool("upper", "Upper-case a text", {"text": str})
+    async def upper(args: dict[str, Any]) -> dict[str, Any]:
+        return {"content": [{"type": "text", "text": args["text"].upper()}]}
+
+    words = create_sdk_mcp_server(name="words", version="2.0.0", tools=[upper])
+    script = tmp_path / "ext.py"
+    script.write_text(EXTERNAL)
+    servers = {"calc": calc.server, "words": words, "ext": {"type": "stdio", "command": sys.executable, "args": [str(script)]}}
+    calls = [ADD, {"tool": "mcp__words__upper", "input": {"text": "hi"}, "id": "toolu_up"},
+             {"tool": "mcp__ext__echo", "input": {"x": 1}, "id": "toolu_ext"}]  # fmt: skip
+    opts = options(tmp_path, calls, servers, allowed_tools=["mcp__calc__add", "mcp__words", "mcp__ext__echo"])
+    messages, before, _ = await run(opts)
+    got = {tid: block.content for tid, block in results(messages).items()}
+    assert got == {"toolu_add": "5", "toolu_up": "HI", "toolu_ext": 'echo {"x": 1}'}
+    assert [s["name"] for s in before["mcpServers"]] == ["calc", "words"]
+
+
+async def test_without_allowed_tools_or_a_callback_the_call_is_denied_unasked(tmp_path: Path) -> None:
+    calc = Calc()
+    messages, _, _ = await run(options(tmp_path, [ADD], {"calc": calc.server}))
+    assert calc.calls == []  # the handler never ran
+    block = results(messages)["toolu_add"]
+    assert block.is_error and "Claude requested permissions to use mcp__calc__add, but you haven't granted it yet." in str(block.content)
+
+
+async def test_can_use_tool_is_asked_first_with_the_calls_id_and_a_deny_never_runs_the_handler(tmp_path: Path) -> None:
+    calc, asked = Calc(), []
+
+    async def can_use_tool(name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        asked.append((name, tool_input, context.tool_use_id))
+        return PermissionResultDeny(message="not today") if len(asked) > 1 else PermissionResultAllow()
+
+    calls = [ADD, {**ADD, "id": "toolu_add2", "input": {"a": 1, "b": 1}}]
+    messages, _, _ = await run(options(tmp_path, calls, {"calc": calc.server}, can_use_tool=can_use_tool))
+    assert asked == [("mcp__calc__add", {"a": 2, "b": 3}, "toolu_add"), ("mcp__calc__add", {"a": 1, "b": 1}, "toolu_add2")]
+    assert calc.calls == [{"a": 2, "b": 3}]
+    got = results(messages)
+    assert got["toolu_add"].content == "5" and got["toolu_add2"].is_error and "not today" in str(got["toolu_add2"].content)
+
+
+async def test_a_pretooluse_hook_settles_the_call_before_the_handler(tmp_path: Path) -> None:
+    calc, seen = Calc(), []
+
+    async def hook(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        seen.append((hook_input["tool_name"], hook_input["tool_use_id"]))
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                       "permissionDecisionReason": "hook says no"}}  # fmt: skip
+
+    hooks = {"PreToolUse": [HookMatcher(matcher="mcp__calc__.*", hooks=[hook])]}
+    opts = options(tmp_path, [ADD], {"calc": calc.server}, allowed_tools=["mcp__calc__add"], hooks=hooks)
+    messages, _, _ = await run(opts)
+    assert seen == [("mcp__calc__add", "toolu_add")] and calc.calls == []
+    assert results(messages)["toolu_add"].is_error and "hook says no" in str(results(messages)["toolu_add"].content)

@@ -1,0 +1,133 @@
+"""The MCP client of the fake `caliban -p` (tests/support/fake_caliban.py), written from caliban's
+source (caliban-ai/caliban f33a2d0):
+
+- the servers come from the settings' `mcp_servers` (`crates/caliban-settings/src/settings.rs`
+  `McpServerSetting`: `type`/`transport`, `command`, `args`, `env`, `cwd`); a stdio server is
+  spawned with stdin/stdout piped, its stderr drained (`crates/caliban-mcp-client/src/client.rs`
+  `start_stdio`), and rmcp's client handshake is had: `initialize` (clientInfo `rmcp` 1.7.0),
+  `notifications/initialized`, then `tools/list`;
+- a tool is named `mcp__<server>__<tool>`, the tool's name with every character outside
+  `[A-Za-z0-9_-]` made `_` (`tool.rs` `full_tool_name`); caliban lists every tool in its init;
+- its permission: the rules, deny first, then allow; with none, the default `Ask`, which
+  `caliban -p` turns into a deny (`permissions.rs` `NonInteractiveAskHandler`);
+- a `tools/call` result: `isError: true` is a tool error whose text is the result's text blocks
+  joined by newlines (`format_server_error`), a JSON-RPC error is `mcp server '<s>' rpc error:
+  <message>`; an error becomes the tool_result `Error: execution failed: <text>`, is_error
+  (`caliban-agent-core/src/stream/hook_dispatch.rs`, `ToolError::Execution`'s Display); a success
+  is its content blocks, text as text (`translate_content`).
+
+Each call's round trip (the request written to the reply read) is logged, in ms, to
+FAKE_CALIBAN_MCP_LOG when set: the relay's latency is measured there.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+import subprocess
+import threading
+import time
+from typing import Any
+
+CLIENT_INFO = {"name": "rmcp", "version": "1.7.0"}
+PROTOCOL = "2025-06-18"
+
+
+def full_tool_name(server: str, tool: str) -> str:
+    return f"mcp__{server}__{''.join(c if c.isascii() and (c.isalnum() or c in '_-') else '_' for c in tool) or '_'}"
+
+
+class Server:
+    def __init__(self, name: str, setting: dict[str, Any]) -> None:
+        self.name = name
+        env = {**os.environ, **{str(k): str(v) for k, v in (setting.get("env") or {}).items()}}
+        self.proc = subprocess.Popen(
+            [setting["command"], *setting.get("args", [])], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, env=env, cwd=setting.get("cwd"),
+        )  # fmt: skip
+        assert self.proc.stderr is not None
+        threading.Thread(target=self.proc.stderr.read, daemon=True).start()
+        self.next_id = 0
+        self.tools: list[dict[str, Any]] = []
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        mid, self.next_id = self.next_id, self.next_id + 1
+        self.send({"jsonrpc": "2.0", "id": mid, "method": method, **({"params": params} if params is not None else {})})
+        assert self.proc.stdout is not None
+        while line := self.proc.stdout.readline():
+            reply = json.loads(line)
+            if reply.get("id") == mid:
+                return reply
+        raise ConnectionError(f"mcp server '{self.name}' closed its stdout")
+
+    def handshake(self) -> None:
+        self.request("initialize", {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": CLIENT_INFO})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.tools = self.request("tools/list").get("result", {}).get("tools", [])
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def start(settings: str | None) -> dict[str, Server]:
+    """The stdio servers of a `--settings` JSON overlay, started and shaken hands with."""
+    configured = json.loads(settings).get("mcp_servers", {}) if settings and settings.lstrip().startswith("{") else {}
+    servers = {}
+    for name, setting in configured.items():
+        if (setting.get("type") or setting.get("transport") or "stdio") == "stdio":
+            servers[name] = Server(name, setting)
+            servers[name].handshake()
+    return servers
+
+
+def tool_names(servers: dict[str, Server]) -> list[str]:
+    return [full_tool_name(s.name, t["name"]) for s in servers.values() for t in s.tools]
+
+
+def permitted(tool: str, allow: list[str], deny: list[str]) -> str | None:
+    """None: the tool may run; else why not (caliban -p's deny of an Ask)."""
+    if any(fnmatch.fnmatchcase(tool, rule) for rule in deny):
+        return f"permission denied: '{tool}' is denied by a rule"
+    if any(fnmatch.fnmatchcase(tool, rule) for rule in allow):
+        return None
+    return (f"permission denied: '{tool}' requires interactive approval (no TTY); re-run with "
+            "`--allow '<Tool>'` to allow this tool, or `--auto-allow` to allow all Ask-rule tools (dangerous)")  # fmt: skip
+
+
+def call(servers: dict[str, Server], tool: str, arguments: dict[str, Any]) -> tuple[bool, list[dict[str, Any]]]:
+    """One tool call: (is_error, the tool_result's content), as caliban makes them."""
+    for server in servers.values():
+        for advertised in server.tools:
+            if full_tool_name(server.name, advertised["name"]) == tool:
+                started = time.perf_counter()
+                reply = server.request("tools/call", {"name": advertised["name"], "arguments": arguments})
+                _log(tool, (time.perf_counter() - started) * 1000)
+                if "error" in reply:
+                    why = f"mcp server '{server.name}' rpc error: {reply['error'].get('message')}"
+                    return True, [{"text": f"Error: execution failed: {why}", "type": "text"}]
+                result = reply.get("result", {})
+                blocks = [b for b in result.get("content", []) if isinstance(b, dict)]
+                if result.get("isError"):
+                    text = "\n".join(b["text"] for b in blocks if b.get("type") == "text")
+                    text = text or "tool reported an error (no text content)"
+                    return True, [{"text": f"Error: execution failed: {text}", "type": "text"}]
+                return False, [{"text": b["text"], "type": "text"} if b.get("type") == "text" else b for b in blocks]
+    return True, [{"text": f"Error: unknown tool {tool}", "type": "text"}]
+
+
+def _log(tool: str, ms: float) -> None:
+    path = os.environ.get("FAKE_CALIBAN_MCP_LOG")
+    if path:
+        with open(path, "a") as fh:
+            fh.write(json.dumps({"tool": tool, "ms": ms}) + "\n")
