@@ -13,9 +13,9 @@ import threading
 
 import orjson
 
+from translator.exits import EX_UNAVAILABLE, EX_USAGE
 from translator.shim.say import say
 
-EX_UNAVAILABLE = 69
 CHUNK = 1 << 16
 
 
@@ -32,7 +32,7 @@ def _pump(read: int, write: int) -> None:
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         say("usage: python -m translator.shim.tools.relay SOCKET SERVER (caliban-claude starts it)")
-        return 64
+        return EX_USAGE
     path, server = argv
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
