@@ -124,7 +124,7 @@ def main() -> int:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     n = args.workers
-    from translator.shell.fleet import connect
+    from translator.shell.cluster import connect
 
     with tempfile.TemporaryDirectory(prefix="fleet-bench-") as tmp, connect(f"local:{n}", n) as client:
         root = Path(tmp)

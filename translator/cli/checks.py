@@ -16,7 +16,7 @@ from translator.exits import EX_CANTCREAT, EX_NOINPUT, EX_USAGE
 BATCH = ("out_dir", "results_table")
 MODE_OPTIONS: dict[tuple[str, ...], tuple[str, dict[str, object]]] = {
     BATCH: ("--out-dir or --results-table", {
-        "jobs": os.cpu_count() or 1, "force": False, "cluster": None, "store_timeout": None,
+        "jobs": os.cpu_count() or 1, "force": False, "cluster": None, "store_timeout": None, "task_timeout": None,
     }),
     ("follow",): ("--follow", {"from_end": False}),
     ("listen",): ("--listen", {
@@ -81,6 +81,8 @@ def check(args: argparse.Namespace) -> None:
         if not args.files:
             raise UserError(batch, "needs input files or directories")
         args.store_timeout = store_timeout(args.store_timeout)
+        if args.task_timeout is not None and not 0 < args.task_timeout < float("inf"):
+            raise UserError("--task-timeout", "must be a positive number of seconds")
         if args.out_dir is None:  # the table's rows are the default format's: no frames to shape
             shaping = ["--format claude-code"] if args.format != "enriched" else []
             shaping += [flag(dest) for dest in ("include_partial_messages", "results_only") if given(args, dest)]

@@ -172,7 +172,7 @@ def translate(args: argparse.Namespace, cfg: Config) -> int:
             transcripts=args.transcripts, telemetry=telemetry_variables(),
         )
         return modes.out_dir(args.files, args.out_dir, args.jobs, template, args.results_table, args.cluster,
-                             args.store_timeout)
+                             args.store_timeout, args.task_timeout)
     output: OutputFile | None = None
     if args.output not in (None, "-"):
         from translator.shell.output import OutputFile  # only -o FILE needs it

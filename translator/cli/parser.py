@@ -213,6 +213,12 @@ def build_parser() -> Parser:
         "or write, may take before the request is tried again (3 tries, then the file fails, 74) "
         "(default: $TRANSLATOR_STORE_TIMEOUT, else 30)",
     )
+    fleet.add_argument(
+        "--task-timeout", type=float, metavar="S",
+        help="with --cluster: a worker that holds a task this long without finishing any is given up on, "
+        "its tasks run on the other workers (twice at most, then their files fail, 74) (default: 300, "
+        "Dask's worker-ttl)",
+    )
     p.add_argument("--version", action=Version, version=f"translator {__version__}")
     p.add_argument(
         "--print-completion",

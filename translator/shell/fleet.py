@@ -1,19 +1,14 @@
-"""Fleet scale: the batch over object storage (fsspec) and on a Dask cluster.
+"""Fleet scale: the batch over object storage (fsspec) and on a Dask cluster (cluster.py).
 
-The per-file work is replay.py's, unchanged; this adds a store for URLs and an engine. One Dask
-task per chunk of files (packing.py: largest first, so a huge log starts at once and the small
-ones fill the cores around it), translated in the worker's own process. I/O errors are raised
-for Dask to retry (RETRIES times; a file that had one inside a chunk is given a task of its own);
-a file whose content fails is not retried (it would fail the same way). A worker lost mid-chunk
-has its task run again elsewhere: its outputs were never committed (object stores commit at the
-end of the write, local disk renames finished temporaries), so no output is partial or doubled.
+The per-file work is replay.py's, unchanged; this adds a store for URLs and the choice of
+engine. Object stores commit an output at the end of its write, local disk renames finished
+temporaries, so a task run again (a worker lost, or given up on) never leaves an output partial
+or doubled.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
-import logging
 import multiprocessing
 import os
 import signal
@@ -31,13 +26,13 @@ from translator.exits import EX_IOERR, EX_UNAVAILABLE, EX_USAGE
 from translator.extras import MissingExtra, need
 from translator.object_store import TIMEOUT, StoreError, configured_timeout, faults, filesystem
 from translator.shell import batch, ledger
+from translator.shell.cluster import Unreachable, run_dask
 from translator.shell.ledger import Ledger
 from translator.shell.local_disk import LocalStore, sweep_temporaries
-from translator.shell.packing import pack
-from translator.shell.replay import Done, Job, Store, translate_file, translate_many
+from translator.shell.replay import Done, Job, Store
 from translator.shell.selection import Found, SelectionError
+from translator.shell.stalls import TASK_TIMEOUT
 
-RETRIES = 2
 SMALL = 8 << 20  # outputs up to this are uploaded in one PUT; larger ones as a multipart upload
 
 
@@ -202,20 +197,13 @@ class FsspecStore:
             fs.pipe_file(bare, data)
 
 
-def _task(job: Job, store: Store, record: str | None) -> Done:
-    """A Dask task: one file, in the worker's process; I/O errors go back to Dask to retry."""
-    return translate_file(job, store, record)
-
-
-def _group_task(jobs: list[Job], record: str | None, store: Store) -> list[Done]:
-    """A Dask task: a chunk of files, one after another (I/O errors come back as results, and
-    the client gives each such file a task of its own, which Dask retries)."""
-    return translate_many(jobs, store, record=record)
-
-
 def plan(names: list[str], out_dir: str | None, template: Job,
          timeout: float = TIMEOUT) -> tuple[list[Job], Store, Ledger | None]:
-    """The jobs, the store that reads and writes them, and what the output's records say."""
+    """The jobs, the store that reads and writes them, and what the output's records say. A
+    local output directory is named absolute: a cluster's workers write it from their own
+    working directory (a relative one put every output there: "10 translated", `out/` empty)."""
+    if out_dir is not None and "://" not in out_dir:
+        out_dir = os.path.abspath(out_dir)
     remote = [n for n in names if "://" in n]
     url: Callable[[str], str] = str
     if not remote:
@@ -263,7 +251,8 @@ def _records(out_dir: str, timeout: float) -> Ledger:
 
 
 def run(names: list[str], out_dir: str | None, workers: int, template: Job,
-        results_table: str | None, cluster: str | None, store_timeout: float | None = None) -> int:
+        results_table: str | None, cluster: str | None, store_timeout: float | None = None,
+        task_timeout: float = TASK_TIMEOUT) -> int:
     """Translate everything under `names` (paths or URLs) on the local pool or on Dask, each
     request to a store waiting `store_timeout` at most (None: $TRANSLATOR_STORE_TIMEOUT or the
     default). A stop signal (SIGINT, SIGTERM, SIGHUP), even while a store keeps a request
@@ -290,7 +279,7 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
             stderr([f"translator: {' '.join(names)}: {exc.strerror or exc}"])
             return EX_IOERR
         try:
-            done, interrupted = _translate(todo, store, cluster, workers, records, came)
+            done, interrupted = _translate(todo, store, cluster, workers, records, came, task_timeout)
         except Unreachable as exc:
             stderr([f"translator: {exc}"])
             return EX_UNAVAILABLE
@@ -306,7 +295,7 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
 
 
 def _translate(jobs: list[Job], store: Store, cluster: str | None, workers: int,
-               records: Ledger | None, came: list[int]) -> tuple[list[Done], bool]:
+               records: Ledger | None, came: list[int], task_timeout: float) -> tuple[list[Done], bool]:
     """The jobs done on the local pool or on Dask, and whether a stop signal cut them short (the
     pool's workers are then ended: one a store keeps waiting would hold the exit). Nothing to
     do (every file up to date) starts no cluster and no pool."""
@@ -316,7 +305,7 @@ def _translate(jobs: list[Job], store: Store, cluster: str | None, workers: int,
         with tqdm(total=sum(job.size for job in jobs), unit="B", unit_scale=True, file=sys.stderr,
                   disable=not batch.drawn(), desc=f"0/{len(jobs)} files") as bar:
             if cluster is not None:
-                return run_dask(jobs, store, cluster, workers, bar, records)
+                return run_dask(jobs, store, cluster, workers, bar, records, task_timeout)
             # The signal only noted here (the workers do the store's waiting): one raised in the
             # parent is lost, the batch running on, if it lands while the pool forks.
             with batch.stopping(came, raising=False):
@@ -328,81 +317,3 @@ def _translate(jobs: list[Job], store: Store, cluster: str | None, workers: int,
             worker.kill()
             worker.join()
     return done, interrupted
-
-
-@contextmanager
-def connect(cluster: str, workers: int) -> Iterator[Any]:
-    """A client of the named scheduler, or of a LocalCluster of `local[:N]` processes."""
-    distributed = need("distributed")
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)  # what fails is in our summary
-    if cluster == "local" or cluster.startswith("local:"):
-        n = int(cluster.partition(":")[2] or workers)
-        with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                      dashboard_address=":0", silence_logs=logging.CRITICAL) as lc, \
-                distributed.Client(lc) as client:
-            yield client
-    else:
-        try:
-            client = distributed.Client(cluster, timeout="30s")
-        except OSError as exc:  # nothing there, or it does not answer in time
-            raise Unreachable(f"--cluster {cluster}: cannot connect: {exc}") from exc
-        with client:
-            yield client
-
-
-class Unreachable(Exception):
-    """The named scheduler cannot be reached: a user's error (69), not the batch's."""
-
-
-def settle(work: list[Job] | Job, value: Any) -> list[Done | Job]:
-    """What a finished task came to, file by file: its result, or its job to run again in a
-    task of its own (an I/O error inside a group; every file of a group that failed as a
-    whole, e.g. whose workers kept dying, so that one bad file cannot sink its neighbours)."""
-    if isinstance(work, Job):
-        if isinstance(value, Done):
-            return [value]
-        exc = value[1] if isinstance(value, tuple) else value  # as_completed's (type, value, traceback)
-        said = exc.strerror if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
-        return [Done(work.relative, work.size, error=said)]
-    if not isinstance(value, list):
-        return list(work)
-    return [job if d.error is not None and not d.data_error else d for d, job in zip(value, work, strict=True)]
-
-
-def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: tqdm,
-             records: Ledger | None = None) -> tuple[list[Done], bool]:
-    distributed = need("distributed")
-    done: list[Done] = []
-    with connect(cluster, workers) as client:
-        if batch.drawn() and client.dashboard_link:
-            bar.write(f"translator: Dask dashboard: {client.dashboard_link}", file=sys.stderr)
-        # One scheduler update for the whole graph; client.map runs its tasks in the order
-        # given (internal priority), here largest first: a huge log starts at once and the
-        # small ones fill the other cores around it.
-        packed = pack(jobs, sum(client.nthreads().values()))
-
-        def record(chunk: int | str) -> str | None:
-            return None if records is None else records.path(chunk)
-
-        keys = [f"translate-{os.getpid()}-{n}-{hashlib.sha1(g[0].source.encode()).hexdigest()[:16]}" for n, g in enumerate(packed)]
-        futures: dict[Any, list[Job] | Job] = dict(zip(
-            client.map(_group_task, packed, [record(n) for n in range(len(packed))], store=store, key=keys,
-                       retries=RETRIES, pure=False), packed, strict=True))
-        # Results come back in batches with the completions, not one round trip each.
-        finished = distributed.as_completed(futures, with_results=True, raise_errors=False)
-        try:
-            for future, value in finished:
-                for result in settle(futures.pop(future), value):
-                    if isinstance(result, Job):  # alone now, retried by Dask, then reported
-                        digest = hashlib.sha1(result.source.encode()).hexdigest()
-                        retry = client.submit(_task, result, store, record(digest), key=f"translate-{os.getpid()}-alone-{digest}",
-                                              retries=RETRIES, pure=False)
-                        futures[retry] = result
-                        finished.add(retry)
-                        continue
-                    batch.report_done(result, done, len(jobs), bar)
-                    bar.update(result.size)
-        except KeyboardInterrupt:
-            client.cancel(list(futures))
-            return done, True
-    return done, False

@@ -87,7 +87,8 @@ async def serve(shell: Shell) -> Outcome:
 
 
 def out_dir(names: list[str], out_dir: str | None, workers: int, template: Job,
-            results_table: str | None = None, cluster: str | None = None, store_timeout: float | None = None) -> int:
+            results_table: str | None = None, cluster: str | None = None, store_timeout: float | None = None,
+            task_timeout: float | None = None) -> int:
     """`--out-dir`/`--results-table`: translate everything under `names` as `template` says;
     the exit status."""
     if results_table is not None:
@@ -101,7 +102,8 @@ def out_dir(names: list[str], out_dir: str | None, workers: int, template: Job,
     if cluster is not None or any("://" in n for n in [*names, out_dir or "", results_table or ""]):
         from translator.shell import fleet
 
-        return fleet.run(names, out_dir, workers, template, results_table, cluster, store_timeout)
+        return fleet.run(names, out_dir, workers, template, results_table, cluster, store_timeout,
+                         *([] if task_timeout is None else [task_timeout]))
     from translator.shell import batch
 
     return batch.run(names, out_dir, workers, template, results_table)

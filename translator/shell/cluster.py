@@ -1,0 +1,164 @@
+"""The batch on a Dask cluster: one task per chunk of files (packing.py: largest first, so a huge
+log starts at once and the small ones fill the cores around it), translated in the worker's own
+process by replay.py. I/O errors are raised for Dask to retry (RETRIES times; a file that had one
+inside a chunk is given a task of its own); a file whose content fails is not retried (it would
+fail the same way). A worker lost mid-chunk has its task run again elsewhere: its outputs were
+never committed, so no output is partial or doubled. A worker that holds a task past
+`--task-timeout` without finishing any is given up on, and its tasks run on the others
+(stalls.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from tqdm import tqdm
+
+from translator.extras import need
+from translator.object_store import StoreError
+from translator.shell import batch
+from translator.shell.ledger import Ledger
+from translator.shell.packing import pack
+from translator.shell.replay import Done, Job, Store, translate_file, translate_many
+from translator.shell.stalls import TASK_TIMEOUT, Stalls
+
+RETRIES = 2
+POLL = 1.0  # seconds between two looks at what the workers hold
+
+
+def _task(job: Job, store: Store, record: str | None) -> Done:
+    """A Dask task: one file, in the worker's process; I/O errors go back to Dask to retry."""
+    return translate_file(job, store, record)
+
+
+def _group_task(jobs: list[Job], record: str | None, store: Store) -> list[Done]:
+    """A Dask task: a chunk of files, one after another (I/O errors come back as results, and
+    the client gives each such file a task of its own, which Dask retries)."""
+    return translate_many(jobs, store, record=record)
+
+
+@contextmanager
+def connect(cluster: str, workers: int) -> Iterator[Any]:
+    """A client of the named scheduler, or of a LocalCluster of `local[:N]` processes."""
+    distributed = need("distributed")
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)  # what fails is in our summary
+    if cluster == "local" or cluster.startswith("local:"):
+        n = int(cluster.partition(":")[2] or workers)
+        with distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                      dashboard_address=":0", silence_logs=logging.CRITICAL) as lc, \
+                distributed.Client(lc) as client:
+            yield client
+    else:
+        try:
+            client = distributed.Client(cluster, timeout="30s")
+        except OSError as exc:  # nothing there, or it does not answer in time
+            raise Unreachable(f"--cluster {cluster}: cannot connect: {exc}") from exc
+        with client:
+            yield client
+
+
+class Unreachable(Exception):
+    """The named scheduler cannot be reached: a user's error (69), not the batch's."""
+
+
+def settle(work: list[Job] | Job, value: Any) -> list[Done | Job]:
+    """What a finished task came to, file by file: its result, or its job to run again in a
+    task of its own (an I/O error inside a group; every file of a group that failed as a
+    whole, e.g. whose workers kept dying, so that one bad file cannot sink its neighbours)."""
+    if isinstance(work, Job):
+        if isinstance(value, Done):
+            return [value]
+        exc = value[1] if isinstance(value, tuple) else value  # as_completed's (type, value, traceback)
+        said = exc.strerror if isinstance(exc, StoreError) else f"{type(exc).__name__}: {exc}"
+        return [Done(work.relative, work.size, error=said)]
+    if not isinstance(value, list):
+        return list(work)
+    return [job if d.error is not None and not d.data_error else d for d, job in zip(value, work, strict=True)]
+
+
+def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: tqdm,
+             records: Ledger | None = None, task_timeout: float = TASK_TIMEOUT) -> tuple[list[Done], bool]:
+    distributed = need("distributed")
+    done: list[Done] = []
+    with connect(cluster, workers) as client:
+        if batch.drawn() and client.dashboard_link:
+            bar.write(f"translator: Dask dashboard: {client.dashboard_link}", file=sys.stderr)
+        # One scheduler update for the whole graph; client.map runs its tasks in the order
+        # given (internal priority), here largest first: a huge log starts at once and the
+        # small ones fill the other cores around it.
+        packed = pack(jobs, sum(client.nthreads().values()))
+
+        def record(chunk: int | str) -> str | None:
+            return None if records is None else records.path(chunk)
+
+        keys = [f"translate-{os.getpid()}-{n}-{hashlib.sha1(g[0].source.encode()).hexdigest()[:16]}" for n, g in enumerate(packed)]
+        futures: dict[Any, list[Job] | Job] = dict(zip(
+            client.map(_group_task, packed, [record(n) for n in range(len(packed))], store=store, key=keys,
+                       retries=RETRIES, pure=False), packed, strict=True))
+        # Results come back in batches with the completions, not one round trip each.
+        finished = distributed.as_completed(futures, with_results=True, raise_errors=False)
+        stalls, polled = Stalls(task_timeout), time.monotonic()
+        given_up: set[str] = set()  # workers past the deadline: none of the batch's tasks go there again
+        abandoned: list[Any] = []  # their tasks, run again elsewhere (cancelled at the end)
+        tries: dict[str, int] = {}  # a task run again past the deadline -> how many times
+
+        def submit(work: list[Job] | Job, key: str, chunk: int | str) -> None:
+            others = [w for w in client.scheduler_info()["workers"] if w not in given_up] if given_up else None
+            function = _task if isinstance(work, Job) else _group_task
+            args = (work, store, record(chunk)) if isinstance(work, Job) else (work, record(chunk), store)
+            future = client.submit(function, *args, key=key, workers=others, allow_other_workers=False,
+                                   retries=RETRIES, pure=False)
+            futures[future] = work
+            finished.add(future)
+
+        def late(now: float) -> None:
+            """The tasks of the workers past the deadline, run again on the others (each at most
+            RETRIES times, then their files fail); with no other worker left, every file left fails."""
+            held = {future.key: future for future in futures}
+            stuck = stalls.stuck(client.processing(), set(held), now)
+            given_up.update(stuck)
+            left = not given_up or not set(client.scheduler_info()["workers"]) <= given_up
+            for key in {key for keys in stuck.values() for key in keys} if left else set(held):
+                work = futures.pop(held[key])
+                abandoned.append(held[key])
+                n = tries.get(key, 0) + 1
+                if n > RETRIES or not left:
+                    for job in [work] if isinstance(work, Job) else work:
+                        batch.report_done(Done(job.relative, job.size, error=f"no result from a worker in "
+                                               f"{task_timeout:g} s (--task-timeout), {n} tries"), done, len(jobs), bar)
+                    continue
+                again = f"{key.partition('-late')[0]}-late{n}"
+                tries[again] = n
+                submit(work, again, hashlib.sha1(again.encode()).hexdigest())
+
+        try:
+            while futures:
+                got = finished.next_batch(block=False)
+                for future, value in got:
+                    if futures.get(future) is None:  # given up on, done at last: run again already
+                        continue
+                    for result in settle(futures.pop(future), value):
+                        if isinstance(result, Job):  # alone now, retried by Dask, then reported
+                            digest = hashlib.sha1(result.source.encode()).hexdigest()
+                            submit(result, f"translate-{os.getpid()}-alone-{digest}", digest)
+                            continue
+                        batch.report_done(result, done, len(jobs), bar)
+                        bar.update(result.size)
+                if time.monotonic() - polled >= POLL:
+                    polled = time.monotonic()
+                    late(polled)
+                if not got:
+                    with finished.thread_condition:
+                        finished.thread_condition.wait(0.1)
+        except KeyboardInterrupt:
+            client.cancel([*futures, *abandoned])
+            return done, True
+        client.cancel(abandoned)
+    return done, False
