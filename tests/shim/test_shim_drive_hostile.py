@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, PermissionResultAllow, ResultMessage
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, HookMatcher, PermissionResultAllow, ResultMessage
 from support_fixtures import SUPPORT
 from support_processes import running
 
@@ -119,6 +119,29 @@ async def test_a_tool_use_id_reused_in_a_later_turn_is_asked_again(reaped: Path)
 async def hangs(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
     await asyncio.sleep(3600)
     return {}
+
+
+@pytest.mark.parametrize("where", ["matcher", "environment"])
+async def test_a_hook_that_hangs_is_given_its_timeout_then_the_tool_goes_on(reaped: Path, where: str) -> None:
+    """HookMatcher(timeout=2), or CALIBAN_CLAUDE_HOOK_TIMEOUT for a matcher without one (Claude
+    Code's default is 60 s): past it the hook is cancelled (control_cancel_request), said on
+    stderr, and the tool goes on to the next step (here can_use_tool), as Claude Code's
+    non-blocking hook error does."""
+    timeout = {"timeout": 2} if where == "matcher" else {}
+    env = {"CALIBAN_CLAUDE_HOOK_TIMEOUT": "2"} if where == "environment" else {}
+    lines: list[str] = []
+    asked = Allow()
+    hooks = {"PreToolUse": [HookMatcher(matcher="Bash", hooks=[hangs], **timeout)]}  # type: ignore[arg-type]
+    started = time.monotonic()
+    (messages,) = await conversation(
+        options(reaped, ONE_TOOL, env, hooks=hooks, can_use_tool=asked, stderr=lines.append), "make d", timeout=20
+    )
+    took = time.monotonic() - started
+    assert asked.calls == ["toolu_d"] and permits(reaped)[0]["allow"] is True
+    assert isinstance(messages[-1], ResultMessage) and messages[-1].result == "Made d."
+    assert 2 <= took < 10
+    assert any("PreToolUse hook" in line and "2 s" in line for line in lines), lines
+    assert gone(servers(reaped))
 
 
 # ---------------------------------------------------------------- the raw protocol

@@ -90,14 +90,14 @@ def test_the_mode_and_rules_settle_a_prompt_as_claude_code_does(
 def test_hook_matchers_and_what_never_fires() -> None:
     hooks = Hooks(read({"subtype": "initialize", "hooks": {
         "PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["a"]}, {"matcher": None, "hookCallbackIds": ["b"]},
-                       {"matcher": "Write|Edit", "hookCallbackIds": ["c"]}, {"matcher": "mcp__.*", "hookCallbackIds": ["d"]}],
+                       {"matcher": "Write|Edit", "hookCallbackIds": ["c"]}, {"matcher": "mcp__.*", "hookCallbackIds": ["d"], "timeout": 2.5}],
         "PreCompact": [{"matcher": None, "hookCallbackIds": ["e"]}],
         "Stop": [{"hookCallbackIds": ["f"]}],
     }}).hooks)  # fmt: skip
-    assert hooks.callbacks("PreToolUse", "Bash") == ["a", "b"]
-    assert hooks.callbacks("PreToolUse", "Edit") == ["b", "c"]
-    assert hooks.callbacks("PreToolUse", "mcp__calc__add") == ["b", "d"]
-    assert hooks.callbacks("Stop") == ["f"] and hooks.callbacks("PostToolUse", "Bash") == []
+    assert hooks.callbacks("PreToolUse", "Bash") == [("a", 60), ("b", 60)]
+    assert hooks.callbacks("PreToolUse", "Edit") == [("b", 60), ("c", 60)]
+    assert hooks.callbacks("PreToolUse", "mcp__calc__add") == [("b", 60), ("d", 2.5)]  # (its matcher's own)
+    assert hooks.callbacks("Stop") == [("f", 60)] and hooks.callbacks("PostToolUse", "Bash") == []
     assert hooks.unfired() == ["PreCompact"]
 
 

@@ -139,8 +139,10 @@ class Channel:
 
     # ------------------------------------------------------------------ the shim's requests
 
-    def ask(self, request: dict[str, Any]) -> Answer:
-        """Send a control request and wait for its answer (the app decides in its own time)."""
+    def ask(self, request: dict[str, Any], timeout: float | None = None) -> Answer:
+        """Send a control request and wait for its answer (the app decides in its own time, or
+        within `timeout` seconds: past it the request is cancelled, as Claude Code cancels one:
+        `control_cancel_request`, which the SDKs take to abandon the callback)."""
         rid = str(uuid.uuid4())
         wait = _Wait()
         with self._lock:
@@ -148,7 +150,12 @@ class Channel:
                 raise Unanswered(INPUT_ENDED)
             self._waiting[rid] = wait
         self.send({"type": "control_request", "request_id": rid, "request": request})
-        wait.done.wait()
+        if not wait.done.wait(timeout):
+            with self._lock:
+                abandoned = self._waiting.pop(rid, None) is not None  # (else it was answered just now)
+            if abandoned:
+                self.send({"type": "control_cancel_request", "request_id": rid})
+                raise Unanswered(f"no answer within {timeout:g} s")
         if wait.ended:
             raise Unanswered(INPUT_ENDED)
         return wait.answer

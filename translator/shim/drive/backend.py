@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from translator.encoders.observed import Observer
+from translator.shim import limits
 from translator.shim.channel import Channel
 from translator.shim.drive import requests
 from translator.shim.drive.frames import DriveFrames
@@ -89,7 +90,7 @@ class DriveBackend:
         return server
 
     def set_hooks(self, config: Mapping[str, Sequence[HookMatcher]]) -> None:
-        self.hooks = self.gate.hooks = Hooks(config)
+        self.hooks = self.gate.hooks = Hooks(config, limits.hook_timeout())
         for event in self.hooks.unfired():
             self.warn(f"{event} hooks never fire on caliban (the drive surface has no such event)")
 

@@ -113,11 +113,11 @@ class Gate:
         base = {"session_id": self.session_id, "transcript_path": "", "cwd": os.getcwd(), "prompt_id": self.prompt_id,
                 "permission_mode": self.mode}  # fmt: skip
         outputs = []
-        for callback in self.hooks.callbacks(event, tool):
+        for callback, timeout in self.hooks.callbacks(event, tool):
             try:
-                answer = self.app.ask(requests.hook_callback(callback, event, base, fields, tid))
-            except Unanswered as exc:  # (as a hook that fails: no decision, what follows goes on)
-                self.warn(f"{event} hook {callback}: {exc}")
+                answer = self.app.ask(requests.hook_callback(callback, event, base, fields, tid), timeout)
+            except Unanswered as exc:  # (Claude Code's hook that fails or times out: no decision, what follows goes on)
+                self.warn(f"{event} hook {callback}: {exc}; it decides nothing")
                 continue
             if answer is not None:
                 outputs.append(answer)

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from translator.shim.initialize import HookMatcher
+from translator.shim.limits import HOOK_S
 
 FIRED = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop")
 Decision = Literal["deny", "unknown", "defer", "ask", "allow"]
@@ -25,22 +26,24 @@ LEGACY = {"approve": "allow", "block": "deny"}  # the older top-level `decision`
 
 
 class Hooks:
-    def __init__(self, config: Mapping[str, Sequence[HookMatcher]]) -> None:
-        """`config`: what the SDK's initialize registered (initialize.py's `hooks`)."""
-        self._table: dict[str, list[tuple[str | None, tuple[str, ...]]]] = {
-            event: [(m.matcher, m.callback_ids) for m in ms] for event, ms in config.items() if ms
+    def __init__(self, config: Mapping[str, Sequence[HookMatcher]], timeout: float = HOOK_S) -> None:
+        """`config`: what the SDK's initialize registered (initialize.py's `hooks`); `timeout`:
+        seconds a callback may take when its matcher sets none (Claude Code's 60)."""
+        self._table: dict[str, list[tuple[str | None, tuple[str, ...], float]]] = {
+            event: [(m.matcher, m.callback_ids, m.timeout or timeout) for m in ms] for event, ms in config.items() if ms
         }
 
     def unfired(self) -> list[str]:
         """The events the app registered that the drive path never raises."""
         return sorted(e for e in self._table if e not in FIRED)
 
-    def callbacks(self, event: str, tool: str | None = None) -> list[str]:
-        """The callback ids for `event` (for a tool event, those whose matcher takes `tool`)."""
-        found: list[str] = []
-        for matcher, ids in self._table.get(event, []):
+    def callbacks(self, event: str, tool: str | None = None) -> list[tuple[str, float]]:
+        """The callback ids for `event` (for a tool event, those whose matcher takes `tool`),
+        each with its matcher's timeout."""
+        found: list[tuple[str, float]] = []
+        for matcher, ids, timeout in self._table.get(event, []):
             if tool is None or _takes(matcher, tool):
-                found += ids
+                found += [(callback, timeout) for callback in ids]
         return found
 
 

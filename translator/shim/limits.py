@@ -1,0 +1,30 @@
+"""The shim's time limits on what it waits for, each with the ecosystem's default and an
+environment variable (the SDKs pass `env` to the CLI): an app's hook callback. docs/shim.md."""
+
+from __future__ import annotations
+
+import os
+
+from translator.shim.say import warn
+
+# Claude Code's: a hook runs at most 60 s unless its matcher's `timeout` says otherwise.
+HOOK_S = 60.0
+
+
+def hook_timeout() -> float:
+    """Seconds a hook callback may take when its matcher sets no `timeout`."""
+    return _seconds("CALIBAN_CLAUDE_HOOK_TIMEOUT", HOOK_S)
+
+
+def _seconds(name: str, default: float) -> float:
+    given = os.environ.get(name)
+    if not given:
+        return default
+    try:
+        value = float(given)
+    except ValueError:
+        value = 0.0
+    if not 0 < value < float("inf"):
+        warn(f"{name}={given}: expected a number of seconds above 0; {default:g} s it is")
+        return default
+    return value
