@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, HookMatcher, PermissionResultAllow, ResultMessage
 from support_fixtures import SUPPORT
-from support_processes import running
+from support_processes import peak_rss_kb, running
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
 FAKE = SUPPORT / "fake_caliban.py"
@@ -217,4 +217,39 @@ def test_the_app_closing_its_input_while_a_question_is_open_ends_shim_and_server
     assert permits(reaped) == [{"run_id": "run-1", "tool_use_id": "toolu_d", "allow": False,
                                 "reason": "the app closed its input: no answer can come"}]  # fmt: skip
     assert took < 5
+    assert gone(servers(reaped))
+
+
+@pytest.mark.parametrize("size", [100, 1 << 20], ids=["small", "1MiB"])
+def test_a_server_that_stops_reading_is_given_the_request_deadline(reaped: Path, size: int) -> None:
+    """It reads nothing after tools/list: a message small enough for the pipe waits for an
+    answer, one of 1 MiB blocks in the write; both end at the request deadline
+    (CALIBAN_CLAUDE_MCP_TIMEOUT) in an error result, the server killed, the shim exits."""
+    shim = Raw(reaped, {**ONE_TOOL, "deaf_after": 3}, CALIBAN_CLAUDE_MCP_TIMEOUT="2")
+    started = time.monotonic()
+    shim.user("x" * size)
+    frames = shim.until(lambda f: f["type"] == "result", timeout=20)
+    took = time.monotonic() - started
+    result = frames[-1]
+    said = "no answer to tools/call within 2 s" if size < 1000 else "caliban mcp serve read none of its input for 2 s"
+    assert result["is_error"] and result["errors"][0] == said, result
+    status, _, err = shim.finish(timeout=10)
+    assert status == 1 and took < 8, (took, err)
+    assert gone(servers(reaped))
+
+
+def test_answers_to_ids_never_sent_are_not_kept(reaped: Path) -> None:
+    """300,000 answers to ids the shim never sent: dropped as they come (only an answer to a
+    request in flight is kept), the shim's peak RSS stays where a plain run has it."""
+    shim = Raw(reaped, {**ONE_TOOL, "flood_answers": 300_000})
+    shim.user("make d")
+    question = shim.until(is_question, timeout=60)[-1]
+    rss = peak_rss_kb(shim.proc.pid)
+    shim.send({"type": "control_response", "response": {"subtype": "success", "request_id": question["request_id"],
+               "response": {"behavior": "allow", "updatedInput": question["request"]["input"]}}})  # fmt: skip
+    result = shim.until(lambda f: f["type"] == "result")[-1]
+    assert result["result"] == "Made d."
+    status, _, _ = shim.finish(timeout=15)
+    assert status == 0
+    assert rss < 80_000, f"peak RSS {rss} kB"
     assert gone(servers(reaped))

@@ -1,5 +1,6 @@
 """The shim's time limits on what it waits for, each with the ecosystem's default and an
-environment variable (the SDKs pass `env` to the CLI): an app's hook callback. docs/shim.md."""
+environment variable (the SDKs pass `env` to the CLI): an app's hook callback, and a request to
+`caliban mcp serve` (its write and its answer). docs/shim.md, "Time limits"."""
 
 from __future__ import annotations
 
@@ -9,11 +10,18 @@ from translator.shim.say import warn
 
 # Claude Code's: a hook runs at most 60 s unless its matcher's `timeout` says otherwise.
 HOOK_S = 60.0
+# The MCP SDKs' request timeout (DEFAULT_REQUEST_TIMEOUT_MSEC = 60000): a poll answers at once.
+MCP_S = 60.0
 
 
 def hook_timeout() -> float:
     """Seconds a hook callback may take when its matcher sets no `timeout`."""
     return _seconds("CALIBAN_CLAUDE_HOOK_TIMEOUT", HOOK_S)
+
+
+def mcp_timeout() -> float:
+    """Seconds one request to the server may take, from its first byte written to its answer."""
+    return _seconds("CALIBAN_CLAUDE_MCP_TIMEOUT", MCP_S)
 
 
 def _seconds(name: str, default: float) -> float:

@@ -36,7 +36,8 @@ the Claude Agent SDKs (Python, TypeScript) speak with the CLI.
 Environment: CALIBAN_BIN (default: caliban on PATH), CALIBAN_SESSIONS_DIR, CALIBAN_CLAUDE_MODELS,
 CALIBAN_CLAUDE_ARGS, CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT=1, CALIBAN_CLAUDE_BACKEND=drive|print (default:
 caliban mcp serve for SDK apps with can_use_tool or hook callbacks, caliban -p otherwise),
-CALIBAN_CLAUDE_HOOK_TIMEOUT (seconds a hook callback may take without a matcher timeout; 60).
+CALIBAN_CLAUDE_HOOK_TIMEOUT (seconds a hook callback may take without a matcher timeout; 60),
+CALIBAN_CLAUDE_MCP_TIMEOUT (seconds a request to caliban mcp serve may take, written and answered; 60).
 See docs/shim.md.
 """
 

@@ -80,7 +80,7 @@ class DriveBackend:
     def _start(self) -> McpServer:
         model = self._model()
         argv = [self.binary, *(["--model", model] if model else []), "mcp", "serve"]
-        server = McpServer(argv)
+        server = McpServer(argv, limits.mcp_timeout())
         try:
             server.start()
         except ServerGone as exc:

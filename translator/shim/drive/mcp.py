@@ -2,24 +2,32 @@
 on its stdin/stdout (rmcp 1.7), a tool call at a time waited for by id, its stderr forwarded
 to ours. The server ends when its stdin closes; a run is stopped only by ending the server
 (the surface has no cancel), and no server outlives its client (`close()`, `kill()`).
+
+Whatever the server does, the client is bounded: each request has one deadline, from its first
+byte written (the server's stdin is non-blocking: one that stops reading fills its pipe) to
+its answer; only the answer to a request in flight is kept (one to an id never sent, or to a
+request given up, is dropped as it comes).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
 import threading
+import time
 from typing import IO, Any
 
 import orjson
 
+from translator.shim.limits import MCP_S
+
 PROTOCOL = "2025-06-18"
 TOOLS = frozenset({"caliban_run", "caliban_poll", "caliban_status", "caliban_send_input", "caliban_permit"})
 START_S = 30.0  # to start and list its tools (a loaded machine starts slowly)
-CALL_S = 60.0  # one tool call's answer (they answer at once: a poll never blocks)
 MAX_LINE = 256 << 20  # one answer line (a poll carries RunEnd's whole history)
 
 
@@ -32,10 +40,12 @@ class ToolError(Exception):
 
 
 class McpServer:
-    def __init__(self, argv: list[str]) -> None:
-        self.argv = argv
+    def __init__(self, argv: list[str], call_s: float = MCP_S) -> None:
+        """`call_s`: one tool call's deadline (they answer at once: a poll never blocks)."""
+        self.argv, self.call_s = argv, call_s
         self.stderr_tail = ""
         self._answers: dict[int, dict[str, Any]] = {}
+        self._asked: set[int] = set()  # the requests in flight: only their answers are kept
         self._ready = threading.Condition()
         self._gone = False
         self._next = 0
@@ -51,7 +61,8 @@ class McpServer:
             self._gone = True
             self.stderr_tail = f"cannot run {argv[0]}: {exc.strerror or exc}"
             return
-        assert self.proc.stdout is not None and self.proc.stderr is not None
+        assert self.proc.stdin is not None and self.proc.stdout is not None and self.proc.stderr is not None
+        os.set_blocking(self.proc.stdin.fileno(), False)  # (a write waits in poll(), to its deadline)
         threading.Thread(target=self._read, args=(self.proc.stdout,), name="mcp-out", daemon=True).start()
         self._errors = threading.Thread(target=self._forward_stderr, args=(self.proc.stderr,), name="mcp-err", daemon=True)
         self._errors.start()
@@ -62,7 +73,7 @@ class McpServer:
         """initialize, initialized, tools/list: raises ServerGone unless the five tools are there."""
         self.request("initialize", {"protocolVersion": PROTOCOL, "capabilities": {},
                                     "clientInfo": {"name": "caliban-claude", "version": "1"}}, START_S)  # fmt: skip
-        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self._send({"jsonrpc": "2.0", "method": "notifications/initialized"}, time.monotonic() + START_S, START_S)
         listed = self.request("tools/list", {}, START_S).get("tools")
         names = {t.get("name") for t in listed if isinstance(t, dict)} if isinstance(listed, list) else set()
         if not names >= TOOLS:
@@ -71,7 +82,7 @@ class McpServer:
 
     def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """A tool's success body (the JSON in its one text block); ToolError for `isError`."""
-        result = self.request("tools/call", {"name": tool, "arguments": arguments}, CALL_S)
+        result = self.request("tools/call", {"name": tool, "arguments": arguments}, self.call_s)
         content = result.get("content")
         text = content[0].get("text", "") if isinstance(content, list) and content and isinstance(content[0], dict) else ""
         if result.get("isError"):
@@ -85,32 +96,55 @@ class McpServer:
         return body
 
     def request(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Its result, within `timeout` seconds of its first byte written."""
+        deadline = time.monotonic() + timeout
         with self._ready:
             self._next += 1
             rid = self._next
-        self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        with self._ready:
-            if not self._ready.wait_for(lambda: rid in self._answers or self._gone, timeout):
-                raise ServerGone(f"no answer to {method} within {timeout:.0f} s")
-            if rid not in self._answers:
-                raise ServerGone(self.why())
-            answer = self._answers.pop(rid)
+            self._asked.add(rid)
+        try:
+            self._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}, deadline, timeout)
+            with self._ready:
+                left = deadline - time.monotonic()
+                if not self._ready.wait_for(lambda: rid in self._answers or self._gone, max(left, 0.0)):
+                    raise ServerGone(f"no answer to {method} within {timeout:g} s")
+                if rid not in self._answers:
+                    raise ServerGone(self.why())
+                answer = self._answers[rid]
+        finally:
+            with self._ready:
+                self._asked.discard(rid)
+                self._answers.pop(rid, None)
         if "error" in answer:
             error = answer["error"] if isinstance(answer["error"], dict) else {}
             raise ServerGone(f"{method}: {error.get('message', 'error')} ({error.get('code')})")
         result = answer.get("result")
         return result if isinstance(result, dict) else {}
 
-    def _send(self, message: dict[str, Any]) -> None:
+    def _send(self, message: dict[str, Any], deadline: float, timeout: float) -> None:
+        """The whole line, by `deadline` (a server that stops reading does not hold us longer)."""
         proc = self.proc
         if proc is None or proc.stdin is None:
             raise ServerGone(self.why())
+        data = memoryview(orjson.dumps(message) + b"\n")
+        unread = ServerGone(f"caliban mcp serve read none of its input for {timeout:g} s")
+        if not self._write.acquire(timeout=max(deadline - time.monotonic(), 0.0)):
+            raise unread
         try:
-            with self._write:
-                proc.stdin.write(orjson.dumps(message) + b"\n")
-                proc.stdin.flush()
+            fd = proc.stdin.fileno()
+            ready = select.poll()
+            ready.register(fd, select.POLLOUT)
+            while data:
+                try:
+                    data = data[os.write(fd, data) :]
+                except BlockingIOError:  # its pipe is full: wait for it to read, to the deadline
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not ready.poll(max(1, int(left * 1000))):
+                        raise unread from None
         except (OSError, ValueError):
             raise ServerGone(self.why()) from None
+        finally:
+            self._write.release()
 
     def _read(self, stream: IO[bytes]) -> None:
         try:
@@ -123,8 +157,9 @@ class McpServer:
                     continue
                 if isinstance(msg, dict) and isinstance(msg.get("id"), int):
                     with self._ready:
-                        self._answers[msg["id"]] = msg
-                        self._ready.notify_all()
+                        if msg["id"] in self._asked:  # (else never sent, or given up: not kept)
+                            self._answers[msg["id"]] = msg
+                            self._ready.notify_all()
         except (OSError, ValueError):
             pass
         with self._ready:
