@@ -253,3 +253,18 @@ def test_answers_to_ids_never_sent_are_not_kept(reaped: Path) -> None:
     assert status == 0
     assert rss < 80_000, f"peak RSS {rss} kB"
     assert gone(servers(reaped))
+
+
+@pytest.mark.parametrize("cursor", ["x", -1, None, 10**9], ids=["text", "negative", "null", "ahead"])
+def test_a_bad_next_cursor_is_the_servers_error_not_the_shims(reaped: Path, cursor: Any) -> None:
+    """caliban's next_cursor is the buffer's length (registry.rs `poll`): the cursor sent plus the
+    events returned. Anything else is the server's protocol error: the message's error result
+    names it (not an internal error 'caliban exited with status 70'), the server is ended."""
+    shim = Raw(reaped, {"messages": [{"turns": [{"text": "Hello there."}]}], "next_cursor": cursor})
+    shim.user("hi")
+    result = shim.until(lambda f: f["type"] == "result")[-1]
+    assert result["is_error"] and "next_cursor" in result["errors"][0], result
+    assert "status 70" not in result["errors"][0]
+    status, _, err = shim.finish()
+    assert status == 1 and b"internal error" not in err, err
+    assert gone(servers(reaped))

@@ -130,9 +130,8 @@ class DriveBackend:
                 server.call("caliban_send_input", {"run_id": self.run_id, "end": True})
                 deadline = time.monotonic() + FINISH_S
                 while time.monotonic() < deadline:
-                    body = server.call("caliban_poll", {"run_id": self.run_id, "cursor": self.cursor})
-                    self.cursor = int(body.get("next_cursor", self.cursor))
-                    if _state(body) in ("done", "failed") and not body.get("events"):
+                    body, events, self.cursor = server.poll(self.run_id, self.cursor)
+                    if _state(body) in ("done", "failed") and not events:
                         break
                     time.sleep(POLL_MAX_S)
         except (ServerGone, ToolError):
@@ -201,10 +200,7 @@ class DriveBackend:
         assert self.server is not None and self.run_id is not None
         interval, settling = POLL_MIN_S, None
         while self.interrupted in (None, "tool", "defer"):
-            body = self.server.call("caliban_poll", {"run_id": self.run_id, "cursor": self.cursor})
-            listed = body.get("events")
-            events: list[Any] = listed if isinstance(listed, list) else []
-            self.cursor = int(body.get("next_cursor", self.cursor))
+            body, events, self.cursor = self.server.poll(self.run_id, self.cursor)
             for envelope in events:
                 event = envelope.get("event") if isinstance(envelope, dict) else None
                 if isinstance(event, dict) and self._event(event):

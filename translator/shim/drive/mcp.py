@@ -95,6 +95,20 @@ class McpServer:
             raise ServerGone(f"{tool} answered {text[:80]!r}")
         return body
 
+    def poll(self, run_id: str, cursor: int) -> tuple[dict[str, Any], list[Any], int]:
+        """caliban_poll's body, its events, and the cursor after them. caliban's `next_cursor` is
+        its buffer's length, the cursor sent plus the events returned (registry.rs `poll`):
+        anything else is the server's protocol error (a cursor that skips or repeats events
+        would lose or double them), and ServerGone."""
+        body = self.call("caliban_poll", {"run_id": run_id, "cursor": cursor})
+        events, after = body.get("events"), body.get("next_cursor")
+        if not isinstance(events, list):
+            raise ServerGone(f"caliban_poll answered events that are no list: {str(events)[:80]!r}")
+        if type(after) is not int or after != cursor + len(events):
+            raise ServerGone(f"caliban_poll answered next_cursor {str(after)[:40]!r}, where its events end at "
+                             f"{cursor + len(events)}")  # fmt: skip
+        return body, events, after
+
     def request(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Its result, within `timeout` seconds of its first byte written."""
         deadline = time.monotonic() + timeout
