@@ -211,6 +211,7 @@ def test_model_aliases_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
         ("Bash(git status:*),Read", ["Bash(git status*)", "Read"]),
         ("Bash(a,b),Edit(src/**)", ["Bash(a,b)", "Edit(src/**)"]),
         ("Task, Agent", ["AgentTool", "AgentTool"]),
+        ("mcp__calc,mcp__calc__add,mcp__calc__*", ["mcp__calc__*", "mcp__calc__add", "mcp__calc__*"]),  # a server: all its tools
     ],
 )
 def test_rules(csv: str, rules: list[str]) -> None:

@@ -97,7 +97,10 @@ async def test_an_sdk_tool_is_called_and_its_result_reaches_the_next_turn(tmp_pa
     opts = options(tmp_path, [ADD], {"calc": calc.server}, allowed_tools=["mcp__calc__add"])
     messages, before, after = await run(opts)
     assert calc.calls == [{"a": 2, "b": 3}]
-    assert results(messages)["toolu_add"].content == "5" and not results(messages)["toolu_add"].is_error
+    block = results(messages)["toolu_add"]  # Claude Code's shape for an MCP tool: the blocks, no is_error
+    assert (block.content, block.is_error) == ([{"type": "text", "text": "5"}], None)
+    (user,) = [m for m in messages if isinstance(m, UserMessage)]
+    assert user.tool_use_result == [{"type": "text", "text": "5"}]
     init = next(m for m in messages if isinstance(m, SystemMessage) and m.subtype == "init")
     assert init.data["mcp_servers"] == [{"name": "calc", "status": "connected", "source": "sdk"}]
     assert "mcp__calc__add" in init.data["tools"]
@@ -118,8 +121,10 @@ async def test_an_sdk_tool_is_called_and_its_result_reaches_the_next_turn(tmp_pa
 async def test_an_is_error_result_and_a_thrown_handler_are_the_tools_error(tmp_path: Path, mode: str, text: str) -> None:
     calc = Calc(mode)
     messages, _, _ = await run(options(tmp_path, [ADD], {"calc": calc.server}, allowed_tools=["mcp__calc__add"]))
-    block = results(messages)["toolu_add"]
-    assert block.is_error and text in str(block.content)
+    block = results(messages)["toolu_add"]  # as Claude Code's: the text, is_error; "Error: <text>"
+    assert (block.content, block.is_error) == (text, True)
+    (user,) = [m for m in messages if isinstance(m, UserMessage)]
+    assert user.tool_use_result == f"Error: {text}"
     assert isinstance(messages[-1], ResultMessage) and messages[-1].subtype == "success"  # the run goes on
 
 
@@ -139,7 +144,8 @@ async def test_two_sdk_servers_and_an_external_one_at_once(tmp_path: Path) -> No
     opts = options(tmp_path, calls, servers, allowed_tools=["mcp__calc__add", "mcp__words", "mcp__ext__echo"])
     messages, before, _ = await run(opts)
     got = {tid: block.content for tid, block in results(messages).items()}
-    assert got == {"toolu_add": "5", "toolu_up": "HI", "toolu_ext": 'echo {"x": 1}'}
+    assert got == {"toolu_add": [{"type": "text", "text": "5"}], "toolu_up": [{"type": "text", "text": "HI"}],
+                   "toolu_ext": [{"type": "text", "text": 'echo {"x": 1}'}]}  # fmt: skip
     assert [s["name"] for s in before["mcpServers"]] == ["calc", "words"]
 
 
@@ -148,7 +154,8 @@ async def test_without_allowed_tools_or_a_callback_the_call_is_denied_unasked(tm
     messages, _, _ = await run(options(tmp_path, [ADD], {"calc": calc.server}))
     assert calc.calls == []  # the handler never ran
     block = results(messages)["toolu_add"]
-    assert block.is_error and "Claude requested permissions to use mcp__calc__add, but you haven't granted it yet." in str(block.content)
+    assert (block.content, block.is_error) == (
+        "Claude requested permissions to use mcp__calc__add, but you haven't granted it yet.", True)
 
 
 async def test_can_use_tool_is_asked_first_with_the_calls_id_and_a_deny_never_runs_the_handler(tmp_path: Path) -> None:
@@ -163,7 +170,8 @@ async def test_can_use_tool_is_asked_first_with_the_calls_id_and_a_deny_never_ru
     assert asked == [("mcp__calc__add", {"a": 2, "b": 3}, "toolu_add"), ("mcp__calc__add", {"a": 1, "b": 1}, "toolu_add2")]
     assert calc.calls == [{"a": 2, "b": 3}]
     got = results(messages)
-    assert got["toolu_add"].content == "5" and got["toolu_add2"].is_error and "not today" in str(got["toolu_add2"].content)
+    assert got["toolu_add"].content == [{"type": "text", "text": "5"}]
+    assert (got["toolu_add2"].content, got["toolu_add2"].is_error) == ("not today", True)  # the app's message
 
 
 async def test_a_pretooluse_hook_settles_the_call_before_the_handler(tmp_path: Path) -> None:
@@ -178,4 +186,4 @@ async def test_a_pretooluse_hook_settles_the_call_before_the_handler(tmp_path: P
     opts = options(tmp_path, [ADD], {"calc": calc.server}, allowed_tools=["mcp__calc__add"], hooks=hooks)
     messages, _, _ = await run(opts)
     assert seen == [("mcp__calc__add", "toolu_add")] and calc.calls == []
-    assert results(messages)["toolu_add"].is_error and "hook says no" in str(results(messages)["toolu_add"].content)
+    assert (results(messages)["toolu_add"].content, results(messages)["toolu_add"].is_error) == ("hook says no", True)

@@ -50,7 +50,8 @@ def test_an_sdk_tool_is_called_and_mcp_server_status_lists_it(sdk: Path, tmp_pat
     events = session(sdk, tmp_path, [ADD], {"options": {"allowedTools": ["mcp__calc__add"]}})
     (handler,) = of(events, "handler")
     assert handler["args"] == {"a": 2, "b": 3} and handler["meta"]["claudecode/toolUseId"] == "toolu_add"
-    assert tool_results(events)["toolu_add"]["content"] in ("5", [{"type": "text", "text": "5"}])
+    block = tool_results(events)["toolu_add"]  # as in sdk-mcp/sdk_mcp_tool: the blocks, no is_error key
+    assert block == {"tool_use_id": "toolu_add", "type": "tool_result", "content": [{"type": "text", "text": "5"}]}
     init = next(m for m in of(events, "msg") if m["type"] == "system" and m["subtype"] == "init")
     assert init["mcp_servers"] == [{"name": "calc", "status": "connected", "source": "sdk"}]
     before, after = of(events, "status")
@@ -64,8 +65,10 @@ def test_an_sdk_tool_is_called_and_mcp_server_status_lists_it(sdk: Path, tmp_pat
 @pytest.mark.parametrize(("mode", "text"), [("is_error", "add refused: demo error"), ("throw", "add exploded")])
 def test_is_error_and_a_thrown_handler(sdk: Path, tmp_path: Path, mode: str, text: str) -> None:
     events = session(sdk, tmp_path, [ADD], {"mode": mode, "options": {"allowedTools": ["mcp__calc__add"]}})
-    block = tool_results(events)["toolu_add"]
-    assert block["is_error"] and text in json.dumps(block["content"])
+    block = tool_results(events)["toolu_add"]  # as in sdk-mcp/sdk_mcp_is_error_always_load, sdk_mcp_throw
+    assert list(block.items()) == [("type", "tool_result"), ("content", text), ("is_error", True), ("tool_use_id", "toolu_add")]
+    (user,) = [m for m in of(events, "msg") if m["type"] == "user"]
+    assert user["tool_use_result"] == f"Error: {text}"
 
 
 def test_can_use_tool_is_asked_and_its_deny_never_runs_the_handler(sdk: Path, tmp_path: Path) -> None:

@@ -124,6 +124,22 @@ def tool_result_content(blocks: list[Any]) -> Any:
     return blocks
 
 
+MCP_ERROR_PREFIX = "Error: execution failed: "  # caliban's text for an MCP tool's error (ToolError::Execution)
+
+
+def mcp_result(blocks: list[Any], is_error: bool) -> tuple[Any, Any]:
+    """An MCP tool's tool_result content and `tool_use_result`, as Claude Code writes them: the
+    content blocks (text blocks as `{"type", "text"}`) twice; for an error, its text, and
+    `Error: <text>` (caliban's own wording of it taken off)."""
+    if not is_error:
+        out = [{"type": "text", "text": b.get("text", "")} if isinstance(b, dict) and b.get("type") == "text" else b
+               for b in blocks]  # fmt: skip
+        return out, out
+    text = "\n".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+    text = text.removeprefix(MCP_ERROR_PREFIX)
+    return text, f"Error: {text}"
+
+
 _CALIBAN_BASH = re.compile(r"\A→ Bash command: .*?\n→ Exit code: (-?\d+)\n→ Stdout:\n(.*)\n\n→ Stderr:\n(.*)\Z", re.S)
 
 

@@ -78,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     prompt_tool = args.get("--permission-prompt-tool") == "stdio"
     policy = Policy(args.get("--allowedTools"), args.get("--disallowedTools"))
     sdk = ShimSession(binary, p, session, policy=policy, backend=backend, prompt_tool=prompt_tool) if prompt is None else None
-    if sdk is not None and (backend == "drive" or (backend is None and prompt_tool)) and sdk.use_drive():
-        p.warnings = [w for w in p.warnings if not w.startswith("can_use_tool")]  # it is bridged
+    drive = sdk is not None and (backend == "drive" or (backend is None and prompt_tool)) and sdk.use_drive()
+    if drive or (sdk is not None and sdk.tools is not None):  # bridged, or said for the relayed tools
+        p.warnings = [w for w in p.warnings if not w.startswith("can_use_tool")]
     for message in p.warnings:
         warn(message)
     try:

@@ -155,11 +155,11 @@ def split_rules(csv: str) -> list[str]:
 
 def convert_rule(rule: str) -> str:
     """A Claude Code permission rule in caliban's syntax: `Bash(git status:*)` → `Bash(git status*)`;
-    `Task`/`Agent` → `AgentTool`."""
+    `Task`/`Agent` → `AgentTool`; `mcp__server` (all the server's tools) → `mcp__server__*`."""
     name, paren, rest = rule.partition("(")
     name = TOOL_NAMES.get(name.strip(), name.strip())
     if not paren:
-        return name
+        return f"{name}__*" if name.startswith("mcp__") and name.count("__") == 1 else name
     pattern = rest[:-1] if rest.endswith(")") else rest
     if pattern.endswith(":*"):
         pattern = pattern[:-2] + "*"

@@ -25,6 +25,8 @@ from translator.encoders.claude_code.frames import (
     THINKING_DISPLAY,
     UNKNOWN_USAGE,
     USER,
+    USER_MCP,
+    USER_MCP_ERROR,
     api_error_message,
     init_parts,
     installation,
@@ -33,7 +35,14 @@ from translator.encoders.claude_code.frames import (
     wire_usage,
 )
 from translator.encoders.claude_code.session import Session
-from translator.encoders.content import decoded, is_empty_text, match_blocks, tool_result_content, tool_use_result
+from translator.encoders.content import (
+    decoded,
+    is_empty_text,
+    match_blocks,
+    mcp_result,
+    tool_result_content,
+    tool_use_result,
+)
 from translator.encoders.provider_errors import api_error
 from translator.model import (
     AssistantTextDelta,
@@ -166,13 +175,19 @@ class ClaudeCodeEncoder:
         self.answered.add(tool_use_id)
         if not self.frames:
             return
-        text = tool_result_content(content)
-        text_json = dumps(text)
-        result = tool_use_result(name, text)
-        frame = USER % (
-            dumps(tool_use_id), text_json, dumps(is_error), self.session_json, dumps(self.new_id()), iso_json(t),
-            text_json if result is text else dumps(result),
-        )  # fmt: skip
+        if name.startswith("mcp__"):
+            shown, result = mcp_result(content, is_error)
+            ids = (dumps(shown), dumps(tool_use_id)) if is_error else (dumps(tool_use_id), dumps(shown))
+            frame = (USER_MCP_ERROR if is_error else USER_MCP) % (
+                *ids, self.session_json, dumps(self.new_id()), iso_json(t), dumps(result))  # fmt: skip
+        else:
+            text = tool_result_content(content)
+            text_json = dumps(text)
+            result = tool_use_result(name, text)
+            frame = USER % (
+                dumps(tool_use_id), text_json, dumps(is_error), self.session_json, dumps(self.new_id()), iso_json(t),
+                text_json if result is text else dumps(result),
+            )  # fmt: skip
         if self.partial:
             # Claude Code closes the message stream (message_delta with the turn's stop reason
             # and usage, message_stop) before the results; the agent reports those at TurnEnd,

@@ -104,6 +104,17 @@ USER = (
     b'"is_error":%b}]},"parent_tool_use_id":null,"session_id":%b,"uuid":%b,"timestamp":%b,"tool_use_result":%b,'
     b'"tool_result_meta":[]}\n'
 )
+# An MCP tool's result as Claude Code writes it (sdk-mcp/, sdk-ts/mcp_stdio): a success is its
+# content blocks, with no is_error; an error its text, the keys in another order.
+USER_MCP = (
+    b'{"type":"user","message":{"role":"user","content":[{"tool_use_id":%b,"type":"tool_result","content":%b}]},'
+    b'"parent_tool_use_id":null,"session_id":%b,"uuid":%b,"timestamp":%b,"tool_use_result":%b,"tool_result_meta":[]}\n'
+)
+USER_MCP_ERROR = (
+    b'{"type":"user","message":{"role":"user","content":[{"type":"tool_result","content":%b,"is_error":true,'
+    b'"tool_use_id":%b}]},"parent_tool_use_id":null,"session_id":%b,"uuid":%b,"timestamp":%b,"tool_use_result":%b,'
+    b'"tool_result_meta":[]}\n'
+)
 UNKNOWN_USAGE_JSON = orjson.dumps(UNKNOWN_USAGE)
 # With partial messages, a frame for every delta: a stream event, then its session, its uuid,
 # the keys after the uuid (THINKING_DISPLAY, say) and its message id. A delta's whole frame is
