@@ -145,12 +145,12 @@ class Stream:
     @property
     def run_open(self) -> bool:
         """A run has begun and has not had its result yet."""
-        return self._core.frame_open
+        return self._core.run_open
 
     @property
     def results(self) -> int:
         """How many runs have had their result frame."""
-        return self._core.frames_closed
+        return self._core.runs_closed
 
     @property
     def last_subtype(self) -> str | None:

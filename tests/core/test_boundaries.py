@@ -83,8 +83,8 @@ def test_boundary_values_in_any_field_never_fail_a_run(dialect: str, fmt: tuple[
     results = [f for f in frames if f.get("type") == "result"]
     if dialect == "raw":  # (headless frames pass the agent's own numbers through as they came)
         assert all(exact_numbers(f) for f in results)
-    assert len(results) == core.frames_closed >= 1  # each run one result (the input always has a run)
-    assert not core.frame_open
+    assert len(results) == core.runs_closed >= 1  # each run one result (the input always has a run)
+    assert not core.run_open
     assert not [d for d in core.take_diagnostics() if "internal error" in d]
 
 
@@ -102,4 +102,4 @@ def test_a_headless_turn_after_a_lone_tool_result_does_not_close_the_run_unwritt
         core.feed(source, 1.0)
         core.end(2.0)
         results = [f for f in map(orjson.loads, core.take_output().splitlines()) if f["type"] == "result"]
-        assert len(results) == core.frames_closed == 1
+        assert len(results) == core.runs_closed == 1

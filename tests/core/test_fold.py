@@ -83,7 +83,7 @@ def test_multi_run_stream_keeps_each_frame_apart() -> None:
     assert second["total_cost_usd"] == pytest.approx(0.001182)
     assert (first["duration_ms"], second["duration_ms"]) == (212 + 15, 250 + 15)
     assert [f["type"] for f in run.frames].count("system") == 1
-    assert run.core.frames_closed == 2
+    assert run.core.runs_closed == 2
 
 
 @pytest.mark.parametrize(
@@ -258,7 +258,7 @@ def test_cut_inside_a_line_reports_it_and_closes_the_frame() -> None:
 
 def test_empty_input_produces_nothing() -> None:
     run = drive(b"")
-    assert run.output == b"" and run.core.frames_closed == 0
+    assert run.output == b"" and run.core.runs_closed == 0
 
 
 def test_lost_run_end_splits_the_runs() -> None:

@@ -58,13 +58,13 @@ def test_mangled_streams_never_stop_the_translation(seed: int, fmt: int, strict:
     cut = rng.randrange(len(data) + 1)
     core.feed(data[:cut], 0.0)
     core.feed(data[cut:], 1.0)
-    began = core.frame_open or core.frames_closed
+    began = core.run_open or core.runs_closed
     core.end(2.0)
     out = core.take_output().splitlines()
     frames = [orjson.loads(line) for line in out]  # every line is JSON
     assert all(isinstance(f, dict) for f in frames)
     if began:
         assert any(f.get("type") == "result" for f in frames)
-    assert not core.frame_open
+    assert not core.run_open
     # a handler never met a value the shape checks let through and could not take
     assert not [d for d in core.take_diagnostics() if "cannot be translated" in d]

@@ -182,7 +182,7 @@ def test_last_resort_writes_the_plainest_result_when_the_encoder_cannot() -> Non
         "error": "internal error at line 9: RuntimeError", "session_id": "S",
     }
     assert results[1]["subtype"] == "success"
-    assert core.frames_closed == 2
+    assert core.runs_closed == 2
 
 
 def test_end_and_cancel_are_guarded_too() -> None:
@@ -193,7 +193,7 @@ def test_end_and_cancel_are_guarded_too() -> None:
         getattr(core, stop)(1.0)
         (result,) = frames_of(core.take_output())[-1:]
         assert result["type"] == "result" and result["subtype"] == "error"
-        assert core.stopped and not core.frame_open
+        assert core.stopped and not core.run_open
 
 
 def test_closed_stderr_is_not_worth_dying_for(tmp_path: Path) -> None:

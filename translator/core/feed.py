@@ -20,7 +20,7 @@ from typing import Literal, NamedTuple, cast
 
 from msgspec.structs import replace
 
-from translator.core.compressed import CorruptInput, Decoder
+from translator.core.compressed import MAX_RATIO, CorruptInput, Decoder
 from translator.core.rates import RateCard
 from translator.core.translator import ESTIMATED, WALL, Options, Translator
 from translator.encoders import Encoder
@@ -88,7 +88,8 @@ class Feed:
 
     def __init__(self, core: Translator) -> None:
         self.core = core
-        self.decoder = Decoder(core.options.max_line_bytes, core.options.max_inflate_ratio)
+        ratio = core.options.max_inflate_ratio  # (the fold knows nothing of compression: the default is here)
+        self.decoder = Decoder(core.options.max_line_bytes, MAX_RATIO if ratio is None else ratio)
         self.broken: str | None = None  # why the compressed input broke (`gzip: <why>`), once it has
         self._unsaid: str | None = None  # the diagnostic line for it, until taken
 

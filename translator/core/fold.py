@@ -16,7 +16,6 @@ import msgspec
 import orjson
 
 from translator.core.clock import Clock, Source
-from translator.core.compressed import MAX_RATIO
 from translator.core.open_run import OpenRun, Totals
 from translator.core.rates import RateCard, turn_cost
 from translator.core.runs import Runs
@@ -47,7 +46,7 @@ class Options(msgspec.Struct):
     strict: bool = False  # also reject fields serde does not write
     stop_on_invalid: bool = False  # --on-invalid fail
     max_line_bytes: int = 64 << 20
-    max_inflate_ratio: int = MAX_RATIO  # compressed input: how far it may expand (0: no limit)
+    max_inflate_ratio: int | None = None  # compressed input: how far it may expand (0: no limit; None: the Feed's default)
     epoch: float = 0.0  # wall-clock seconds at monotonic 0, for the timestamps frames carry
 
 
@@ -198,18 +197,19 @@ class RunFold:
         return 0.0
 
     def run_end(self, ev: RunEnd, now: float) -> None:
-        runs = self.runs
-        fr = runs.run_for(now, ev)
-        runs.close_turn_span(fr, now, None)
+        self.runs.run_for(now, ev)
         subtype, error = classify(ev.stopped_for)
-        runs.finish(runs.summary(fr, now, subtype, error, ev), runs.stamp(now, ev))
+        self.runs.end(now, subtype, error, ev, src=ev)
 
     # ------------------------------------------------------------------ the headless dialect's
 
-    def new_run(self, now: float) -> None:
-        """A headless init: a failed run's rest is over, and an open run that had a turn lost
-        its result (the table closes it)."""
+    def new_run(self, now: float, model: str | None = None) -> None:
+        """A headless init: the stream's model is the init's (`model`, when it names one), a
+        failed run's rest is over, and an open run that had a turn lost its result (the table
+        closes it)."""
         runs = self.runs
+        if model is not None:
+            runs.model = model
         runs.end_orphan()
         if runs.run is not None and runs.run.saw_turn:
             runs.move(Move.NEW_RUN, now)
@@ -240,21 +240,8 @@ class RunFold:
     def close_run(self, end: RunEnd, now: float, t: float, totals: Totals) -> None:
         """Close the open run at what stands for its RunEnd (a headless result, or the next
         echoed prompt), with what the dialect reports once, at its end (`totals`)."""
-        runs = self.runs
-        fr = runs.run
-        assert fr is not None
-        runs.close_turn_span(fr, now, None)
-        if fr.answer is None and totals.answer is not None:
-            fr.answer = totals.answer
         subtype, error = classify(end.stopped_for)
-        run = runs.summary(fr, now, subtype, error, end)
-        run.usage = totals.usage
-        if totals.upstream is not None:  # repaired key by key, keeping its order and every key it has
-            run.upstream = totals.upstream
-            if totals.cost_usd is not None:  # the agent's figure is the run's cost
-                run.cost_usd = totals.cost_usd
-        run.tool_calls = totals.tool_calls
-        runs.finish(run, t)
+        self.runs.end(now, subtype, error, end, t=t, totals=totals)
 
 
 def tool_input(raw: str) -> Any:

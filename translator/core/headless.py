@@ -116,15 +116,13 @@ class HeadlessReader:
         if ev.subtype != "init":
             self._other(ev, now, line)
             return
-        fold = self.fold
-        if ev.model is not None:
-            fold.runs.model = ev.model.rsplit("/", 1)[-1]  # "provider/model"
-        fold.new_run(now)  # an open run that had a turn lost its result: the table closes it
+        model = ev.model.rsplit("/", 1)[-1] if ev.model is not None else None  # "provider/model"
+        self.fold.new_run(now, model)  # an open run that had a turn lost its result: the table closes it
         self._frame(ev, now, line)
         self._open(now, ev)
 
     def _user(self, ev: M.UserFrame, now: float, line: bytes) -> None:
-        """An echoed prompt: for Claude Code, a new input frame, the previous one answered."""
+        """An echoed prompt: for Claude Code, a new run, the previous one answered."""
         fold = self.fold
         if not self._output().translates_headless:
             self._other(ev, now, line)
@@ -224,7 +222,7 @@ class HeadlessReader:
     def _finish(
         self, fr: OpenRun, now: float, t: float, upstream: M.ResultFrame | None = None, whole: dict[str, Any] | None = None
     ) -> None:
-        """Close a headless input frame: at the upstream result, or (for Claude Code) at the
+        """Close a headless run: at the upstream result, or (for Claude Code) at the
         next echoed prompt, when the agent has evidently answered this one."""
         st = self._of(fr)
         if st.streamed:  # with partial messages the last call ends here

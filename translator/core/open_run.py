@@ -23,7 +23,7 @@ def to_ms(seconds: float) -> int:
 
 
 class OpenRun:
-    """State of one open input frame (one run). Nothing in it outlives the frame."""
+    """State of one open run. Nothing in it outlives the run."""
 
     __slots__ = (
         "answer",

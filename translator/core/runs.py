@@ -9,7 +9,7 @@ from collections.abc import Callable
 import orjson
 
 from translator.core.clock import Clock, Source
-from translator.core.open_run import OpenRun, summary
+from translator.core.open_run import OpenRun, Totals, summary
 from translator.core.states import QUIET, Move, Recovery, RunState, State
 from translator.diagnostics import Notice
 from translator.encoders import SILENT, Encoder, RunSummary
@@ -37,7 +37,7 @@ class Runs:
         self._diags = diags
         self.run: OpenRun | None = None
         self.state = RunState()  # no run / in run / in turn: moves only through states.TRANSITIONS
-        self.frames_closed = 0
+        self.runs_closed = 0
         self.last_subtype: str | None = None
         # Set to [] by a shell that wants each closed run with its last turn's model (metrics).
         self.closed: list[tuple[RunSummary, str | None]] | None = None
@@ -88,7 +88,7 @@ class Runs:
 
     def open(self, now: float, src: Source) -> OpenRun:
         self.run = fr = OpenRun(self.clock.run_start(now, src))
-        self.encoder.frame_start(self.model, self.stamp(now, src))
+        self.encoder.run_start(self.model, self.stamp(now, src))
         return fr
 
     def run_for(self, now: float, src: Source) -> OpenRun:
@@ -130,7 +130,7 @@ class Runs:
         if self.closed is not None:
             self.closed.append((run, (self.run and self.run.turn_model) or self.model))
         self._drop()
-        self.frames_closed += 1
+        self.runs_closed += 1
         self.last_subtype = run.subtype
 
     def _drop(self) -> None:
@@ -142,13 +142,40 @@ class Runs:
         """The input ended: an open run is closed (the table says how)."""
         self.move(Move.INPUT_END, now)
 
+    def end(
+        self,
+        now: float,
+        subtype: str,
+        error: str | None,
+        end: RunEnd | None,
+        *,
+        src: Source = None,
+        t: float | None = None,
+        totals: Totals | None = None,
+    ) -> None:
+        """The one way the open run closes, whatever closes it (its RunEnd, what stands for
+        one in the headless dialect, or the translator: input cut, signal, rejected input):
+        its last span timed, its result written at `t` (default: `src`'s time, read after the
+        summary), with what a headless run reports once (`totals`)."""
+        fr = self.run
+        assert fr is not None
+        self.close_turn_span(fr, now, None)
+        if totals is not None and fr.answer is None and totals.answer is not None:
+            fr.answer = totals.answer
+        run = self.summary(fr, now, subtype, error, end)
+        if totals is not None:
+            run.usage = totals.usage
+            if totals.upstream is not None:  # repaired key by key, keeping its order and every key it has
+                run.upstream = totals.upstream
+                if totals.cost_usd is not None:  # the agent's figure is the run's cost
+                    run.cost_usd = totals.cost_usd
+            run.tool_calls = totals.tool_calls
+        self.finish(run, self.stamp(now, src) if t is None else t)
+
     def close(self, now: float, subtype: str, error: str | None) -> None:
         """End the open run without its RunEnd (input cut, signal, rejected input)."""
-        fr = self.run
-        if fr is None:
-            return
-        self.close_turn_span(fr, now, None)
-        self.finish(self.summary(fr, now, subtype, error, None), self.stamp(now, None))
+        if self.run is not None:
+            self.end(now, subtype, error, None)
 
     def abort(self, now: float, error: str) -> None:
         """Close the open run as an error, whatever happens: if not even its result can be
@@ -159,7 +186,7 @@ class Runs:
             self.close(now, "error", error)
         except Exception:
             self._drop()
-            self.frames_closed += 1
+            self.runs_closed += 1
             self.last_subtype = "error"
             self._out.append(plain_result(getattr(self.encoder, "session_id", None), error))
 

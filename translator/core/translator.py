@@ -6,7 +6,7 @@ become the fold's moves (headless.py), and events move the run fold it owns (fol
 the line numbers, and hands what goes wrong to the one error policy (policy.py: the readers'
 bad lines come back as values, as jc's streaming parsers' errors do). It never reads, writes
 or looks at a clock: the caller passes each chunk with the time it arrived (`now`, monotonic
-seconds) and collects what came out with `take_output()` and `take_diagnostics()`. One input frame is one agent run, closed by its `RunEnd`.
+seconds) and collects what came out with `take_output()` and `take_diagnostics()`. One agent run (ADR 0049's "input frame") is closed by its `RunEnd`.
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ class Translator:
         return pieces
 
     @property
-    def frame_open(self) -> bool:
+    def run_open(self) -> bool:
         return self._runs.run is not None
 
     # What the fold knows of the stream's runs, read here by the shells and the library.
@@ -179,8 +179,8 @@ class Translator:
         return self._runs.clock.kind
 
     @property
-    def frames_closed(self) -> int:
-        return self._runs.frames_closed
+    def runs_closed(self) -> int:
+        return self._runs.runs_closed
 
     @property
     def last_subtype(self) -> str | None:

@@ -30,7 +30,7 @@ DECODED = "decoded"  # decoded, one call per delta (and tool-input deltas as the
 
 # A Struct rather than a dataclass: built in C at import (a dataclass costs ~0.5 ms a start).
 class RunSummary(msgspec.Struct):
-    """What one input frame (one run) came to; the result frame is written from this."""
+    """What one run came to; its result frame is written from this."""
 
     subtype: str  # success | error | max_turns | cancelled | max_tokens
     error: str | None  # for subtype "error"
@@ -69,7 +69,7 @@ class Encoder(Protocol):
     # does not work them out (on the recorded clock it still reads each event's stamp) and tells 0.0.
     timed: bool
 
-    def frame_start(self, model: str | None, t: float) -> None: ...
+    def run_start(self, model: str | None, t: float) -> None: ...
     def turn_start(self, ev: TurnStart, t: float) -> None: ...
     # The open turn sent again (same turn_index before its TurnEnd): `attempt` is 1, 2, …
     def turn_retry(self, ev: TurnStart, attempt: int, t: float) -> None: ...

@@ -61,7 +61,7 @@ class EnrichedEncoder:
                 frame["model"] = model
             self._emit(frame)
 
-    def frame_start(self, model: str | None, t: float) -> None:
+    def run_start(self, model: str | None, t: float) -> None:
         if not self._headless:
             self._init(model)
 

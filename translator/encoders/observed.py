@@ -45,9 +45,9 @@ class Observed:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def frame_start(self, model: str | None, t: float) -> None:
+    def run_start(self, model: str | None, t: float) -> None:
         self.observer.run_start(model, t)
-        self.inner.frame_start(model, t)
+        self.inner.run_start(model, t)
 
     def turn_start(self, ev: TurnStart, t: float) -> None:
         self.observer.turn_start(ev, t)

@@ -138,7 +138,7 @@ class Metrics:
         if core.closed:
             self._count_runs(core.closed)
             core.closed.clear()
-        now_open = int(core.frame_open)
+        now_open = int(core.run_open)
         if now_open != seen[2]:
             self.open_runs += now_open - seen[2]
             seen[2] = now_open

@@ -61,7 +61,6 @@ class Config(msgspec.Struct):
 class Outcome(msgspec.Struct):
     """What happened, for the exit status."""
 
-    frames: int = 0
     last_subtype: str | None = None
     bad_lines: int = 0
     rejected: bool = False  # --on-invalid fail tripped
@@ -200,7 +199,6 @@ class Sink:
 
     def tally(self, core: Translator) -> None:
         """Add what a finished stream came to into the outcome."""
-        self.outcome.frames += core.frames_closed
         self.outcome.bad_lines += core.bad_lines
         if core.last_subtype is not None:
             self.outcome.last_subtype = core.last_subtype

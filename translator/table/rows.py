@@ -55,10 +55,10 @@ class Recorder:
         if isinstance(model, str) and model and model not in self._models:
             self._models.append(model)
 
-    def frame_start(self, model: str | None, t: float) -> None:
+    def run_start(self, model: str | None, t: float) -> None:
         self._first_t = t
         self._model(model)
-        self.inner.frame_start(model, t)
+        self.inner.run_start(model, t)
 
     def turn_start(self, ev: TurnStart, t: float) -> None:
         self._model(ev.model)

@@ -120,7 +120,7 @@ class ClaudeCodeEncoder:
 
     # ---------------------------------------------------------------- the fold's events
 
-    def frame_start(self, model: str | None, t: float) -> None:
+    def run_start(self, model: str | None, t: float) -> None:
         self.model = model or self.model
         self._new_frame(t)
         if self.installation:  # headless input: the agent's init said where and with what it runs
@@ -264,7 +264,7 @@ class ClaudeCodeEncoder:
             if frame.session_id and not self.fixed_session_id and frame.session_id != self.session_id:
                 self._adopt(frame.session_id)
             if self.frames:
-                self.installation = installation(frame)  # for the init frame_start writes next
+                self.installation = installation(frame)  # for the init run_start writes next
         if moves or not self.frames:
             return
         if isinstance(frame, SystemFrame) and frame.subtype == "api_retry":
