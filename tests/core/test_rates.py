@@ -96,6 +96,23 @@ def test_a_bad_caliban_rates_yaml_is_a_one_line_configuration_error(tmp_path: Pa
     assert proc.stderr.count(b"\n") == 1
 
 
+def test_a_bad_rate_card_says_where_it_is_wrong(tmp_path: Path) -> None:
+    """A newcomer's typo is found by its line, in each format a card is read in."""
+    cards = {
+        "rates.yaml": ("version: 1\nproviders: {openai: 1\n  anthropic: [\n",
+                       "invalid YAML at line 3, column 12: expected ',' or '}', but got ':'"
+                       " (while parsing a flow mapping from line 2)"),
+        "rates.toml": ("a = 1\nb = \n", "Invalid value (at line 2, column 5)"),
+        "rates.json": ('{"rates": [],\n "x": }', "line 2 column 7"),
+    }
+    for name, (text, where) in cards.items():
+        (tmp_path / name).write_text(text)
+        proc = env_run({}, "--rates", str(tmp_path / name))
+        assert proc.returncode == 78
+        assert proc.stderr.decode().startswith(f"translator: --rates {tmp_path / name}: ")
+        assert where in proc.stderr.decode() and proc.stderr.count(b"\n") == 1, proc.stderr
+
+
 def test_the_library_reads_no_environment_and_takes_the_commands_card_when_given_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -153,7 +153,7 @@ class RateCard:
             try:
                 data = yaml.safe_load(raw)
             except yaml.YAMLError as exc:
-                raise ValueError(f"invalid YAML ({str(exc).splitlines()[0]})") from None
+                raise ValueError(yaml_error(exc)) from None
             return cls.from_agent_yaml(data, today or dt.date.today())
         if name.endswith(".toml"):
             import tomllib  # only TOML cards pay for it
@@ -203,3 +203,16 @@ def turn_cost(rate: Rate, usage: dict[str, int]) -> float:
         + read / PER_MILLION * rate.cache_read
         + write / PER_MILLION * rate.cache_write
     )
+
+
+def yaml_error(exc: Exception) -> str:
+    """A YAML card's error in one line, where it is: `invalid YAML at line L, column C: <what>
+    (<while doing what> from line L)` (PyYAML's marks count from 0)."""
+    problem, mark = getattr(exc, "problem", None), getattr(exc, "problem_mark", None)
+    if problem is None or mark is None:
+        return f"invalid YAML ({str(exc).splitlines()[0]})"
+    said = f"invalid YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    context, start = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if context:
+        said += f" ({context}" + (f" from line {start.line + 1})" if start is not None else ")")
+    return said
