@@ -178,6 +178,8 @@ def _chunks(data: Input) -> Iterator[bytes]:
     if isinstance(data, bytes):
         yield data
     elif isinstance(data, str):
+        if data.strip() and "\n" not in data and not data.lstrip().startswith("{"):  # a file's name, by all signs
+            raise TypeError(f"the input is its content, not a path: pass open({data!r}, 'rb')")
         yield data.encode()
     elif hasattr(data, "read"):  # a binary file, or a text one (`open(path)`): its str as UTF-8
         while chunk := data.read(READ_SIZE):
@@ -225,7 +227,8 @@ def translate(
 ) -> Iterator[Frame]:
     """Translate one whole input stream (a saved log) into its output frames, as dicts.
 
-    `data`: the agent's raw events or headless stream-json, as bytes or str, a file object
+    `data`: the agent's raw events or headless stream-json, as bytes or str (a str of one line
+    that is no JSON object is a TypeError: a file's name, read as content, would give nothing), a file object
     (binary or text), or an iterable of chunks (bytes/str, joined as they are: a file's lines keep their
     newlines) or of events as dicts. `format`: "enriched" (default) or "claude-code".
     `options`: those of `Stream` (session_id, include_partial_messages, results_only, rates,

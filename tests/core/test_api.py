@@ -38,6 +38,13 @@ def test_every_input_shape_gives_the_same_frames() -> None:
         assert list(translate(text, session_id="S")) == want
     with pytest.raises(TypeError, match=r"the input is its content, not a path: pass open\(.*'rb'\)"):
         list(translate(path))
+    with pytest.raises(TypeError, match=r"the input is its content, not a path: pass open\('x.jsonl', 'rb'\)"):
+        list(translate("x.jsonl"))  # (it was one bad line and no frame)
+    with pytest.raises(TypeError, match="not a path"):
+        list(translate_bytes(str(path)))
+    said: list[str] = []
+    assert list(translate("")) == list(translate("{}", on_diagnostic=said.append)) == []  # content still is
+    assert len(said) == 1  # (a line that is no event: reported, as ever)
 
 
 def test_claude_code_format_and_its_options() -> None:
