@@ -8,9 +8,8 @@ from types import ModuleType
 
 from translator.exits import EX_UNAVAILABLE
 
-DISTRIBUTION = "caliban-stream-translator"
 EXTRA = {  # module -> the extra that brings it
-    "pyarrow": "fleet",
+    "pyarrow": "table",
     "fsspec": "fleet",
     "dask": "fleet",
     "distributed": "fleet",
@@ -35,4 +34,9 @@ def need(module: str, extra: str | None = None) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         extra = extra or EXTRA.get(module.split(".")[0], "fleet")
-        raise MissingExtra(f"{module} is not installed: pip install '{DISTRIBUTION}[{extra}]'") from exc
+        raise MissingExtra(f"{module} is not installed: {install(extra)}") from exc
+
+
+def install(extra: str) -> str:
+    """How an extra is installed: from the translator's clone (the package is not on PyPI)."""
+    return f"pip install '.[{extra}]' in the translator's clone"

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import time
+import tomllib
 from pathlib import Path
 
 import pytest
-from support_fixtures import tracked_copy
+from support_fixtures import ROOT, tracked_copy
 
 RUN_BUDGET_S = 40  # the acceptance figure; measured ~10-12 s on the development machine
 VENV_BUDGET_MB = 60  # measured 29 MB
@@ -33,3 +35,18 @@ def test_make_run_installs_the_runtime_only(tmp_path: Path) -> None:
     assert size_mb < VENV_BUDGET_MB, f".venv is {size_mb:.0f} MB"
     # Generous against a shared, loaded machine: the figure to report comes from a quiet run.
     assert elapsed < RUN_BUDGET_S * 2, f"make run took {elapsed:.0f} s"
+
+
+def test_every_install_command_said_can_work() -> None:
+    """The package is not on PyPI: each `pip install` the README, the docs and the messages
+    give installs the clone (`.`) or a path to it, with extras the package has."""
+    extras = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    texts = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "docs" / "translator.1",
+             *sorted((ROOT / "translator").rglob("*.py"))]
+    said = [(path.name, m) for path in texts for m in re.findall(r"pip install [^`\n)]*", path.read_text())]
+    assert len(said) >= 5
+    for name, command in said:
+        for target, named in re.findall(r"'([^'\[]*)\[([a-z0-9,]+)\]'", command):
+            assert target == "." or target.startswith("/"), (name, command)
+            assert set(named.split(",")) <= extras, (name, command)
+        assert "caliban-stream-translator" not in command, (name, command)

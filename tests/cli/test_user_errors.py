@@ -128,5 +128,5 @@ def test_rates_genai_prices_without_its_extra_is_69(tmp_path: Path) -> None:
     (hidden / "__init__.py").write_text("raise ImportError('No module named genai_prices')\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     proc = subprocess.run([TRANSLATOR, "--rates", "genai-prices", FIXTURE], capture_output=True, env=env, timeout=30)
-    one_line_error(proc, 69, "--rates genai-prices: needs the prices extra: pip install "
-                             "'caliban-stream-translator[prices]'")
+    one_line_error(proc, 69, "--rates genai-prices: needs the prices extra: pip install '.[prices]' "
+                             "in the translator's clone")

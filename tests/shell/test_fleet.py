@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -270,14 +271,29 @@ def test_a_missing_extra_is_named_in_one_line(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-c", blocked, "--results-table", str(tmp_path / "t"), str(tmp_path / "a.ndjson")],
                           capture_output=True, timeout=60)
     assert (proc.returncode, proc.stderr.decode()) == (
-        69, "translator: --results-table: pyarrow is not installed: pip install 'caliban-stream-translator[fleet]'\n")
+        69, "translator: --results-table: pyarrow is not installed: pip install '.[table]' in the translator's clone\n")
+
+
+def test_the_results_table_needs_only_its_own_extra(tmp_path: Path) -> None:
+    """`--results-table` on local disk asks for pyarrow alone (the table extra): neither Dask,
+    fsspec nor the report's packages are imported."""
+    shutil.copy(FIXTURES / "tool_use_two_turns.events.jsonl", tmp_path / "a.ndjson")
+    without = ("dask", "distributed", "fsspec", "s3fs", "duckdb", "matplotlib")
+    blocked = (f"import sys; [sys.modules.__setitem__(m, None) for m in {without!r}]; "
+               "from translator.cli import run; sys.argv[0] = 'translator'; run()")
+    proc = subprocess.run([sys.executable, "-c", blocked, "--results-table", str(tmp_path / "t"), str(tmp_path / "a.ndjson")],
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert len(list((tmp_path / "t").rglob("*.parquet"))) == 1
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert [d.split(">")[0] for d in extras["table"]] == ["pyarrow"]
 
 
 def test_report_names_its_own_extra_and_a_missing_dataset_in_one_line(tmp_path: Path) -> None:
     blocked = "import sys; sys.modules['duckdb'] = None; from translator.cli import run; sys.argv[0] = 'translator'; run()"
     proc = subprocess.run([sys.executable, "-c", blocked, "report", str(tmp_path)], capture_output=True, timeout=60)
     assert (proc.returncode, proc.stderr.decode()) == (
-        69, "translator: report: duckdb is not installed: pip install 'caliban-stream-translator[report]'\n")
+        69, "translator: report: duckdb is not installed: pip install '.[report]' in the translator's clone\n")
     missing = subprocess.run([TRANSLATOR, "report", str(tmp_path / "nothing")], capture_output=True, timeout=60)
     assert (missing.returncode, missing.stderr.decode()) == (66, f"translator: {tmp_path / 'nothing'}: No such file or directory\n")
 

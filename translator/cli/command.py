@@ -29,6 +29,7 @@ from translator.exits import (
     EX_SOFTWARE,
     EX_UNAVAILABLE,
 )
+from translator.extras import install
 from translator.shell import modes
 from translator.shell.sink import SCARCE, Config, Outcome
 
@@ -237,8 +238,8 @@ def load_rates(path: str | None) -> RateCard:
             from translator.cli.prices import GenaiPricesCard
             card = GenaiPricesCard()
         except ImportError:
-            raise UserError("--rates genai-prices", "needs the prices extra: pip install "
-                            "'caliban-stream-translator[prices]'", EX_UNAVAILABLE) from None
+            raise UserError("--rates genai-prices", f"needs the prices extra: {install('prices')}",
+                            EX_UNAVAILABLE) from None
         _stderr([f"translator: rates: {card.identity} (long-context tiers at their base price)"], "info")
         return card
     name = f"--rates {path}" if path else f"{ENV_CARD}={os.environ.get(ENV_CARD)}"

@@ -194,7 +194,7 @@ def build_parser() -> Parser:
     )
     replay.add_argument("--jobs", type=int, metavar="N", help="with --out-dir: worker processes (default: one per core)")
     replay.add_argument("--force", action="store_true", help="with --out-dir: redo outputs that are up to date")
-    fleet = p.add_argument_group("fleet (pip install 'caliban-stream-translator[fleet]'; paths may be s3://, gs://, az:// URLs)")
+    fleet = p.add_argument_group("fleet (the fleet extra: pip install '.[fleet,s3]' in the clone; --results-table alone: '.[table]'; paths may be s3://, gs://, az:// URLs)")
     fleet.add_argument(
         "--results-table",
         metavar="PATH",

@@ -1,6 +1,6 @@
 """`--rates genai-prices`: list prices from the genai-prices package (pydantic's maintained,
 multi-provider price data), an opt-in beside the agent's own card
-(`pip install 'caliban-stream-translator[prices]'`).
+(the prices extra: `pip install '.[prices]'` in the translator's clone).
 
 Runs stay reproducible: the data is the snapshot bundled with the installed release (never
 updated over the network here), the prices are those in force on the day the card is made, and
