@@ -5,7 +5,7 @@ FROM python:3.11-slim
 
 RUN useradd --create-home --uid 10001 translator
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE ./
 COPY translator ./translator
 RUN pip install --no-cache-dir . && rm -rf /src
 
