@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from support_fixtures import events, frames_of, lines_of, recoveries
-from support_processes import Follower, append
+from support_processes import Follower, append, health, poll, port_of
 
 from translator.core.states import CUT, RETRIED
 
@@ -132,4 +132,35 @@ def test_a_file_not_there_yet_is_said_once_and_waited_for(tmp_path: Path) -> Non
     log.write_bytes(events("max_turns"))
     assert follower.read_frames(5)[-1]["subtype"] == "max_turns"
     status, _, err = follower.stop()
+    assert (status, err) == (143, b"")
+
+
+def test_a_log_of_another_user_it_cannot_read_is_waited_for_with_healthz_503(tmp_path: Path) -> None:
+    """A worker under `umask 077` as another uid: the sidecar says so once, stays up (its
+    /healthz 503, naming the file) instead of exiting 74, and translates once it can read.
+    As root, the follower runs without capabilities (setpriv), so the file's mode holds for it."""
+    log = tmp_path / "stdout.ndjson"
+    log.write_bytes(events("thinking"))
+    log.chmod(0o600)
+    prefix: tuple[str, ...] = ()
+    if os.geteuid() == 0:
+        os.chown(log, 65534, 65534)  # the worker's: nobody
+        prefix = ("setpriv", "--bounding-set=-all")  # (util-linux, in Debian's base)
+    else:
+        log.chmod(0o000)
+    follower = Follower(log, "--metrics", "tcp:127.0.0.1:0", prefix=prefix)
+    try:
+        port = port_of(follower.proc)
+        assert follower.proc.stderr is not None
+        said = follower.proc.stderr.readline().decode()
+        assert said == (f"translator: --follow {log}: Permission denied; waiting until it can be read "
+                        f"(this translator runs as uid {os.geteuid()})\n")
+        assert poll(lambda: health(port)[0] == 503) and health(port) == (503, f"unhealthy: {log}: not readable\n")
+        time.sleep(1.0)
+        assert follower.proc.poll() is None  # still there (it exited 74)
+        log.chmod(0o644)  # the worker's umask fixed
+        assert follower.read_frames(3)[-1]["result"] == "17 * 23 = 391."
+        assert poll(lambda: health(port)[0] == 200)
+    finally:
+        status, _, err = follower.stop()
     assert (status, err) == (143, b"")

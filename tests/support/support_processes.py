@@ -86,9 +86,9 @@ class Live:
 
 
 class Follower(Live):
-    def __init__(self, path: Path, *args: str) -> None:
+    def __init__(self, path: Path, *args: str, prefix: tuple[str, ...] = ()) -> None:
         self.proc = subprocess.Popen(
-            [TRANSLATOR, "--follow", str(path), *args],
+            [*prefix, TRANSLATOR, "--follow", str(path), *args],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         self.buf = b""

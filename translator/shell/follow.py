@@ -120,7 +120,7 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
             shell.metrics.follow_offset = pos.offset
 
     skip_existing = from_end
-    waited = False
+    waited = denied = False
     try:
         with anyio.CancelScope() as scope:
             shell.read_scope = scope
@@ -140,6 +140,13 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
                             _stderr([f"translator: --follow {path}: No such file or directory (yet); waiting for it"], "info")
                         await wakeup.wait()
                         continue
+                    except PermissionError as exc:  # another user's file (a umask of 077): /healthz says 503 meanwhile
+                        if not denied:
+                            denied = True
+                            _stderr([f"translator: --follow {path}: {exc.strerror}; waiting until it can be read "
+                                     f"(this translator runs as uid {os.getuid()})"], "warning")
+                        await wakeup.wait()
+                        continue
                     except OSError as exc:
                         _stderr([f"translator: --follow {path}: {exc.strerror}"])
                         if exc.errno in SCARCE:
@@ -148,6 +155,7 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
                             shell.outcome.io_error = True
                         return
                     opened = os.fstat(fd)
+                    denied = False
                     identity = _identity(opened)
                     pos = Position(fd, opened.st_size if skip_existing else 0)
                     skip_existing = False
