@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import time
 import uuid
+from hashlib import sha1
 from typing import Any
 
 import msgspec
@@ -29,6 +30,12 @@ from translator.model import ESTIMATED, ToolCallEnd, ToolCallStart, TurnEnd, Tur
 # uuid from the session and the line's place): translating the same log again gives the same ids.
 NAMESPACE = uuid.UUID("6f1c2d3e-8a4b-5c6d-9e0f-7a8b9c0d1e2f")
 COUNTERS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+
+
+def derived(name: str) -> str:
+    """uuid5 in NAMESPACE. (uuid.uuid5 imports hashlib at its first call, ~10 ms: a live stream's
+    first turn would wait for it; here it is imported with the module, at the start.)"""
+    return str(uuid.UUID(bytes=sha1(NAMESPACE.bytes + name.encode()).digest()[:16], version=5))
 
 
 def iso(t: float) -> str:
@@ -51,7 +58,7 @@ class Ids:
         self.count = 0
         self.prefix, self.node = "", 0
         if session_id is not None:
-            base = str(uuid.uuid5(NAMESPACE, session_id))
+            base = derived(session_id)
             self.prefix, self.node = base[:24], int(base[24:], 16)
 
     def next(self, count: int = 1) -> list[str]:
@@ -199,7 +206,7 @@ class Transcript:
         message_id, turn_model = self._turn
         if self.session_id is None:
             named = orjson.dumps([ev.turn_index, message_id, turn_model, ev.assistant_message.content])
-            self.session_id = str(uuid.uuid5(NAMESPACE, named.decode()))
+            self.session_id = derived(named.decode())
         turn = Turn(ev, message_id or f"msg_{self._ids_for(1)[0]}", model or turn_model, t)
         for key in COUNTERS:
             self._wire[key] += turn.usage[key]
