@@ -235,3 +235,20 @@ def test_a_session_file_that_cannot_be_written_is_said_once_and_the_translation_
     said = done.stderr.decode().splitlines()
     assert len(said) == 1 and said[0].startswith(f"translator: --transcripts: {tmp_path / 'claude' / 'projects'}/"), said
     assert sum(b'"type":"result"' in line for line in done.stdout.splitlines()) == 2  # both runs' results
+
+
+def test_a_headless_log_is_filed_under_its_own_cwd_with_its_echoed_prompts(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """caliban's headless init names the run's cwd (the project folder); `--replay-user-messages`
+    echoes each prompt: two prompts in one run read back in their places, the last one the summary."""
+    from claude_agent_sdk import get_session_messages, list_sessions
+
+    log = FIXTURES / "headless" / "multi_input_frames.replay.jsonl"
+    assert run("--transcripts", str(tmp_path / "claude"), str(log)).returncode == 0
+    (path,) = files_of(tmp_path / "claude")
+    assert path.startswith(f"projects/{slug('/home/dev/project')}/")
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    (info,) = list_sessions(directory="/home/dev/project")
+    assert (info.cwd, info.first_prompt, info.summary) == ("/home/dev/project", "hi", "what is 2+2?")
+    said = [(m.type, m.message["content"][0]["text"]) for m in get_session_messages(info.session_id)]
+    assert said == [("user", "hi"), ("assistant", "Hello! How can I help?"), ("user", "what is 2+2?"), ("assistant", "2 + 2 = 4.")]

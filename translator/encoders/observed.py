@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from translator.encoders import Encoder, RunSummary
-from translator.model import ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
+from translator.model import HeadlessFrame, ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 
 
 class Observer(Protocol):
@@ -28,6 +28,9 @@ class Observer(Protocol):
     # `cost` priced by the same rate card as the frames
     def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None: ...
     def run_end(self, run: RunSummary, t: float) -> None: ...
+    # A frame of the agent's headless stream-json as read, before the moves made of it (where
+    # the log says what no move does: its init's cwd, an echoed prompt)
+    def headless_frame(self, frame: HeadlessFrame, t: float) -> None: ...
 
 
 class Observed:
@@ -69,6 +72,10 @@ class Observed:
         self.observer.run_end(run, t)
         self.inner.result(run, t)
 
+    def headless_frame(self, frame: HeadlessFrame, line: bytes, t: float, moves: bool) -> None:
+        self.observer.headless_frame(frame, t)
+        self.inner.headless_frame(frame, line, t, moves)  # type: ignore[attr-defined]  # (HeadlessOutput's)
+
 
 class Watch(Protocol):
     """What a shell holds for the whole process: an observer for each input stream it opens
@@ -106,6 +113,10 @@ class Observers:
     def run_end(self, run: RunSummary, t: float) -> None:
         for o in self.observers:
             o.run_end(run, t)
+
+    def headless_frame(self, frame: HeadlessFrame, t: float) -> None:
+        for o in self.observers:
+            o.headless_frame(frame, t)
 
 
 class Watches:

@@ -168,6 +168,9 @@ class Session:
             "gen_ai.operation.name": "invoke_agent", "user_prompt": N.REDACTED,
             "interaction.sequence": next(self.i.interactions), "parent.source": "none", "queued_sends": 0})
 
+    def headless_frame(self, frame: Any, t: float) -> None:
+        pass  # (nothing of a headless frame is exported but what its moves say)
+
     def turn_start(self, ev: TurnStart, t: float) -> None:
         span = self._span("claude_code.llm_request", "llm_request", t, self.interaction, {
             "model": ev.model, "gen_ai.system": N.PROVIDER, "gen_ai.request.model": ev.model,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from translator.encoders import RunSummary
-from translator.model import ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
+from translator.model import HeadlessFrame, ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 from translator.transcripts.lines import Transcript
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9]")
@@ -90,6 +90,9 @@ class Written:
         self.transcript.turn_end(ev, model, cost, t)
         self._out()
 
+    def headless_frame(self, frame: HeadlessFrame, t: float) -> None:
+        self.transcript.headless_frame(frame, t)
+
     def run_end(self, run: RunSummary, t: float) -> None:
         self.transcript.run_end(run, t)
         self._out()
@@ -123,7 +126,7 @@ class Transcripts:
 
     def stream(self, source: str, session_id: str, t: float) -> Written:
         transcript = Transcript(cwd=input_folder(source), version=self.version, entrypoint="translator",
-                                written_at=written_at(source))  # fmt: skip
+                                written_at=written_at(source), from_log=True)  # fmt: skip
         return Written(transcript, self.write)
 
     def write(self, transcript: Transcript, lines: list[bytes]) -> None:

@@ -24,7 +24,16 @@ import orjson
 
 from translator.encoders import RunSummary
 from translator.encoders.claude_code.frames import wire_usage
-from translator.model import ESTIMATED, ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
+from translator.model import (
+    ESTIMATED,
+    HeadlessFrame,
+    SystemFrame,
+    ToolCallEnd,
+    ToolCallStart,
+    TurnEnd,
+    TurnStart,
+    UserFrame,
+)
 
 # The namespace of the ids derived from a log (the session from its first turn, each line's
 # uuid from the session and the line's place): translating the same log again gives the same ids.
@@ -100,6 +109,18 @@ def prompt_of(final_messages: msgspec.Raw) -> Any:
     return None
 
 
+def echoed(raw: msgspec.Raw) -> Any:
+    """A headless user frame's content when it is a prompt (text only, no tool results), else None."""
+    try:
+        content = msgspec.json.decode(raw) if raw else None
+    except msgspec.DecodeError:
+        return None
+    if isinstance(content, str) or (isinstance(content, list) and content
+                                    and all(isinstance(b, dict) and b.get("type") == "text" for b in content)):  # fmt: skip
+        return content
+    return None
+
+
 def prompt_text(content: Any) -> str:
     """What a prompt says, as the readers' summaries show it."""
     if isinstance(content, str):
@@ -153,6 +174,7 @@ class Transcript:
         session_id: str | None = None,
         parent: str | None = None,
         written_at: float | None = None,
+        from_log: bool = False,
     ) -> None:
         self.session_id = session_id
         self.cwd = cwd
@@ -160,6 +182,7 @@ class Transcript:
         self.entrypoint = entrypoint
         self.leaf = parent  # the last line's uuid
         self.written_at = written_at
+        self.from_log = from_log  # a headless log's init names the cwd (the project folder), its echoes the prompts
         self.derived = session_id is None
         self.lines: list[bytes] = []  # ready for the file
         self._ids: Ids | None = None  # made once the session is named
@@ -187,6 +210,25 @@ class Transcript:
         self._release(None)
 
     # ------------------------------------------------------------------ the Observer
+
+    def headless_frame(self, frame: HeadlessFrame, t: float) -> None:
+        """What a headless log says that no move does (with `from_log`): its init's cwd, before
+        any line is made, and the prompts it echoes (`--replay-user-messages`), in their places."""
+        if not self.from_log:
+            return
+        if isinstance(frame, SystemFrame):
+            if frame.subtype == "init" and frame.cwd and self._suffix is None:
+                self.cwd = frame.cwd
+        elif isinstance(frame, UserFrame) and (content := echoed(frame.content)) is not None:
+            line = (PROMPT % orjson.dumps(content), t)
+            if not self._prompted:  # the run's first
+                self._held.insert(0, line)
+            else:  # one more in the same run, after what came before it
+                if self._last is not None:
+                    self._held += self._last.lines()
+                    self._last = None
+                self._held.append(line)
+            self._prompt, self._prompted = content, True
 
     def run_start(self, model: str | None, t: float) -> None:
         self._run_t = t
