@@ -8,8 +8,11 @@ a pipe), to show it stays flat. Latency: a live pipe fed one event per milliseco
 output frame, the time from the write of the input line that produced it to the frame's arrival.
 Metrics: the same replay with --metrics on and off (`--only metrics` runs just that); the same
 for --transcripts (`--only transcripts`). `--transcripts`: every figure with --transcripts on.
+Telemetry: the same replay with Claude Code's OpenTelemetry export off and on (bench/telemetry.py,
+`--only telemetry`); `--telemetry` runs every figure with it on.
 
-    python bench/run.py [--mb 100] [--rounds 5] [--latency-events 4000] [--only metrics|transcripts] [--transcripts]
+    python bench/run.py [--mb 100] [--rounds 5] [--latency-events 4000] [--only metrics|transcripts|telemetry]
+                        [--transcripts] [--telemetry]
 
 Every figure with a target is checked; the run ends with a list of the targets missed and exits 1
 when there is any (a figure that could not be measured, e.g. jq not installed, counts as missed).
@@ -18,6 +21,7 @@ when there is any (a figure that could not be measured, e.g. jq not installed, c
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import shutil
@@ -41,6 +45,7 @@ ON: list[str] = []  # options every translator command of the figures runs with 
 TARGETS = {"jq": 10.0, "floor": 1.5, "floor_cc": 2.5, "rss_mb": 64.0, "flat": 1.10, "p99_ms": 2.0, "idle_cpu": 0.01,
            "metrics": 1.03}
 MISSED: list[str] = []
+STACK = contextlib.ExitStack()  # what lives as long as the run (--telemetry's sink)
 
 
 def check(ok: bool, what: str) -> str:
@@ -302,8 +307,10 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=100.0)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--latency-events", type=int, default=4000)
-    ap.add_argument("--only", choices=("metrics", "transcripts"), help="run just this comparison")
+    ap.add_argument("--only", choices=("metrics", "transcripts", "telemetry"), help="run just this comparison")
     ap.add_argument("--transcripts", action="store_true", help="every figure with --transcripts on")
+    ap.add_argument("--telemetry", action="store_true",
+                    help="every figure with Claude Code's telemetry on (metrics and events to a loopback sink)")
     args = ap.parse_args()
     OUT.mkdir(exist_ok=True)
     sessions = ["--transcripts", str(OUT / "transcripts")]
@@ -314,6 +321,17 @@ def main() -> None:
     if not ref.exists():
         print(f"generating {ref.name} ...")
         generate(str(ref), args.mb)
+    if args.only == "telemetry":
+        from bench import telemetry
+
+        ratio = telemetry.overhead(TRANSLATOR, ref, args.rounds)
+        mark = check(ratio <= telemetry.TARGET, f"telemetry on takes {ratio:.2f}x the time of off")
+        print(f"  metrics+events / off: {ratio:.2f}x the wall time (target <= {telemetry.TARGET:.2f}x)   {mark}")
+        return
+    if args.telemetry:  # for the whole run: every command below inherits it
+        from bench import telemetry
+
+        os.environ.update(telemetry.telemetry_env(STACK.enter_context(telemetry.sink())))
     if args.only is None:
         throughput(ref, args.rounds)
     if args.only != "transcripts":

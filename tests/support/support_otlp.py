@@ -208,3 +208,11 @@ def token_sums(points: list[dict[str, Any]]) -> dict[str, float]:
         if p["name"] == "claude_code.token.usage":
             sums[p["attributes"]["type"]] += p["value"]  # DELTA: the exports add up
     return dict(sums)
+
+
+def by_name(items: list[dict[str, Any]], key: str) -> dict[str, list[dict[str, Any]]]:
+    """Flattened items grouped by a key (`body` of log records, `name` of metrics and spans)."""
+    out: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for item in items:
+        out[item[key]].append(item)
+    return out

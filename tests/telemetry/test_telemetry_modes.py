@@ -39,14 +39,16 @@ def collector(monkeypatch: pytest.MonkeyPatch) -> Any:
 def test_follow_exports_while_it_runs_and_flushes_on_sigterm(collector: Receiver, tmp_path: Path) -> None:
     log = tmp_path / "agent.ndjson"
     follower = Follower(log)
-    append(log, FIXTURE.read_bytes())
-    while follower.read_frames(1)[0]["type"] != "result":
-        pass
-    # the run's events and spans reach the collector while the follower still runs
-    assert collector.wait(lambda r: len(named(r.logs, "claude_code.api_request")) == 2
-                          and len(named(r.spans, "claude_code.interaction")) == 1)
-    assert follower.proc.poll() is None
-    status, _, err = follower.stop()
+    try:
+        append(log, FIXTURE.read_bytes())
+        while follower.read_frames(1)[0]["type"] != "result":
+            pass
+        # the run's events and spans reach the collector while the follower still runs
+        assert collector.wait(lambda r: len(named(r.logs, "claude_code.api_request")) == 2
+                              and len(named(r.spans, "claude_code.interaction")) == 1)
+        assert follower.proc.poll() is None
+    finally:
+        status, _, err = follower.stop()
     assert (status, err) == (128 + signal.SIGTERM, b"")
     assert token_sums(collector.metrics) == TWO_TURNS  # the last metrics flushed at the stop
     assert {p["name"] for p in collector.metrics} >= {"claude_code.session.count", "claude_code.active_time.total"}

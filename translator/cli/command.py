@@ -136,13 +136,8 @@ def telemetry_on() -> Telemetry | None:
     """Claude Code's OpenTelemetry export when CLAUDE_CODE_ENABLE_TELEMETRY=1 (the SDK imported
     only then); without the otel extra that is said and the translation goes on."""
     from translator import telemetry
-    from translator.extras import MissingExtra
 
-    try:
-        return telemetry.start(os.environ)
-    except MissingExtra as exc:
-        _stderr([f"translator: telemetry: {exc}; not exported"], "warning")
-        return None
+    return telemetry.start_or_say(os.environ, lambda message: _stderr([f"translator: {message}"], "warning"))
 
 
 def telemetry_variables() -> tuple[tuple[str, str], ...]:

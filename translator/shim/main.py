@@ -9,7 +9,7 @@ import shutil
 import sys
 from typing import NoReturn
 
-from translator import __version__, stdio
+from translator import __version__, stdio, telemetry
 from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text
 from translator.exits import EX_USAGE
@@ -77,7 +77,9 @@ def main(argv: list[str] | None = None) -> int:
         backend = None
     prompt_tool = args.get("--permission-prompt-tool") == "stdio"
     policy = Policy(args.get("--allowedTools"), args.get("--disallowedTools"))
-    sdk = ShimSession(binary, p, session, policy=policy, backend=backend, prompt_tool=prompt_tool) if prompt is None else None
+    exporter = telemetry.start_or_say(os.environ, warn)  # Claude Code's OpenTelemetry export, when asked
+    sdk = ShimSession(binary, p, session, policy=policy, backend=backend, prompt_tool=prompt_tool,
+                      telemetry=exporter) if prompt is None else None
     drive = sdk is not None and (backend == "drive" or (backend is None and prompt_tool)) and sdk.use_drive()
     if drive or (sdk is not None and sdk.tools is not None):  # bridged, or said for the relayed tools
         p.warnings = [w for w in p.warnings if not w.startswith("can_use_tool")]
@@ -88,12 +90,14 @@ def main(argv: list[str] | None = None) -> int:
             assert sdk is not None
             return sdk.serve()
         printer = printing.Printer(args)
-        shim = ShimSession(binary, p, session, printer.take)
+        shim = ShimSession(binary, p, session, printer.take, telemetry=exporter)
         shim.inbox.put(printing.user_message(prompt))
         shim.inbox.put(None)
         return shim.serve(read_input=False, end=printer.end)
     finally:
         session.close()
+        if exporter is not None:
+            exporter.close()  # the last exports, within a few seconds whatever the collector does
 
 
 def run() -> NoReturn:

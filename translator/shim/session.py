@@ -15,9 +15,10 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from translator import stdio
+from translator.encoders.observed import Observer, Observers
 from translator.exits import EX_IOERR
 from translator.shim import configure, control, initialize, sessions, transcript
 from translator.shim.backend import Backend
@@ -35,6 +36,9 @@ from translator.shim.tools.uses import ToolUses
 RELAYED_HOOKS = "SDK hook callbacks: caliban -p calls PreToolUse for the app's own MCP tools only (relayed); no other"
 NO_DRIVE_FOR_TOOLS = ("the app's SDK MCP servers need caliban -p (caliban mcp serve loads no MCP servers): can_use_tool "
                       "and PreToolUse hooks are asked for the app's own tools; caliban's rules settle its built-in tools")
+
+if TYPE_CHECKING:
+    from translator.telemetry.exporter import Telemetry
 
 
 def _unchanged(frames: list[bytes]) -> list[bytes]:
@@ -58,6 +62,7 @@ class ShimSession:
     def __init__(
         self, binary: str, p: Plan, files: sessions.Session, shape: Callable[[list[bytes]], list[bytes]] = _unchanged,
         *, policy: Policy | None = None, backend: str | None = None, prompt_tool: bool = False,
+        telemetry: Telemetry | None = None,
     ) -> None:  # fmt: skip
         self.binary, self.plan, self.files = binary, p, files
         self.policy, self.prompt_tool = policy or Policy(None, None), prompt_tool
@@ -67,8 +72,12 @@ class ShimSession:
         self.inbox: queue.Queue[Inbound] = queue.Queue()
         self.channel = Channel(self.control, self.inbox.put, shape)
         self.transcript = transcript.open_transcript(files)  # the session's file, as Claude Code keeps it
+        # Claude Code's telemetry: the session as one of its sessions (its id), told each message's prompt
+        self.telemetry = None if telemetry is None else telemetry.stream(PROG, files.id, time.time())
+        found: list[Observer] = [o for o in (self.transcript, self.telemetry) if o is not None]
+        self.observer: Observer | None = Observers(found) if len(found) > 1 else found[0] if found else None
         self.oneshot = OneshotBackend(binary=binary, plan=p, session=files, model=lambda: self.model,
-                                      mode=lambda: self.mode, write=self.channel.write, observer=self.transcript)  # fmt: skip
+                                      mode=lambda: self.mode, write=self.channel.write, observer=self.observer)  # fmt: skip
         self.backend: Backend = self.oneshot
         self.drive: DriveBackend | None = None  # the drive backend, once chosen and probed
         self._no_drive = backend == "print"  # (forced, or probed once and missing)
@@ -183,7 +192,7 @@ class ShimSession:
         drive = DriveBackend(
             binary=self.binary, model=lambda: self.model, session_id=self.files.id, partial=self.plan.partial,
             mode=lambda: self.mode, policy=self.policy, can_use_tool=self.prompt_tool, app=self.channel, warn=warn,
-            observer=self.transcript,
+            observer=self.observer,
         )  # fmt: skip
         why = drive.probe()
         if why is not None:
@@ -222,6 +231,8 @@ class ShimSession:
         if self.transcript is not None:  # the message as the app sent it
             body = msg.get("message")
             self.transcript.prompt(body.get("content", "") if isinstance(body, dict) else "", time.time())
+        if self.telemetry is not None:
+            self.telemetry.prompted(prompt_text(msg)[0])
         self.backend.run_message(prompt)
 
     # ------------------------------------------------------------------ lifetime

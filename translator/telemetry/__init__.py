@@ -11,7 +11,7 @@ shells; it is never inside the core.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from translator.telemetry.settings import Settings
@@ -41,6 +41,17 @@ def start(environ: Mapping[str, str], terminal: str = "non-interactive") -> Tele
     from translator.telemetry.exporter import Telemetry
 
     return Telemetry(settings)
+
+
+def start_or_say(environ: Mapping[str, str], warn: Callable[[str], None]) -> Telemetry | None:
+    """`start()`, a missing otel extra said with `warn` (the command goes on without it)."""
+    from translator.extras import MissingExtra
+
+    try:
+        return start(environ)
+    except MissingExtra as exc:
+        warn(f"telemetry: {exc}; not exported")
+        return None
 
 
 def variables(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:

@@ -40,7 +40,6 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExport
 
 from translator import __version__
 from translator.diagnostics import stderr as _stderr
-from translator.encoders.observed import Observer
 from translator.telemetry.names import CLAUDE_CODE_VERSION, EVENTS_SCOPE, METER_SCOPE, TRACER_SCOPE, TRACER_VERSION
 from translator.telemetry.session import Instruments, Session
 from translator.telemetry.settings import Settings, Signal
@@ -204,7 +203,7 @@ class Telemetry:
             return console(out=sys.stderr)
         return _otlp(signal, how.protocol)()
 
-    def stream(self, source: str, session_id: str, t: float) -> Observer:
+    def stream(self, source: str, session_id: str, t: float) -> Session:
         return Session(self.instruments, session_id, t)
 
     def close(self, within: float = CLOSE_S) -> None:

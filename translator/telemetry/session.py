@@ -68,6 +68,9 @@ class Instruments:
         self.events: Iterator[int] = itertools.count()
         self.interactions: Iterator[int] = itertools.count(1)
         self.user = user_id()
+        metrics = settings.signals.get("metrics")
+        self.interval_s = 0.0 if metrics is None else metrics.interval_ms / 1000
+        self.detailed = logger is not None or tracer is not None  # else only the counters are fed
         self.made = {"logs": 0, "traces": 0}  # records handed to the SDK, to tell what was lost
 
     def add(self, name: str, value: float, attributes: dict[str, Any]) -> None:
@@ -124,11 +127,20 @@ class Session:
             "user.id": tools.user, "session.id": session_id, "anthropic.provider": N.FIRST_PARTY,
             "anthropic.custom_base_url": False, "terminal.type": self.settings.terminal}
         self.prompt_id: str | None = None
+        self.namespace = uuid.uuid5(uuid.NAMESPACE_URL, f"caliban-telemetry/{session_id}")
+        self.runs = 0
+        self.pending: dict[str, list[float]] = {}  # model -> cost and tokens not added yet
+        self.counted = [0.0, 0, 0, 0, 0]  # the open run's cost and tokens told by its turns
+        self.model = "unknown"  # its last turn's
+        self.counted_t = t
         self.prompt_number = 0
+        self.told = False  # the open run's user_prompt has been written
+        self.next_prompt: str | None = None
         self.interaction: Span | None = None
         self.run_t = t
         self.turn: Turn | None = None
         self.started: dict[str, tuple[float, str | None]] = {}  # tool_use_id -> (start, name)
+        self.ended: set[str] = set()  # the run's tool calls told by their own moves
         tools.add(N.SESSIONS, 1, {**self.common, "start_type": "fresh"})
 
     # ------------------------------------------------------------------ the pieces
@@ -162,17 +174,26 @@ class Session:
     # ------------------------------------------------------------------ the observer's moves
 
     def run_start(self, model: str | None, t: float) -> None:
-        self.prompt_id, self.run_t = str(uuid.uuid4()), t
+        self.runs += 1  # derived, not random: os.urandom cost ~2 ms a call on a busy VM
+        self.prompt_id, self.run_t = str(uuid.uuid5(self.namespace, str(self.runs))), t
         self.prompt_number = next(self.i.events)  # the prompt comes first, as in Claude Code, told at the end
+        self.told = False
         self.interaction = self._span("claude_code.interaction", "interaction", t, None, {
             "gen_ai.operation.name": "invoke_agent", "user_prompt": N.REDACTED,
             "interaction.sequence": next(self.i.interactions), "parent.source": "none", "queued_sends": 0})
+        if self.next_prompt is not None:  # known before the run (the shim has the app's message)
+            self.tell_prompt(self.next_prompt)
+            self.next_prompt = None
+
+    def prompted(self, text: str) -> None:
+        """The next run's prompt, as the app sent it (caliban-claude): told when that run starts."""
+        self.next_prompt = text
 
     def headless_frame(self, frame: Any, t: float) -> None:
         pass  # (nothing of a headless frame is exported but what its moves say)
 
     def turn_start(self, ev: TurnStart, t: float) -> None:
-        span = self._span("claude_code.llm_request", "llm_request", t, self.interaction, {
+        span = None if self.i.tracer is None else self._span("claude_code.llm_request", "llm_request", t, self.interaction, {
             "model": ev.model, "gen_ai.system": N.PROVIDER, "gen_ai.request.model": ev.model,
             "gen_ai.operation.name": "chat", "llm_request.context": "interaction", "speed": N.SPEED,
             "query_source_safe": N.EVENT_QUERY_SOURCE})
@@ -187,7 +208,12 @@ class Session:
 
     def tool_end(self, tool_use_id: str, name: str | None, input: Any, end: ToolCallEnd, t: float) -> None:
         start, started_name = self.started.pop(tool_use_id, (t, name))
-        name = name or started_name or ""
+        self.ended.add(tool_use_id)
+        if self.i.detailed:
+            self.tool(tool_use_id, name or started_name or "", input, end.is_error, _result_text(end), start, t)
+
+    def tool(self, tool_use_id: str, name: str, input: Any, is_error: bool, output: str, start: float, t: float) -> None:
+        """A tool call's events and spans (after its turn's api_request when a turn is open)."""
         request_id = self.turn.request_id if self.turn is not None else ""
         ms = _ms(t - start)
         params = tool_parameters(name, input) if self.settings.tool_details else {}
@@ -200,7 +226,7 @@ class Session:
             "duration_ms": 0, "decision": N.DECISION, "source": N.DECISION_SOURCE})
         execution = self._span("claude_code.tool.execution", "tool.execution", start, tool_span, {
             "tool_use_id": tool_use_id, "gen_ai.tool.call.id": tool_use_id, "duration_ms": ms,
-            "success": not end.is_error})
+            "success": not is_error})
         for span in (blocked,):
             if span is not None:
                 span.end(end_time=_ns(start))
@@ -214,9 +240,9 @@ class Session:
         size = len(_compact(input).encode()) if input is not None else 0
         detail = ({"tool_parameters": _compact(params)} if params else {}) | (
             {"tool_input": _compact(input)} if self.settings.tool_details else {})
-        result = {"tool_name": name, "tool_use_id": tool_use_id, "success": "false" if end.is_error else "true",
+        result = {"tool_name": name, "tool_use_id": tool_use_id, "success": "false" if is_error else "true",
                   "duration_ms": str(ms), **detail, "tool_input_size_bytes": str(size),
-                  "tool_result_size_bytes": str(len(_result_text(end).encode())), "request_id": request_id}
+                  "tool_result_size_bytes": str(len(output.encode())), "request_id": request_id}
         pending = [("tool_decision", start, decision, blocked), ("tool_result", t, result, None)]
         if self.turn is not None:
             self.turn.tools += pending
@@ -225,6 +251,8 @@ class Session:
                 self._event(*event)
 
     def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
+        if self.i.detailed:  # (into the open turn's events, after its api_request)
+            self.unseen_tools(ev, self.turn.model_end or t if self.turn is not None else t)
         turn, self.turn = self.turn, None
         start = turn.start if turn is not None else t
         end = turn.model_end if turn is not None and turn.model_end is not None else t
@@ -236,12 +264,12 @@ class Session:
         request_id = turn.request_id if turn is not None else ""
         tokens = {"input_tokens": fresh, "output_tokens": usage.output_tokens, "cache_read_tokens": read,
                   "cache_creation_tokens": made}
-        base = {**self.common, "model": model, "query_source": N.METRIC_QUERY_SOURCE, "effort": N.EFFORT}
-        self.i.add(N.COST, cost, base)
-        for kind, value in zip(("input", "output", "cacheRead", "cacheCreation"), tokens.values(), strict=True):
-            self.i.add(N.TOKENS, value, {**base, "type": kind})
+        self.count(model, cost, tokens, t)
+        if not self.i.detailed:
+            return
         ms = _ms(end - start)
-        timing = {"duration_ms": ms, **({"ttft_ms": ttft} if ttft is not None else {})}
+        ttft = ms if ttft is None else ttft  # a turn of headless input has none: the request's time bounds it
+        timing = {"duration_ms": ms, "ttft_ms": ttft}
         self._event("api_request", end, {
             "model": model, **tokens, "cache_creation_5m_tokens": 0, "cache_creation_1h_tokens": 0,
             "cost_usd": cost, "cost_usd_micros": round(cost * 1e6), **timing, "request_id": request_id,
@@ -255,8 +283,7 @@ class Session:
             stop = ev.stop_reason or "end_turn"
             turn.span.set_attributes({
                 **tokens, "duration_ms": ms, "success": True, "attempt": 1, "request_id": request_id,
-                "gen_ai.response.id": request_id, **({"ttft_ms": ttft, "first_content_ms": ttft} if ttft is not None
-                                                     else {}),
+                "gen_ai.response.id": request_id, "ttft_ms": ttft, "first_content_ms": ttft,
                 "effort": N.EFFORT, "stop_reason": stop, "gen_ai.response.finish_reasons": [stop],
                 "gen_ai.usage.input_tokens": usage.input_tokens, "gen_ai.usage.output_tokens": usage.output_tokens,
                 "gen_ai.usage.cache_read.input_tokens": read, "gen_ai.usage.cache_write.input_tokens": made,
@@ -268,10 +295,12 @@ class Session:
     def prompt(self, run: RunSummary) -> None:
         """`user_prompt`, once the run's prompt is known (a raw log has it only in RunEnd's
         history): stamped at the run's start, where Claude Code writes it."""
-        content = None if run.final_messages is None else prompt_of(run.final_messages)
-        if content is None:
-            return
-        text = prompt_text(content)
+        content = None if run.final_messages is None or self.told else prompt_of(run.final_messages)
+        if content is not None:
+            self.tell_prompt(prompt_text(content))
+
+    def tell_prompt(self, text: str) -> None:
+        self.told = True
         if self.interaction is not None:
             self.interaction.set_attributes({"user_prompt": self._text_or_redacted(text), "user_prompt_length": len(text)})
         self._event("user_prompt", self.run_t, {
@@ -279,6 +308,59 @@ class Session:
             "prompt_text": self._text_or_redacted(text),
             "message.uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.session_id}/{self.prompt_id}"))},
             sequence=self.prompt_number)
+
+    def count(self, model: str, cost: float, tokens: dict[str, int], t: float) -> None:
+        """A turn's cost and tokens, added to the counters once per export interval of the run's
+        clock (and at the run's end): each add costs the SDK ~50 us, and the exporter would
+        have summed them into the same data point anyway."""
+        sums = self.pending.setdefault(model, [0.0, 0, 0, 0, 0])
+        self.model = model
+        for i, value in enumerate((cost, *tokens.values())):
+            sums[i] += value
+            self.counted[i] += value
+        if t - self.counted_t >= self.i.interval_s:
+            self.add_pending(t)
+
+    def add_pending(self, t: float) -> None:
+        self.counted_t = t
+        for model, sums in self.pending.items():
+            base = {**self.common, "model": model, "query_source": N.METRIC_QUERY_SOURCE, "effort": N.EFFORT}
+            self.i.add(N.COST, sums[0], base)
+            for kind, value in zip(("input", "output", "cacheRead", "cacheCreation"), sums[1:], strict=True):
+                self.i.add(N.TOKENS, value, {**base, "type": kind})
+        self.pending.clear()
+
+    def unseen_tools(self, ev: TurnEnd, t: float) -> None:
+        """The turn's tool calls that made no moves of their own (headless input without partial
+        messages writes them only in the turn's message): told from the message and its results."""
+        calls = [b for b in ev.assistant_message.content if isinstance(b, dict) and b.get("type") == "tool_use"
+                 and b.get("id") not in self.ended]
+        if not calls:
+            return
+        try:
+            results = msgspec.json.decode(ev.tool_results) if ev.tool_results else []
+        except msgspec.DecodeError:
+            results = []
+        blocks = {b.get("tool_use_id"): b for m in results if isinstance(m, dict) and isinstance(m.get("content"), list)
+                  for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result"}
+        for call in calls:
+            block = blocks.get(call.get("id"), {})
+            self.tool(str(call.get("id", "")), str(call.get("name", "")), call.get("input"),
+                      bool(block.get("is_error")), _text(block.get("content")), t, t)
+
+    def reconcile(self, run: RunSummary, t: float) -> None:
+        """What the run's totals hold beyond its turns' (headless input reports usage and cost
+        once, at its end, without the cache split: its input tokens count as `input`)."""
+        u = run.usage
+        read = max(0, u.get("cache_read_input_tokens", 0) - int(self.counted[3]))
+        made = max(0, u.get("cache_creation_input_tokens", 0) - int(self.counted[4]))
+        whole_input = self.counted[1] + self.counted[3] + self.counted[4]  # caliban's input holds the cache
+        fresh = max(0, u.get("input_tokens", 0) - int(whole_input) - read - made)
+        output = max(0, u.get("output_tokens", 0) - int(self.counted[2]))
+        cost = run.cost_usd - self.counted[0] if run.cost_usd - self.counted[0] > 1e-12 else 0.0
+        if cost or fresh or output or read or made:
+            self.count(self.model, cost, {"input": fresh, "output": output, "read": read, "made": made}, t)
+        self.counted = [0.0, 0, 0, 0, 0]
 
     def run_end(self, run: RunSummary, t: float) -> None:
         if self.turn is not None:  # a run closed inside a turn (cut off, cancelled): its span ends here
@@ -288,9 +370,12 @@ class Session:
                 self._event(*event)
             self.turn = None
         self.prompt(run)
+        self.reconcile(run, t)
+        self.add_pending(t)
         self.i.add(N.ACTIVE, run.duration_ms / 1000, {**self.common, "type": "cli"})
         if self.interaction is not None:
             self.interaction.set_attribute("interaction.duration_ms", _ms(t - self.run_t))
             self.interaction.end(end_time=_ns(t))
             self.interaction = None
         self.started.clear()
+        self.ended.clear()

@@ -1,0 +1,75 @@
+"""Claude Code's telemetry from `caliban-claude`: an app on the real Python Agent SDK, and print
+mode (`-p`), on a fake caliban playing the recorded conversation, exporting to a loopback OTLP
+receiver; compared with the CLI 2.1.333's own export of that conversation under the TS SDK
+(fixtures/cc-2.1.333/otel/otel_one_shot_bash): the same metrics, events and attribute keys, the
+session the app saw, its cost and its tokens."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
+from support_fixtures import FIXTURES
+from support_otlp import by_name, receiver, recorded, telemetry_env, token_sums
+from support_processes import fake_caliban
+
+SHIM = str(Path(sys.executable).with_name("caliban-claude"))
+PROMPT = "how many files are here?"
+# caliban -p's headless output reports the run's tokens once, without the cache split: all input
+HEADLESS = {"input": 6376, "output": 57, "cacheRead": 0, "cacheCreation": 0}
+NOT_MADE = {"claude_code.managed_settings_resolved", "claude_code.plugin_loaded"}
+
+
+def caliban_env(root: Path) -> dict[str, str]:
+    fake_caliban(root)
+    return {"CALIBAN_BIN": str(root / "caliban"), "CALIBAN_SESSIONS_DIR": str(root / "sessions"),
+            "CLAUDE_CONFIG_DIR": str(root / "claude"),
+            "FAKE_CALIBAN_SCRIPTS": json.dumps([{"file": str(FIXTURES / "caliban" / "tool_use_two_turns.jsonl")}])}
+
+
+def same_keys_as_claude_code(logs: list[dict[str, Any]], metrics: list[dict[str, Any]]) -> None:
+    cc = recorded("otel_one_shot_bash")
+    ours, theirs = by_name(logs, "body"), by_name(cc["/v1/logs"], "body")
+    assert set(theirs) - set(ours) == NOT_MADE and set(ours) <= set(theirs)
+    for body, records in ours.items():
+        assert [sorted(r["attributes"]) for r in records] == [sorted(r["attributes"]) for r in theirs[body]], body
+    shape = {(p["name"], p["unit"], p["temporality"], tuple(sorted(p["attributes"]))) for p in metrics}
+    assert shape == {(p["name"], p["unit"], p["temporality"], tuple(sorted(p["attributes"]))) for p in cc["/v1/metrics"]}
+
+
+async def test_an_sdk_session_exports_as_claude_code_does(tmp_path: Path) -> None:
+    with receiver() as (got, endpoint):
+        env = caliban_env(tmp_path) | telemetry_env(endpoint, "http/json")
+        (tmp_path / "work").mkdir()
+        messages = [m async for m in query(prompt=PROMPT, options=ClaudeAgentOptions(
+            cli_path=SHIM, env=env, cwd=str(tmp_path / "work")))]
+        result = messages[-1]
+        assert isinstance(result, ResultMessage) and result.result == "There are 3 files."
+        assert got.wait(lambda r: bool(by_name(r.spans, "name").get("claude_code.interaction")))
+        assert got.wait(lambda r: any(p["name"] == "claude_code.active_time.total" for p in r.metrics))
+    same_keys_as_claude_code(got.logs, got.metrics)
+    assert {r["attributes"]["session.id"] for r in got.logs} == {result.session_id}
+    assert token_sums(got.metrics) == HEADLESS
+    cost = sum(p["value"] for p in got.metrics if p["name"] == "claude_code.cost.usage")
+    assert cost == result.total_cost_usd
+    prompt = by_name(got.logs, "body")["claude_code.user_prompt"][0]["attributes"]
+    assert (prompt["prompt_length"], prompt["event.sequence"]) == ("24", 0)  # the app's message, first
+    assert [r["attributes"]["tool_name"] for r in by_name(got.logs, "body")["claude_code.tool_result"]] == ["Bash"]
+
+
+def test_print_mode_exports_its_one_run(tmp_path: Path) -> None:
+    with receiver() as (got, endpoint):
+        env = caliban_env(tmp_path) | telemetry_env(endpoint, "http/protobuf")
+        done = subprocess.run([SHIM, "-p", PROMPT, "--output-format", "json"], env=env, capture_output=True,
+                              timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr
+        result = json.loads(done.stdout)
+        assert got.wait(lambda r: any(p["name"] == "claude_code.active_time.total" for p in r.metrics))
+    assert result["result"] == "There are 3 files."
+    same_keys_as_claude_code(got.logs, got.metrics)
+    assert {p["attributes"]["session.id"] for p in got.metrics} == {result["session_id"]}
+    assert token_sums(got.metrics) == HEADLESS
