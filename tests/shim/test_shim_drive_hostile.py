@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import select
 import subprocess
 import sys
 import time
@@ -19,11 +18,9 @@ from typing import Any
 
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, HookMatcher, PermissionResultAllow, ResultMessage
-from support_fixtures import SUPPORT
-from support_processes import peak_rss_kb, running
+from support_processes import Frames, fake_caliban, peak_rss_kb, running
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-FAKE = SUPPORT / "fake_caliban.py"
 ARGV = [SHIM, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
         "--permission-prompt-tool", "stdio"]  # fmt: skip
 TOUCH_D = {"name": "Bash", "input": {"command": "touch d.txt"}, "id": "toolu_d"}
@@ -31,10 +28,7 @@ ONE_TOOL = {"messages": [{"turns": [{"text": "Making d.", "tools": [TOUCH_D]}, {
 
 
 def environment(root: Path, script: dict[str, Any], **extra: str) -> dict[str, str]:
-    wrapper = root / "caliban"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    wrapper.chmod(0o755)
-    return {"CALIBAN_BIN": str(wrapper), "CALIBAN_SESSIONS_DIR": str(root / "sessions"),
+    return {"CALIBAN_BIN": str(fake_caliban(root)), "CALIBAN_SESSIONS_DIR": str(root / "sessions"),
             "FAKE_SERVE_SCRIPT": json.dumps(script), "FAKE_SERVE_LOG": str(root / "serve.jsonl"), **extra}  # fmt: skip
 
 
@@ -154,7 +148,8 @@ class Raw:
         self.root = root
         self.proc = subprocess.Popen(argv or ARGV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env={**os.environ, **environment(root, script, **env)})  # fmt: skip
-        self.buf = b""
+        assert self.proc.stdout is not None
+        self.stdout = Frames(self.proc.stdout.fileno())
         self.send({"type": "control_request", "request_id": "init", "request": {"subtype": "initialize"}})
 
     def send(self, message: dict[str, Any]) -> None:
@@ -167,31 +162,17 @@ class Raw:
 
     def until(self, done: Any, timeout: float = 20.0) -> list[dict[str, Any]]:
         """Frames up to and including the first for which `done(frame)`."""
-        assert self.proc.stdout is not None
-        got: list[dict[str, Any]] = []
-        deadline = time.monotonic() + timeout
-        while True:
-            while b"\n" in self.buf:
-                line, self.buf = self.buf.split(b"\n", 1)
-                got.append(json.loads(line))
-                if done(got[-1]):
-                    return got
-            left = deadline - time.monotonic()
-            assert left > 0, f"not within {timeout} s; got {[f['type'] for f in got]}"
-            if select.select([self.proc.stdout], [], [], left)[0]:
-                chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
-                assert chunk, f"stdout ended; got {[f['type'] for f in got]}"
-                self.buf += chunk
+        return self.stdout.until(done, timeout)
 
     def finish(self, timeout: float = 20.0) -> tuple[int | None, bytes, bytes]:
         """Close stdin and wait: the status (None: still running at `timeout`), the rest of stdout, stderr."""
         try:
             out, err = self.proc.communicate(timeout=timeout)
-            return self.proc.returncode, self.buf + out, err
+            return self.proc.returncode, self.stdout.rest + out, err
         except subprocess.TimeoutExpired:
             self.proc.kill()
             out, err = self.proc.communicate()
-            return None, self.buf + out, err
+            return None, self.stdout.rest + out, err
 
 
 def is_question(frame: dict[str, Any]) -> bool:

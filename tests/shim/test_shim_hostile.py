@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import select
 import signal
 import subprocess
 import sys
@@ -20,7 +19,7 @@ from typing import Any
 
 import pytest
 from support_fixtures import FIXTURES
-from support_processes import fake_caliban, peak_rss_kb, running
+from support_processes import Frames, fake_caliban, peak_rss_kb, running
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
 ARGV = [SHIM, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"]
@@ -80,7 +79,8 @@ class Shim:
         self.root = root
         env = {**os.environ, **caliban(root, *scripts, exec_=exec_)}
         self.proc = subprocess.Popen(ARGV, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
-        self.buf = b""
+        assert self.proc.stdout is not None
+        self.stdout = Frames(self.proc.stdout.fileno())
         self.stderr: list[bytes] = []
         self._errors = threading.Thread(target=self._drain_stderr, daemon=True)
         self._errors.start()
@@ -101,22 +101,7 @@ class Shim:
 
     def frames(self, until: str, timeout: float = 15.0) -> list[dict[str, Any]]:
         """Frames up to and including the first of type `until`."""
-        assert self.proc.stdout is not None
-        fd = self.proc.stdout.fileno()
-        got: list[dict[str, Any]] = []
-        deadline = time.monotonic() + timeout
-        while True:
-            while b"\n" in self.buf:
-                line, self.buf = self.buf.split(b"\n", 1)
-                got.append(json.loads(line))
-                if got[-1]["type"] == until:
-                    return got
-            left = deadline - time.monotonic()
-            assert left > 0, f"no {until} frame within {timeout} s; got {[f['type'] for f in got]}"
-            if select.select([fd], [], [], left)[0]:
-                chunk = os.read(fd, 1 << 16)
-                assert chunk, f"stdout ended before a {until} frame; got {[f['type'] for f in got]}"
-                self.buf += chunk
+        return self.stdout.until(lambda frame: frame["type"] == until, timeout)
 
     def wait(self, timeout: float = 15.0) -> int:
         try:

@@ -36,6 +36,31 @@ def fake_caliban(root: Path, *, exec_: bool = True) -> Path:
     return wrapper
 
 
+class Frames:
+    """A process's stdout read as NDJSON frames, as far as a test waits for; what came after
+    the frame waited for is kept for the next wait (`rest`)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.rest = fd, b""
+
+    def until(self, done: Callable[[dict[str, Any]], bool], timeout: float) -> list[dict[str, Any]]:
+        """Frames up to and including the first for which `done(frame)`."""
+        got: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\n" in self.rest:
+                line, self.rest = self.rest.split(b"\n", 1)
+                got.append(orjson.loads(line))
+                if done(got[-1]):
+                    return got
+            left = deadline - time.monotonic()
+            assert left > 0, f"not within {timeout} s; got {[f['type'] for f in got]}"
+            if select.select([self.fd], [], [], left)[0]:
+                chunk = os.read(self.fd, 1 << 16)
+                assert chunk, f"stdout ended first; got {[f['type'] for f in got]}"
+                self.rest += chunk
+
+
 def run(*args: str, stdin: bytes | None = None, timeout: float = 30) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         [TRANSLATOR, *args], input=stdin, capture_output=True, timeout=timeout,
