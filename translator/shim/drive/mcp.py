@@ -105,7 +105,7 @@ class McpServer:
         if not isinstance(events, list):
             raise ServerGone(f"caliban_poll answered events that are no list: {str(events)[:80]!r}")
         if type(after) is not int or after != cursor + len(events):
-            raise ServerGone(f"caliban_poll answered next_cursor {str(after)[:40]!r}, where its events end at "
+            raise ServerGone(f"caliban_poll answered next_cursor {repr(after)[:40]}, where its events end at "
                              f"{cursor + len(events)}")  # fmt: skip
         return body, events, after
 
