@@ -1,0 +1,139 @@
+"""Zed's ACP adapters from npm driving `caliban-claude` (`CLAUDE_CODE_EXECUTABLE`), as an editor
+runs them (tests/support/acp_client.py is the editor): `@zed-industries/claude-agent-acp` 0.23.1
+(caliban's built-in tools, permissions through `session/request_permission`, cancel) and
+`@zed-industries/claude-code-acp` 0.16.2, whose in-process `acp` MCP server reads and writes
+the editor's files (`mcp__acp__Read` → `fs/read_text_file`; shared/reference/cc-2.1.333/acp/).
+Skipped, and said so, where node is not installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp_client import AcpClient
+from support_fixtures import SUPPORT
+
+SHIM = str(Path(sys.executable).with_name("caliban-claude"))
+FAKE = SUPPORT / "fake_caliban.py"
+ADAPTERS = {"@zed-industries/claude-agent-acp": "0.23.1", "@zed-industries/claude-code-acp": "0.16.2"}
+CACHE = Path(os.environ.get("CALIBAN_CLAUDE_ACP_CACHE") or Path.home() / ".cache" / "caliban-claude-acp")
+SKIPPED = "the ACP adapter tests were SKIPPED: node and npm are not installed (.ci/run installs them)"
+
+
+@pytest.fixture(scope="module")
+def adapters() -> dict[str, Path]:
+    """Each adapter's entry (its `bin`), installed once into the cache."""
+    npm = shutil.which("npm")
+    if shutil.which("node") is None or npm is None:
+        pytest.skip(SKIPPED)
+    found = {}
+    for package, version in ADAPTERS.items():
+        manifest = CACHE / "node_modules" / package / "package.json"
+        if not manifest.exists() or json.loads(manifest.read_text())["version"] != version:
+            CACHE.mkdir(parents=True, exist_ok=True)
+            if not (CACHE / "package.json").exists():
+                (CACHE / "package.json").write_text('{"name": "caliban-claude-acp-cache", "private": true}\n')
+            subprocess.run([npm, "install", "--omit=optional", "--no-audit", "--no-fund", f"{package}@{version}"],
+                           cwd=CACHE, check=True, capture_output=True, timeout=600)  # fmt: skip
+        found[package] = manifest.parent / "dist" / "index.js"
+    return found
+
+
+@pytest.fixture
+def editor(tmp_path: Path) -> Iterator[Any]:
+    """Start an adapter as an editor would, in a workspace with a.txt; closed at the end."""
+    clients: list[AcpClient] = []
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "a.txt").write_text("a\n")
+    wrapper = tmp_path / "caliban"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
+    wrapper.chmod(0o755)
+
+    def start(entry: Path, env: dict[str, str]) -> AcpClient:
+        home = tmp_path / "home"
+        home.mkdir(exist_ok=True)
+        full = {**os.environ, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+                "CLAUDE_CODE_EXECUTABLE": SHIM, "CALIBAN_BIN": str(wrapper),
+                "CALIBAN_SESSIONS_DIR": str(tmp_path / "sessions"), "FAKE_SERVE_LOG": str(tmp_path / "serve.jsonl"),
+                "FAKE_CALIBAN_LOG": str(tmp_path / "calls.jsonl"), **env}  # fmt: skip
+        client = AcpClient(["node", str(entry)], full, work)
+        clients.append(client)
+        return client
+
+    yield start, work, tmp_path
+    for client in clients:
+        client.close()
+
+
+def permits(root: Path) -> list[dict[str, Any]]:
+    path = root / "serve.jsonl"
+    log = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    return [e["in"]["params"]["arguments"] for e in log if e.get("in", {}).get("params", {}).get("name") == "caliban_permit"]
+
+
+def test_claude_agent_acp_gets_a_session_a_prompt_and_a_permission(adapters: dict[str, Path], editor: Any) -> None:
+    start, work, root = editor
+    read = {"name": "Read", "input": {"file_path": str(work / "a.txt")}, "id": "toolu_read", "result": "a"}
+    touch = {"name": "Bash", "input": {"command": "touch d.txt"}, "id": "toolu_d"}
+    script = {"messages": [{"turns": [{"text": "Looking.", "tools": [read, touch]}, {"text": "Made d.txt."}]}]}
+    client = start(adapters["@zed-industries/claude-agent-acp"], {"FAKE_SERVE_SCRIPT": json.dumps(script)})
+    session = client.start()
+    models = client.session["models"]  # (it read models[0].value: with none, session/new failed)
+    assert models["currentModelId"] == "default"
+    assert [m["modelId"] for m in models["availableModels"]][:4] == ["default", "sonnet", "opus", "haiku"]
+    answer = client.request("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "make d"}]})
+    assert answer.get("result", {}).get("stopReason") == "end_turn", answer
+    (asked,) = [p for m, p in client.asked if m == "session/request_permission"]
+    assert asked["sessionId"] == session and asked["toolCall"]["toolCallId"] == "toolu_d"
+    assert permits(root) == [{"run_id": "run-1", "tool_use_id": "toolu_d", "allow": True}]
+    chunks = "".join(u["update"]["content"].get("text", "") for u in client.updates
+                     if u["update"].get("sessionUpdate") == "agent_message_chunk")  # fmt: skip
+    assert "Made d.txt." in chunks
+
+
+def test_claude_agent_acp_cancel_ends_the_prompt_cancelled(adapters: dict[str, Path], editor: Any) -> None:
+    start, _, _ = editor
+    script = {"delay": 0.3, "messages": [{"turns": [{"text": "one two three four five six seven eight"}, {"text": "late"}]}]}
+    client = start(adapters["@zed-industries/claude-agent-acp"], {"FAKE_SERVE_SCRIPT": json.dumps(script)})
+    session = client.start()
+    mid = client.next_id
+    client._send({"jsonrpc": "2.0", "id": mid, "method": "session/prompt",
+                  "params": {"sessionId": session, "prompt": [{"type": "text", "text": "talk"}]}})  # fmt: skip
+    client.next_id += 1
+    deadline = time.monotonic() + 30
+    while not any(u["update"].get("sessionUpdate") == "agent_message_chunk" for u in client.updates):
+        assert time.monotonic() < deadline, client.updates
+        time.sleep(0.02)
+    client.notify("session/cancel", {"sessionId": session})
+    while mid not in client.answers:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert client.answers[mid].get("result", {}).get("stopReason") == "cancelled", client.answers[mid]
+
+
+def test_claude_code_acp_reads_and_writes_the_editors_files_through_its_mcp_server(adapters: dict[str, Path], editor: Any) -> None:
+    """0.16.2 gives caliban its `acp` server (an SDK MCP server, relayed): Read goes to the
+    editor's fs/read_text_file unasked (allowedTools), Write asks session/request_permission."""
+    start, work, root = editor
+    calls = [{"tool": "mcp__acp__Read", "input": {"file_path": str(work / "a.txt")}, "id": "toolu_read"},
+             {"tool": "mcp__acp__Write", "input": {"file_path": str(work / "d.txt"), "content": "d\n"}, "id": "toolu_w"}]  # fmt: skip
+    env = {"FAKE_CALIBAN_SCRIPTS": json.dumps([{"mcp_calls": calls, "text": "Read a, wrote d."}])}
+    client = start(adapters["@zed-industries/claude-code-acp"], env)
+    session = client.start(fs_write=True)
+    answer = client.request("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "copy"}]})
+    assert answer.get("result", {}).get("stopReason") == "end_turn", answer
+    methods = [m for m, _ in client.asked]
+    assert methods == ["fs/read_text_file", "session/request_permission", "fs/write_text_file"], client.asked
+    assert client.asked[0][1]["path"] == str(work / "a.txt")
+    assert client.written == {str(work / "d.txt"): "d\n"}
+    (run,) = [json.loads(line) for line in (root / "calls.jsonl").read_text().splitlines()]
+    assert "--allow" in run["argv"] and "mcp__acp__*" in run["argv"]  # the relay settles each call
