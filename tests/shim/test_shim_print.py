@@ -212,3 +212,36 @@ def test_a_prompt_over_calibans_limit_is_refused_unread(env: dict[str, str]) -> 
     got = bash(f"head -c 11000000 /dev/zero | tr '\\0' x | {SHIM} -p; echo \" ${{PIPESTATUS[2]}}\"", script(env, "hi.jsonl"))
     assert got.stdout == " 1\n" and got.stderr == "Error: the prompt on stdin is over 10 MiB, more than caliban takes\n"
     assert not Path(env["FAKE_CALIBAN_LOG"]).exists()
+
+
+def test_a_caliban_that_cannot_be_run_is_said_in_one_line(env: dict[str, str], tmp_path: Path) -> None:
+    """A wrong CALIBAN_BIN (issue 33): Claude Code's `Execution error` and 1, as ever, and one
+    line on stderr saying what was run and why it could not be, with --verbose too."""
+    not_executable = tmp_path / "caliban.sh"
+    not_executable.write_text("#!/bin/sh\n")
+    no_format = tmp_path / "caliban.bin"
+    no_format.write_bytes(b"\x7fELF?")
+    no_format.chmod(0o755)
+    cases = {
+        str(tmp_path / "nowhere" / "caliban"): "No such file or directory",
+        str(not_executable): "Permission denied (not executable)",
+        str(tmp_path): "Is a directory",
+        "no-such-caliban": "not found on PATH",
+    }
+    for binary, why in cases.items():
+        for verbose in ([], ["--verbose", "--output-format", "stream-json"]):
+            proc = subprocess.run([SHIM, "-p", "hi", *verbose], env={**env, "CALIBAN_BIN": binary},
+                                  capture_output=True, timeout=60)
+            assert proc.returncode == 1
+            assert proc.stderr.decode() == (f"caliban-claude: cannot run CALIBAN_BIN={binary}: {why}; "
+                                            "every message will get an error result\n")
+            if not verbose:
+                assert proc.stdout == b"Execution error"
+    # one that starts to run and cannot (no format the system knows): said when it is run
+    proc = subprocess.run([SHIM, "-p", "hi"], env={**env, "CALIBAN_BIN": str(no_format)}, capture_output=True, timeout=60)
+    assert (proc.returncode, proc.stdout) == (1, b"Execution error")
+    assert proc.stderr.decode() == f"caliban-claude: cannot run {no_format}: Exec format error\n"
+    unset = {k: v for k, v in env.items() if k != "CALIBAN_BIN"} | {"PATH": "/nonexistent"}
+    proc = subprocess.run([SHIM, "-p", "hi"], env=unset, capture_output=True, timeout=60)
+    assert proc.stderr.decode() == ("caliban-claude: cannot run caliban (CALIBAN_BIN is not set): not found on PATH; "
+                                    "every message will get an error result\n")

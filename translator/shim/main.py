@@ -4,6 +4,7 @@ argv: print mode or the SDK's protocol, the plan, one session (session.py), its 
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import sys
@@ -65,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         _stderr([refused])
         return 1
     binary = os.environ.get("CALIBAN_BIN") or "caliban"
-    if os.sep not in binary and shutil.which(binary) is None:
-        warn(f"{binary} not found on PATH (set CALIBAN_BIN); every message will get an error result")
+    if (cannot := unrunnable(os.environ.get("CALIBAN_BIN") or "")) is not None:
+        say(f"{cannot}; every message will get an error result")
     p = plan(args, keep_system_prompt=os.environ.get("CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT") == "1")
     if text_input and len(args.positional) > 1:
         p.warnings.append(f"arguments after the prompt ignored: {' '.join(map(repr, args.positional[1:]))}")
@@ -110,3 +111,18 @@ def run() -> NoReturn:
         sys.stderr.flush()
     finally:
         os._exit(status)
+
+
+def unrunnable(bin_env: str) -> str | None:
+    """Why caliban cannot be run, said once at the start (what would be run and why not), or
+    None: `CALIBAN_BIN` when set (a path, or a name looked up on PATH), else `caliban` on PATH."""
+    binary = bin_env or "caliban"
+    named = f"CALIBAN_BIN={binary}" if bin_env else f"{binary} (CALIBAN_BIN is not set)"
+    if shutil.which(binary) is not None:
+        return None
+    if os.sep not in binary:
+        return f"cannot run {named}: not found on PATH"
+    if os.path.isdir(binary):
+        return f"cannot run {named}: {os.strerror(errno.EISDIR)}"
+    why = os.strerror(errno.EACCES) + " (not executable)" if os.path.exists(binary) else os.strerror(errno.ENOENT)
+    return f"cannot run {named}: {why}"

@@ -11,6 +11,7 @@ exited), what is left of the group is ended.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import select
 import signal
@@ -23,8 +24,10 @@ from typing import IO
 
 from translator.core.feed import CHUNK
 from translator.shim.oneshot.group import LADDER, LEFTOVERS, TICK, ProcessGroup
+from translator.shim.say import say
 
 NOT_FOUND = 127  # the shell's status for a command it cannot find
+SAID_AT_START = (errno.ENOENT, errno.EACCES, errno.EISDIR)  # main.unrunnable finds these before any run
 LINGER = 1.0  # seconds caliban's stdout may stay open, held by what it left, after it exited
 STDERR_LINE = 64 << 10  # bytes of one stderr line passed on; the rest of it is cut
 CUT = f" [... cut by caliban-claude: the line was longer than {STDERR_LINE} bytes]".encode()
@@ -52,6 +55,8 @@ class CalibanRun:
                     group.escalate(LADDER)
         except OSError as exc:
             self.stderr_tail = f"cannot run {self.argv[0]}: {exc.strerror or exc}"
+            if exc.errno not in SAID_AT_START:  # (a file not there, or not executable, was said at the start)
+                say(self.stderr_tail)
             self._over = True
             return NOT_FOUND
         proc = group.proc
