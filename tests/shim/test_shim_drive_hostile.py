@@ -249,3 +249,21 @@ def test_a_bad_next_cursor_is_the_servers_error_not_the_shims(reaped: Path, curs
     status, _, err = shim.finish()
     assert status == 1 and b"internal error" not in err, err
     assert gone(servers(reaped))
+
+
+async def test_a_limit_that_is_no_number_of_seconds_is_said_and_the_default_kept(reaped: Path) -> None:
+    async def allow(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        return {}
+
+    lines: list[str] = []
+    env = {"CALIBAN_CLAUDE_HOOK_TIMEOUT": "-1", "CALIBAN_CLAUDE_MCP_TIMEOUT": "soon"}
+    hooks = {"PreToolUse": [HookMatcher(matcher="Bash", hooks=[allow])]}  # type: ignore[list-item]
+    (messages,) = await conversation(
+        options(reaped, ONE_TOOL, env, hooks=hooks, can_use_tool=Allow(), stderr=lines.append), "make d"
+    )
+    assert isinstance(messages[-1], ResultMessage) and messages[-1].result == "Made d."
+    said = [line for line in lines if "expected a number of seconds" in line]
+    assert said == [
+        "caliban-claude: warning: CALIBAN_CLAUDE_MCP_TIMEOUT=soon: expected a number of seconds above 0; 60 s it is",
+        "caliban-claude: warning: CALIBAN_CLAUDE_HOOK_TIMEOUT=-1: expected a number of seconds above 0; 60 s it is",
+    ], lines
