@@ -252,3 +252,19 @@ def test_a_headless_log_is_filed_under_its_own_cwd_with_its_echoed_prompts(tmp_p
     assert (info.cwd, info.first_prompt, info.summary) == ("/home/dev/project", "hi", "what is 2+2?")
     said = [(m.type, m.message["content"][0]["text"]) for m in get_session_messages(info.session_id)]
     assert said == [("user", "hi"), ("assistant", "Hello! How can I help?"), ("user", "what is 2+2?"), ("assistant", "2 + 2 = 4.")]
+
+
+def test_a_live_pipe_writes_each_run_as_its_frames_go_out(tmp_path: Path) -> None:
+    """In a live pipe a run's lines are in its file once its result is out, the input still open."""
+    pipe = Live("--transcripts", str(tmp_path / "claude"))
+    try:
+        pipe.send(events("tool_use_two_turns"))
+        frames = pipe.read_frames(6)
+        assert frames[-1]["type"] == "result"
+        written = poll(lambda: files_of(tmp_path / "claude") if (tmp_path / "claude").exists() else None)
+        (data,) = written.values()
+        assert [t for t, _ in conversation(data)] == ["user", "assistant", "assistant", "user", "assistant", "last-prompt"]
+        assert pipe.proc.poll() is None  # still reading
+    finally:
+        pipe.proc.stdin.close()  # type: ignore[union-attr]
+        assert pipe.proc.wait(timeout=20) == 0

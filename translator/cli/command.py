@@ -211,7 +211,7 @@ def watches(args: argparse.Namespace, telemetry: Telemetry | None = None) -> Wat
     if args.transcripts is not None:
         from translator.transcripts.files import Transcripts
 
-        found.append(Transcripts(args.transcripts, __version__))
+        found.append(Transcripts(args.transcripts, __version__, deferred=True))
     if len(found) < 2:
         return found[0] if found else None
     from translator.encoders.observed import Watches

@@ -82,6 +82,9 @@ class Watch(Protocol):
     (a stream is one session: the same session id as its frames)."""
 
     def stream(self, source: str, session_id: str, t: float) -> Observer: ...
+    # What its observers kept to do after the frames (the file writes of --transcripts), done:
+    # the streaming shells call it after each step's frames are written (shell/sink.py)
+    def drain(self) -> None: ...
 
 
 class Observers:
@@ -127,3 +130,7 @@ class Watches:
 
     def stream(self, source: str, session_id: str, t: float) -> Observer:
         return Observers([w.stream(source, session_id, t) for w in self.watches])
+
+    def drain(self) -> None:
+        for w in self.watches:
+            w.drain()

@@ -223,6 +223,7 @@ def source(sink: Sink, name: str, signals: Signals, out: Output) -> None:
         for taken in steps(Feed(core), chunks(), clock=time.monotonic, cancelled=lambda: signals.received is not None):
             for data in sink.route(taken, core):
                 out.write(data)
+            sink.watched()
     except (OSError, OutputStuck):
         raise  # the output's trouble: said for every input alike
     except Exception as exc:  # the last resort: this input ends, the next one is read
@@ -230,6 +231,7 @@ def source(sink: Sink, name: str, signals: Signals, out: Output) -> None:
         with contextlib.suppress(Exception):
             for data in sink.route(take(core), core):
                 out.write(data)
+            sink.watched()
     finally:
         if fd != 0:
             os.close(fd)

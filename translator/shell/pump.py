@@ -120,6 +120,7 @@ class Shell(Sink):
         """The sink (`Sink.route`), frames to `write` (default: stdout)."""
         for data in self.route(taken, core):
             await (write or self.out.write)(data)
+        self.watched()
 
     async def abandon(self, core: Translator, exc: Exception) -> None:
         """A stream that failed outside the core (`Sink.abandoned`), with what can still be written."""

@@ -197,6 +197,11 @@ class Sink:
             core.closed = []  # its closed runs, for the metrics
         return core
 
+    def watched(self) -> None:
+        """The step's frames are out: what watches the streams does what it kept for after them."""
+        if self.cfg.watch is not None:
+            self.cfg.watch.drain()
+
     def tally(self, core: Translator) -> None:
         """Add what a finished stream came to into the outcome."""
         self.outcome.bad_lines += core.bad_lines

@@ -206,6 +206,9 @@ class Telemetry:
     def stream(self, source: str, session_id: str, t: float) -> Session:
         return Session(self.instruments, session_id, t)
 
+    def drain(self) -> None:
+        pass  # (its processors export in their own threads)
+
     def close(self, within: float = CLOSE_S) -> None:
         """The last exports, within `within` seconds all told: what is left then is dropped
         (the SDK's threads are daemons) and said, with every loss, in one line."""

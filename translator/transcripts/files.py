@@ -58,44 +58,63 @@ def append(path: str, lines: list[bytes], fresh: bool = False) -> None:
 
 
 class Written:
-    """An observer: the moves to its transcript, and what each gave to the file at once.
-    Trouble writing is said once on stderr and ends this session's file, never the stream."""
+    """An observer: the moves to its transcript and what they gave to the file. `pending`: the
+    moves are kept, and done (lines made and written) when the shell has written the step's
+    frames (Transcripts.drain), so a live stream's frames never wait for its session file; the
+    watch's list of such observers with moves kept. Without it (a batch's file, the shim), at
+    once. Trouble writing is said once on stderr and ends this session's file, never the stream."""
 
-    def __init__(self, transcript: Transcript, write: Callable[[Transcript, list[bytes]], None]) -> None:
+    def __init__(self, transcript: Transcript, write: Callable[[Transcript, list[bytes]], None],
+                 pending: list[Written] | None = None) -> None:  # fmt: skip
         self.transcript = transcript
         self._write = write
+        self._pending = pending
+        self._moves: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
+
+    def _tell(self, move: Callable[..., None], *args: Any) -> None:
+        if self._pending is None:
+            move(*args)
+            self._out()
+            return
+        if not self._moves:
+            self._pending.append(self)
+        self._moves.append((move, args))
+
+    def drain(self) -> None:
+        """The moves kept, done, and their lines written."""
+        moves, self._moves = self._moves, []
+        for move, args in moves:
+            move(*args)
+        self._out()
 
     def _out(self) -> None:
         if lines := self.transcript.take():
             self._write(self.transcript, lines)
 
     def prompt(self, content: Any, t: float) -> None:
-        """The next run's prompt, from the shell that has it (the shim): written at once."""
-        self.transcript.prompt(content, t)
-        self._out()
+        """The next run's prompt, from the shell that has it (the shim)."""
+        self._tell(self.transcript.prompt, content, t)
 
     def run_start(self, model: str | None, t: float) -> None:
-        self.transcript.run_start(model, t)
+        self._tell(self.transcript.run_start, model, t)
 
     def turn_start(self, ev: TurnStart, t: float) -> None:
-        self.transcript.turn_start(ev, t)
+        self._tell(self.transcript.turn_start, ev, t)
 
     def tool_start(self, ev: ToolCallStart, t: float) -> None:
-        self.transcript.tool_start(ev, t)
+        pass  # (nothing of it is written)
 
     def tool_end(self, tool_use_id: str, name: str | None, input: Any, end: ToolCallEnd, t: float) -> None:
-        self.transcript.tool_end(tool_use_id, name, input, end, t)
+        pass  # (its result is written from TurnEnd's copy)
 
     def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
-        self.transcript.turn_end(ev, model, cost, t)
-        self._out()
+        self._tell(self.transcript.turn_end, ev, model, cost, t)
 
     def headless_frame(self, frame: HeadlessFrame, t: float) -> None:
-        self.transcript.headless_frame(frame, t)
+        self._tell(self.transcript.headless_frame, frame, t)
 
     def run_end(self, run: RunSummary, t: float) -> None:
-        self.transcript.run_end(run, t)
-        self._out()
+        self._tell(self.transcript.run_end, run, t)
 
 
 def input_folder(source: str) -> str:
@@ -115,10 +134,12 @@ def written_at(source: str) -> float | None:
 
 class Transcripts:
     """`--transcripts DIR`, a Watch: each input stream's runs as one session under DIR, named
-    from its first turn, so a second translation of a log rewrites its own file."""
+    from its first turn, so a second translation of a log rewrites its own file. `deferred`:
+    for the streaming shells, which drain it after each step's frames are out."""
 
-    def __init__(self, config_dir: str, version: str) -> None:
+    def __init__(self, config_dir: str, version: str, deferred: bool = False) -> None:
         self.config_dir = config_dir
+        self._pending: list[Written] | None = [] if deferred else None  # (see Written)
         self.version = version
         self._written: set[str] = set()  # the files this process has begun (the first write empties one)
         self._failed: set[str] = set()
@@ -127,7 +148,14 @@ class Transcripts:
     def stream(self, source: str, session_id: str, t: float) -> Written:
         transcript = Transcript(cwd=input_folder(source), version=self.version, entrypoint="translator",
                                 written_at=written_at(source), from_log=True)  # fmt: skip
-        return Written(transcript, self.write)
+        return Written(transcript, self.write, self._pending)
+
+    def drain(self) -> None:
+        """What the streams' observers kept, done now: the shell has written the step's frames."""
+        if self._pending:
+            pending, self._pending[:] = list(self._pending), []
+            for written in pending:
+                written.drain()
 
     def write(self, transcript: Transcript, lines: list[bytes]) -> None:
         key = (transcript.cwd, str(transcript.session_id))
