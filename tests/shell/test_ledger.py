@@ -35,12 +35,14 @@ def test_the_latest_record_of_a_file_decides() -> None:
         old: record(["a", "b", "d"], ("a", "k1"), ("b", "k1"), ("d", "k1")),
         alone: record(["c"], ("c", "k3")),  # c retried alone after its chunk, in the same run
     }, now_ns=30, pid=8, outputs=None)
-    assert found.latest == {"a": ledger.Entry("k2", [{"source": "a", "run_index": 0}], "/logs/a"), "b": None,
-                            "c": ledger.Entry("k3", [{"source": "c", "run_index": 0}], "/logs/c"), "d": ledger.Entry("k1", [{"source": "d", "run_index": 0}], "/logs/d")}
+    assert found.latest == {"a": ledger.Entry("k2", "/logs/a", new), "b": None,
+                            "c": ledger.Entry("k3", "/logs/c", alone), "d": ledger.Entry("k1", "/logs/d", old)}
     assert found.dead == [] and found.generation == 30
-    assert found.recorded("a", "out/a.x", lambda: "k2") == [{"source": "a", "run_index": 0}]
-    assert found.recorded("a", "out/a.x", lambda: "k1") is None  # another key: made again
-    assert found.recorded("b", "out/b.x", lambda: "k1") is None  # the older entry does not count
+    assert found.recorded("a", "out/a.x", lambda: "k2")
+    assert not found.recorded("a", "out/a.x", lambda: "k1")  # another key: made again
+    assert not found.recorded("b", "out/b.x", lambda: "k1")  # the older entry does not count
+    # the rows of the files asked for, read again from their latest records (none for b: no entry)
+    assert sorted(r[0]["source"] for r in found.rows({"a", "b", "d"})) == ["a", "d"]
     assert found.path(3) == f"{FOLDER}/{30:020d}-8-000003.done"
 
 
@@ -49,10 +51,10 @@ def test_a_record_no_file_needs_is_dead_and_damage_is_not_trusted() -> None:
     cut = record(["a", "b"], ("a", "k2"), ("b", "k2"))[:-9]  # the last entry cut short
     found = ledger.read(FOLDER, {old: record(["a", "b"], ("a", "k1"), ("b", "k1")), new: cut + b"\n" + b"[1]\n"},
                         now_ns=5, pid=8, outputs={"out/a.x"})
-    assert found.latest == {"a": ledger.Entry("k2", [{"source": "a", "run_index": 0}], "/logs/a"), "b": None}
+    assert found.latest == {"a": ledger.Entry("k2", "/logs/a", new), "b": None}
     assert found.dead == [old] and found.generation == 21  # the clock went back: after the latest
-    assert found.recorded("a", "out/a.x", lambda: "k2") == [{"source": "a", "run_index": 0}]
-    assert found.recorded("a", "out/gone.x", lambda: "k2") is None  # its output is not there
+    assert found.recorded("a", "out/a.x", lambda: "k2")
+    assert not found.recorded("a", "out/gone.x", lambda: "k2")  # its output is not there
     stray = record(["a"], ("z", "k9"))  # an entry its head does not name
     assert ledger.read(FOLDER, {new: stray, old: b'{"files": [tru'}, 0, 8, None).latest == {"a": None}
 
@@ -90,3 +92,16 @@ def test_an_output_is_owned_by_the_log_its_latest_entry_names() -> None:
     assert found.owner("a", "out/gone.x") is None  # its output is not there: nothing to replace
     assert found.owner("b", "out/b.x") is None  # a head, no entry: unknown
     assert found.owner("c", "out/c.x") is None  # no source recorded: unknown
+
+
+def test_records_are_read_when_looked_up_a_batch_at_a_time() -> None:
+    paths = [name(g) for g in range(1, 200)]
+    fetched: list[list[str]] = []
+
+    def fetch(batch: list[str]) -> dict[str, bytes]:
+        fetched.append(batch)
+        return {p: record([p[-30:]], (p[-30:], "k")) for p in batch}
+
+    found = ledger.read(FOLDER, ledger.Lazy(paths[::-1], fetch), now_ns=0, pid=8, outputs=None)
+    assert len(found.latest) == 199 and [len(b) for b in fetched] == [64, 64, 64, 7]  # in order, never all at once
+    assert fetched[0][0] == paths[0]

@@ -33,6 +33,7 @@ from translator.object_store import TIMEOUT
 from translator.shell import ledger
 from translator.shell.ledger import Ledger
 from translator.shell.local_disk import LocalStore, sweep_temporaries
+from translator.shell.outcomes import Outcomes
 from translator.shell.packing import pack
 from translator.shell.replay import Done, Job, Store, shown, translate_many
 from translator.shell.selection import Input, SelectionError, check_distinct, select, target_name
@@ -41,7 +42,6 @@ from translator.stdio import stop_signals
 
 PR_SET_PDEATHSIG = 1
 WINDOW = 2  # chunks in flight per worker: one translating, one queued behind it
-STAGE_ROWS = 16_384  # results rows staged for the table at a time
 
 
 def plan(names: list[str], lister: Any, out_dir: str | None, template: Job,
@@ -61,7 +61,7 @@ def plan(names: list[str], lister: Any, out_dir: str | None, template: Job,
 
 def up_to_date(jobs: list[Job], records: Ledger | None) -> tuple[list[Job], list[Done]]:
     """The jobs to do, and the files the output directory's records find up to date (done
-    here, with their recorded results: no worker reads anything for them). An output that is
+    here: no worker reads anything for them; their rows stay in their records). An output that is
     another log's (a same-named log under another root, by an earlier run) is never replaced:
     a SelectionError (73) before anything is written, even with --force."""
     if records is None:
@@ -76,26 +76,23 @@ def up_to_date(jobs: list[Job], records: Ledger | None) -> tuple[list[Job], list
         if (owner := records.owner(relative, job.target)) not in (None, source):
             clashes.append(f"{shown(job.target)} is the output of {owner}, not of {source}")
             continue
-        rows = None if job.force else records.recorded(relative, job.target, job.key)
-        if rows is None:
+        if job.force or not records.recorded(relative, job.target, job.key):
             todo.append(job)
         else:
-            skipped.append(Done(job.relative, job.size, results=rows, skipped=True, source=source))
+            skipped.append(Done(job.relative, job.size, skipped=True, source=source))
     if clashes:
         more = f" (and {len(clashes) - 1} more)" if len(clashes) > 1 else ""
         raise SelectionError(f"--out-dir: {clashes[0]}: not overwritten{more}; give these logs another --out-dir", EX_CANTCREAT)
     return todo, skipped
 
 
-def summary(done: list[Done], elapsed: float, interrupted: bool = False, signum: int = signal.SIGINT) -> int:
+def summary(done: Outcomes, elapsed: float, interrupted: bool = False, signum: int = signal.SIGINT) -> int:
     """Print the summary and failures; the exit status: 0, 65 a file's content failed, 74 a
     file could not be read or written, 128 + `signum` when interrupted."""
-    failed = [d for d in done if d.error is not None]
-    skipped = sum(d.skipped for d in done)
-    total = sum(d.size for d in done)
+    failed = done.failed
     stderr(
-        [f"translator: {len(done) - len(failed) - skipped} translated, {skipped} skipped (up to date), "
-         f"{len(failed)} failed; {total / 1e6:.1f} MB in {elapsed:.2f} s" + (" (interrupted)" if interrupted else "")],
+        [f"translator: {done.translated} translated, {done.skipped} skipped (up to date), "
+         f"{len(failed)} failed; {done.bytes / 1e6:.1f} MB in {elapsed:.2f} s" + (" (interrupted)" if interrupted else "")],
         "info",
     )
     stderr([f"translator: failed: {shown(d.relative)}: {d.error}" for d in failed])
@@ -118,7 +115,7 @@ def prepare_out_dir(out_dir: str) -> Ledger:
     folder = f"{out_dir.rstrip('/')}/{ledger.FOLDER}"
     now = time.time_ns()
     try:
-        found = ledger.read(folder, store.read_records(paths), now, os.getpid(), outputs)
+        found = ledger.read(folder, store.records(paths), now, os.getpid(), outputs)
     except OSError:  # a record that cannot be read: nothing is known, everything is made again
         return ledger.read(folder, {}, now, os.getpid(), outputs)
     store.remove(found.dead)
@@ -154,7 +151,8 @@ def _work(chunk: list[Job], record: str | None) -> list[Done]:
 
 
 def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = None,
-              records: Ledger | None = None, came: list[int] | None = None) -> tuple[list[Done], bool]:
+              records: Ledger | None = None, came: list[int] | None = None,
+              done: Outcomes | None = None) -> tuple[Outcomes, bool]:
     """Translate `jobs` in a process pool, a chunk of files per task (packing.py); at most
     WINDOW chunks per worker are in flight, and each completion is taken as it comes (a queue
     fed by the futures' callbacks), so the cost of scheduling grows with the chunks, never with
@@ -162,7 +160,7 @@ def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = No
     KeyboardInterrupt, or (`came`, from stopping(came, raising=False)) noted, seen within 0.1 s."""
     context = multiprocessing.get_context("fork")
     counter = context.Value("q", 0)
-    done: list[Done] = []
+    done = Outcomes() if done is None else done
     workers = max(1, min(workers, len(jobs) or 1))
     chunks = iter(enumerate(pack(jobs, workers)))
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
@@ -218,38 +216,43 @@ def drawn() -> bool:
     return sys.stderr is not None and sys.stderr.isatty()
 
 
-def report_done(result: Done, done: list[Done], total: int, bar: tqdm) -> None:
+def report_done(result: Done, done: Outcomes, total: int, bar: tqdm) -> None:
     """A file is done (on a local pool or a cluster): its reports, in the log format asked
     for, above the bar; then it counts."""
     if result.diagnostics and sys.stderr is not None:  # (None: started without stderr, `2>&-`)
         bar.write(formatted(result.diagnostics, "warning"), file=sys.stderr, end="")
-    done.append(result)
-    bar.set_description(f"{len(done)}/{total} files")
+    bar.set_description(f"{done.files - done.skipped + 1}/{total} files")
+    done.add(result)
 
 
 def run(names: list[str], out_dir: str | None, workers: int, template: Job, results_table: str | None = None) -> int:
     """Translate every local file under `names` as `template` says; the exit status."""
     try:
         records = None if out_dir is None else prepare_out_dir(out_dir)
-        todo, done = up_to_date(plan(names, LocalStore(), out_dir, template), records)
+        todo, skipped = up_to_date(plan(names, LocalStore(), out_dir, template), records)
     except SelectionError as exc:
         stderr([f"translator: {exc}"])
         return exc.status
+    done = Outcomes(table=results_table is not None)
+    for file in skipped:
+        done.add(file)
+    del skipped
     started = time.monotonic()
     came: list[int] = []
     try:
         with stopping(came, raising=False), tqdm(total=sum(job.size for job in todo), unit="B", unit_scale=True,
                                                  file=sys.stderr, disable=not drawn(), desc=f"0/{len(todo)} files") as bar:
-            made, interrupted = run_local(todo, workers, bar, records=records, came=came)
-            done += made
+            _, interrupted = run_local(todo, workers, bar, records=records, came=came, done=done)
     except OSError as exc:  # the pool's pipes or processes: the system's resources (ulimit)
+        done.close()
         if exc.errno not in (*SCARCE, errno.EAGAIN):
             raise
         stderr([f"translator: cannot start the worker processes: {exc.strerror}"])
         return EX_OSERR
     if interrupted and out_dir is not None:  # the ended workers' temporaries
         sweep_temporaries(out_dir)
-    return finish(done, time.monotonic() - started, results_table, interrupted, came[0] if came else signal.SIGINT)
+    return finish(done, time.monotonic() - started, results_table, interrupted, came[0] if came else signal.SIGINT,
+                  records=records)
 
 
 @contextmanager
@@ -274,28 +277,24 @@ def stopping(came: list[int], raising: bool = True) -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-def finish(done: list[Done], elapsed: float, results_table: str | None, interrupted: bool = False,
-           signum: int = signal.SIGINT, timeout: float = TIMEOUT) -> int:
-    """The summary, and the results table when asked for; the exit status."""
-    status = summary(done, elapsed, interrupted, signum)
-    if results_table is None or interrupted:
-        return status
-    from translator.table import parquet as table
-
-    staged = table.Staged()
+def finish(done: Outcomes, elapsed: float, results_table: str | None, interrupted: bool = False,
+           signum: int = signal.SIGINT, timeout: float = TIMEOUT, records: Ledger | None = None) -> int:
+    """The summary, and the results table when asked for (the rows of the files up to date
+    read from their records now, a record at a time); the exit status."""
     try:
-        rows: list[dict[str, Any]] = []
-        for d in done:
-            rows += d.results
-            if len(rows) >= STAGE_ROWS:
-                staged.add(rows)
-                rows = []
-        staged.add(rows)
-        table.write(results_table, staged, (d.source for d in done if d.error is None and d.source), timeout)
-    except OSError as exc:
-        stderr([f"translator: --results-table {results_table}: {exc.strerror or exc}"])
-        return EX_IOERR
-    finally:
-        staged.close()
-    return status
+        status = summary(done, elapsed, interrupted, signum)
+        if results_table is None or interrupted:
+            return status
+        from translator.table import parquet as table
 
+        try:
+            if records is not None and done.up_to_date:
+                for rows in records.rows(done.up_to_date):
+                    done.stage(rows)
+            table.write(results_table, done.staged(), done.replaced, timeout)
+        except OSError as exc:
+            stderr([f"translator: --results-table {results_table}: {exc.strerror or exc}"])
+            return EX_IOERR
+        return status
+    finally:
+        done.close()

@@ -25,6 +25,7 @@ from translator.extras import need
 from translator.object_store import StoreError
 from translator.shell import batch
 from translator.shell.ledger import Ledger
+from translator.shell.outcomes import Outcomes
 from translator.shell.packing import pack
 from translator.shell.replay import Done, Job, Store, translate_file, translate_many
 from translator.shell.stalls import TASK_TIMEOUT, Stalls
@@ -84,9 +85,10 @@ def settle(work: list[Job] | Job, value: Any) -> list[Done | Job]:
 
 
 def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: tqdm,
-             records: Ledger | None = None, task_timeout: float = TASK_TIMEOUT) -> tuple[list[Done], bool]:
+             records: Ledger | None = None, task_timeout: float = TASK_TIMEOUT,
+             done: Outcomes | None = None) -> tuple[Outcomes, bool]:
     distributed = need("distributed")
-    done: list[Done] = []
+    done = Outcomes() if done is None else done
     with connect(cluster, workers) as client:
         if batch.drawn() and client.dashboard_link:
             bar.write(f"translator: Dask dashboard: {client.dashboard_link}", file=sys.stderr)

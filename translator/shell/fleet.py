@@ -29,7 +29,8 @@ from translator.shell import batch, ledger
 from translator.shell.cluster import Unreachable, run_dask
 from translator.shell.ledger import Ledger
 from translator.shell.local_disk import LocalStore, sweep_temporaries
-from translator.shell.replay import Done, Job, Store
+from translator.shell.outcomes import Outcomes
+from translator.shell.replay import Job, Store
 from translator.shell.selection import Found, SelectionError
 from translator.shell.stalls import TASK_TIMEOUT
 
@@ -237,13 +238,17 @@ def _records(out_dir: str, timeout: float) -> Ledger:
             fs, path = filesystem(out_dir, timeout)
             found = [f"{scheme}://{name}" for name in fs.find(path)]
             paths = [name for name in found if name.startswith(f"{folder}/") and ledger.is_record(name)]
-            data = fs.cat([p.split("://", 1)[1] for p in paths]) if paths else {}
+
+        def fetch(batch: list[str]) -> dict[str, bytes]:
+            with faults(out_dir, timeout):
+                data = fs.cat([p.split("://", 1)[1] for p in batch])
+            return {f"{scheme}://{name}": bytes(value) for name, value in data.items()}
+
+        got = ledger.read(folder, ledger.Lazy(paths, fetch), now, pid, set(found) - set(paths))
     except FileNotFoundError:  # nothing written there yet
         return ledger.read(folder, {}, now, pid, set())
     except OSError:
         return ledger.read(folder, {}, now, pid, None)
-    records = {f"{scheme}://{name}": bytes(value) for name, value in data.items()}
-    got = ledger.read(folder, records, now, pid, set(found) - set(paths))
     if got.dead:
         with suppress(OSError), faults(out_dir, timeout):
             fs.rm([p.split("://", 1)[1] for p in got.dead])
@@ -268,7 +273,7 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
             if cluster is not None:
                 need("distributed")
         except KeyboardInterrupt:  # listing: nothing done yet
-            return batch.summary([], time.monotonic() - started, True, came[0] if came else signal.SIGINT)
+            return batch.summary(Outcomes(), time.monotonic() - started, True, came[0] if came else signal.SIGINT)
         except (SelectionError, MissingExtra) as exc:
             stderr([f"translator: {exc}"])
             return exc.status
@@ -279,41 +284,45 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
             stderr([f"translator: {' '.join(names)}: {exc.strerror or exc}"])
             return EX_IOERR
         try:
-            done, interrupted = _translate(todo, store, cluster, workers, records, came, task_timeout)
+            done = Outcomes(table=results_table is not None)
+            for file in skipped:
+                done.add(file)
+            del skipped
+            interrupted = _translate(todo, store, cluster, workers, records, came, task_timeout, done)
         except Unreachable as exc:
+            done.close()
             stderr([f"translator: {exc}"])
             return EX_UNAVAILABLE
-        done = skipped + done
         if out_dir is not None and "://" not in out_dir:
             sweep_temporaries(out_dir)  # a lost worker's, whose file was done again elsewhere
         try:
             return batch.finish(done, time.monotonic() - started, results_table, interrupted,
-                                came[0] if came else signal.SIGINT, timeout)
+                                came[0] if came else signal.SIGINT, timeout, records)
         except KeyboardInterrupt:  # writing the table: the one there is stays as it was
             stderr([f"translator: --results-table {results_table}: not written (interrupted)"])
             return 128 + (came[0] if came else signal.SIGINT)
 
 
 def _translate(jobs: list[Job], store: Store, cluster: str | None, workers: int,
-               records: Ledger | None, came: list[int], task_timeout: float) -> tuple[list[Done], bool]:
+               records: Ledger | None, came: list[int], task_timeout: float, done: Outcomes) -> bool:
     """The jobs done on the local pool or on Dask, and whether a stop signal cut them short (the
     pool's workers are then ended: one a store keeps waiting would hold the exit). Nothing to
     do (every file up to date) starts no cluster and no pool."""
     if not jobs:
-        return [], False
+        return False
     try:
         with tqdm(total=sum(job.size for job in jobs), unit="B", unit_scale=True, file=sys.stderr,
                   disable=not batch.drawn(), desc=f"0/{len(jobs)} files") as bar:
             if cluster is not None:
-                return run_dask(jobs, store, cluster, workers, bar, records, task_timeout)
+                return run_dask(jobs, store, cluster, workers, bar, records, task_timeout, done)[1]
             # The signal only noted here (the workers do the store's waiting): one raised in the
             # parent is lost, the batch running on, if it lands while the pool forks.
             with batch.stopping(came, raising=False):
-                done, interrupted = batch.run_local(jobs, workers, bar, store, records, came)
+                _, interrupted = batch.run_local(jobs, workers, bar, store, records, came, done)
     except KeyboardInterrupt:  # starting or leaving the engine
-        done, interrupted = [], True
+        interrupted = True
     if interrupted:
         for worker in multiprocessing.active_children():
             worker.kill()
             worker.join()
-    return done, interrupted
+    return interrupted

@@ -16,7 +16,7 @@ and is redone. A record that is no file's latest is dead, and removed.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,12 +32,13 @@ NAME = re.compile(r"^(\d{20,})-(\d+)-([0-9a-z]+)\.done$")
 
 @dataclass(frozen=True)
 class Entry:
-    """A committed output: the key it was made under, its results rows, and the log it was
-    made from (None in an earlier version's record)."""
+    """A committed output: the key it was made under, the log it was made from (None in an
+    earlier version's record), and the record that holds its results rows (read again only
+    when a results table asks for them: a ledger holds no rows)."""
 
     key: str
-    results: list[dict[str, Any]]
-    source: str | None = None
+    source: str | None
+    record: str
 
 
 @dataclass
@@ -50,6 +51,7 @@ class Ledger:
     latest: dict[str, Entry | None] = field(default_factory=dict)  # file (shown relative path) -> its latest record
     outputs: set[str] | None = None  # the output files there are (None: not listed, taken as there)
     dead: list[str] = field(default_factory=list)  # record files that are no file's latest
+    records: Mapping[str, bytes] = field(default_factory=dict)  # the record files (read when looked up)
 
     def path(self, chunk: int | str) -> str:
         """The record file of one chunk (an int) or of a file retried alone (a hex digest,
@@ -57,13 +59,24 @@ class Ledger:
         name = f"{chunk:06d}" if isinstance(chunk, int) else f"z{chunk}"
         return f"{self.folder}/{self.generation:020d}-{self.pid}-{name}.done"
 
-    def recorded(self, relative: str, target: str, key: Callable[[], str]) -> list[dict[str, Any]] | None:
-        """The results of an output made under `key()` that is still there; None if it must be
-        made (the key is computed only for a file with an entry)."""
+    def recorded(self, relative: str, target: str, key: Callable[[], str]) -> bool:
+        """Whether the output was made under `key()` and is still there (the key is computed
+        only for a file with an entry)."""
         entry = self.latest.get(relative)
-        if entry is None or (self.outputs is not None and target not in self.outputs) or entry.key != key():
-            return None
-        return entry.results
+        return not (entry is None or (self.outputs is not None and target not in self.outputs) or entry.key != key())
+
+    def rows(self, files: set[str]) -> Iterator[list[dict[str, Any]]]:
+        """The recorded results rows of `files`, a record at a time (each record read again;
+        OSError if one cannot be)."""
+        wanted: dict[str, set[str]] = {}
+        for name in files:
+            if (entry := self.latest.get(name)) is not None:
+                wanted.setdefault(entry.record, set()).add(name)
+        for record in sorted(wanted, key=_order):
+            for line in self.records[record].split(b"\n")[1:]:
+                found = _entry(line, checked=True)
+                if found is not None and found[0] in wanted[record]:
+                    yield found[2]
 
     def owner(self, relative: str, target: str) -> str | None:
         """The log whose output `target` (still there) is, by its latest record (None: unknown)."""
@@ -71,6 +84,31 @@ class Ledger:
         if entry is None or (self.outputs is not None and target not in self.outputs):
             return None
         return entry.source
+
+
+class Lazy(Mapping[str, bytes]):
+    """Record files (path -> bytes) read when looked up, `batch` at a time in the reading order
+    (an object store answers a batch in one concurrent `cat`), only the last batch held (a
+    record of 64 files of 8 runs is ~300 KB)."""
+
+    def __init__(self, paths: list[str], fetch: Callable[[list[str]], dict[str, bytes]], batch: int = 64) -> None:
+        self.paths = sorted(paths, key=_order)
+        self.batch = batch
+        self.place = {path: n for n, path in enumerate(self.paths)}
+        self.fetch = fetch
+        self.held: dict[str, bytes] = {}
+
+    def __getitem__(self, path: str) -> bytes:
+        if path not in self.held:
+            n = self.place[path]
+            self.held = self.fetch(self.paths[n: n + self.batch])
+        return self.held[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.paths)
+
+    def __len__(self) -> int:
+        return len(self.paths)
 
 
 def head(files: list[str]) -> bytes:
@@ -94,9 +132,10 @@ def is_record(name: str) -> bool:
     return NAME.match(name.rpartition("/")[2]) is not None
 
 
-def read(folder: str, records: dict[str, bytes], now_ns: int, pid: int, outputs: set[str] | None) -> Ledger:
-    """The ledger of the record files found (path -> bytes), for a run starting at `now_ns`
-    (its generation: that, or after the latest found if the clock went back)."""
+def read(folder: str, records: Mapping[str, bytes], now_ns: int, pid: int, outputs: set[str] | None) -> Ledger:
+    """The ledger of the record files found (path -> bytes, each read when looked up: one at a
+    time, never all at once), for a run starting at `now_ns` (its generation: that, or after
+    the latest found if the clock went back)."""
     latest: dict[str, tuple[str, Entry | None]] = {}
     last = 0
     for path in sorted(records, key=_order):
@@ -112,15 +151,16 @@ def read(folder: str, records: dict[str, bytes], now_ns: int, pid: int, outputs:
         for line in lines[1:]:
             found = _entry(line)
             if found is not None and found[0] in files:
-                latest[found[0]] = (path, found[1])
+                latest[found[0]] = (path, Entry(found[1], found[3], path))
     live = {path for path, _ in latest.values()}
     return Ledger(folder, max(now_ns, last + 1), pid, {name: e for name, (_, e) in latest.items()}, outputs,
-                  [path for path in records if path not in live])
+                  [path for path in records if path not in live], records)
 
 
-def _entry(line: bytes) -> tuple[str, Entry] | None:
+def _entry(line: bytes, checked: bool = False) -> tuple[str, str, list[dict[str, Any]], str | None] | None:
     """A well-formed entry line; None for anything else (a line cut short by a crash, rows the
-    results table cannot hold): its file is made again."""
+    results table cannot hold): its file is made again. `checked`: its rows were checked when
+    the record was first read."""
     try:
         value = orjson.loads(line)
     except orjson.JSONDecodeError:
@@ -128,6 +168,6 @@ def _entry(line: bytes) -> tuple[str, Entry] | None:
     if not isinstance(value, dict):
         return None
     file, key, results, source = value.get("file"), value.get("key"), value.get("results"), value.get("source")
-    if isinstance(file, str) and isinstance(key, str) and isinstance(results, list) and all(map(fits, results)):
-        return file, Entry(key, results, source if isinstance(source, str) else None)
+    if isinstance(file, str) and isinstance(key, str) and isinstance(results, list) and (checked or all(map(fits, results))):
+        return file, key, results, source if isinstance(source, str) else None
     return None

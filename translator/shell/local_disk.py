@@ -16,7 +16,7 @@ from contextlib import contextmanager, suppress
 from typing import BinaryIO
 
 from translator.api import FORMATS
-from translator.shell.ledger import FOLDER, is_record
+from translator.shell.ledger import FOLDER, Lazy, is_record
 from translator.shell.selection import WILDCARD, Found
 
 # What a run can have made, and so all the sweep may remove: an output's name is always
@@ -157,6 +157,10 @@ class LocalStore:
             with open(path, "rb") as f:
                 found[path] = f.read()
         return found
+
+    def records(self, paths: list[str]) -> Lazy:
+        """The record files, read when looked up (OSError then if one cannot be)."""
+        return Lazy(paths, self.read_records, batch=2)
 
     def remove(self, paths: list[str]) -> None:
         for path in paths:

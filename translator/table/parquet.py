@@ -24,6 +24,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,14 @@ def table(rows: list[dict[str, Any]]) -> Any:
     return pa.table(columns, schema=schema())
 
 
+def arrow() -> Any:
+    """pyarrow, allocating from the system's allocator: its default here, mimalloc, kept ~45 MB
+    of freed staging buffers mapped (peak RSS 238 -> 195 MiB, the rerun of 20,000 sessions)."""
+    pa = need("pyarrow")
+    pa.set_memory_pool(pa.system_memory_pool())
+    return pa
+
+
 class Staged:
     """The new rows as they come, in a temporary Parquet file: each batch's rows of a day are
     one row group, noted by day, so a partition's new rows are read back alone."""
@@ -123,7 +132,7 @@ class Staged:
     def add(self, rows: list[dict[str, Any]]) -> None:
         if not rows:
             return
-        need("pyarrow")
+        arrow()
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
@@ -136,15 +145,18 @@ class Staged:
             self.groups.setdefault(date, []).append(self._count)
             self._count += 1
 
-    def read(self, date: str | None) -> Any:
-        """The new rows of one day, without the partition column."""
+    def pieces(self, date: str | None) -> Iterator[Any]:
+        """The new rows of one day, a row group at a time, without the partition column."""
         need("pyarrow")
         import pyarrow.parquet as pq
 
         if self._writer is not None:
             self._writer.close()
             self._writer = None
-        return pq.ParquetFile(self.path).read_row_groups(self.groups[date]).drop_columns(["date"])
+        if date in self.groups:
+            staged = pq.ParquetFile(self.path)
+            for group in self.groups[date]:
+                yield staged.read_row_group(group).drop_columns(["date"])
 
     def close(self) -> None:
         if self._writer is not None:
@@ -156,11 +168,11 @@ def write(path: str, staged: Staged, replaced: Iterable[str], timeout: float = T
     """Write the staged rows into the dataset at `path`, local or a URL (through fsspec,
     configured as for the inputs: credentials, endpoint, --store-timeout): every partition
     with new rows, or with rows of a log in `replaced` (the logs translated), is rewritten
-    without those logs' old rows and with their new ones, sorted by (source, run_index) so a
-    rerun writes the same bytes; a partition left with no rows is removed."""
-    pa = need("pyarrow")
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
+    without those logs' old rows and with their new ones; one left with no rows is removed.
+    A partition streams through, a row group at a time (its kept rows, then the new): the
+    writer holds ROW_GROUP runs at most, whatever the day's count. Each row group is sorted by
+    (source, run_index), so a partition of one row group is the same bytes on a rerun."""
+    pa = arrow()
 
     local = path.removeprefix("file://")  # local disk by URL: written as a local path is (made, synced, renamed)
     dest: _Local | _Remote = _Local(local) if "://" not in local else _Remote(path, timeout)
@@ -168,22 +180,68 @@ def write(path: str, staged: Staged, replaced: Iterable[str], timeout: float = T
     new = {_partition(date): date for date in staged.groups}
     with dest.locked():
         for name in sorted(set(dest.partitions()) | set(new)):
-            old = dest.read(name, ["source"])
-            hit = None if old is None else pc.is_in(old["source"], value_set=gone)
-            if name not in new and (hit is None or not pc.any(hit).as_py()):
-                continue  # no row of it changes
-            parts = [] if old is None else [dest.read(name).filter(pc.invert(hit))]
-            if name in new:
-                parts.append(staged.read(new[name]))
-            data = pa.concat_tables(parts, promote_options="permissive").cast(schema().remove(len(COLUMNS) - 1))
-            if data.num_rows == 0:
-                dest.remove(name)
-                continue
-            data = data.sort_by([("source", "ascending"), ("run_index", "ascending")])
-            sink = pa.BufferOutputStream()
-            pq.write_table(data, sink, row_group_size=ROW_GROUP)
-            del data, parts
-            dest.put(name, sink.getvalue().to_pybytes())
+            if name in new or _touched(dest, name, gone):
+                pieces = _pieces(dest, name, gone, staged.pieces(new[name]) if name in new else iter(()))
+                dest.replace(name, partial(_fill, pieces=pieces))
+
+
+def _groups(dest: _Local | _Remote, name: str, columns: list[str] | None = None) -> Iterator[Any]:
+    """A partition's rows as they are, a row group at a time."""
+    import pyarrow.parquet as pq
+
+    for part in dest.parts(name):
+        with dest.open(part) as f:
+            found = pq.ParquetFile(f)
+            for group in range(found.num_row_groups):
+                yield found.read_row_group(group, columns=columns)
+
+
+def _touched(dest: _Local | _Remote, name: str, gone: Any) -> bool:
+    """Whether a partition holds a row of a log in `gone` (its source column read alone)."""
+    import pyarrow.compute as pc
+
+    return any(pc.any(pc.is_in(g["source"], value_set=gone)).as_py() for g in _groups(dest, name, ["source"]))
+
+
+def _pieces(dest: _Local | _Remote, name: str, gone: Any, fresh: Iterator[Any]) -> Iterator[Any]:
+    """A partition's rows to be: those it keeps, then the new ones of its day (`fresh`)."""
+    import pyarrow.compute as pc
+
+    bare = schema().remove(len(COLUMNS) - 1)
+    for group in _groups(dest, name):
+        yield group.filter(pc.invert(pc.is_in(group["source"], value_set=gone))).select(bare.names).cast(bare)
+    yield from fresh
+
+
+def _fill(sink: str, pieces: Iterator[Any]) -> int:
+    """The pieces written to the Parquet file `sink` in row groups of ROW_GROUP runs, each sorted
+    by (source, run_index); the runs written."""
+    pa = need("pyarrow")
+    import pyarrow.parquet as pq
+
+    bare = schema().remove(len(COLUMNS) - 1)
+    held: list[Any] = []
+    count = written = 0
+    with pq.ParquetWriter(sink, bare) as writer:
+
+        def flush() -> None:
+            data = pa.concat_tables(held).sort_by([("source", "ascending"), ("run_index", "ascending")])
+            writer.write_table(data, row_group_size=ROW_GROUP)
+            held.clear()
+
+        for piece in pieces:
+            while piece.num_rows:
+                take = piece.slice(0, ROW_GROUP - count)
+                held.append(take)
+                count += take.num_rows
+                written += take.num_rows
+                piece = piece.slice(take.num_rows)
+                if count == ROW_GROUP:
+                    flush()
+                    count = 0
+        if held:
+            flush()
+    return written
 
 
 def _partition(date: str | None) -> str:
@@ -219,22 +277,22 @@ class _Local:
             return [e.name for e in os.scandir(self.root) if e.name.startswith("date=") and e.is_dir()]
         return []
 
-    def _parts(self, partition: str) -> list[Path]:
-        return sorted(p for p in (self.root / partition).glob("*.parquet") if not p.name.startswith("."))
+    def parts(self, partition: str) -> list[str]:
+        return sorted(str(p) for p in (self.root / partition).glob("*.parquet") if not p.name.startswith("."))
 
-    def read(self, partition: str, columns: list[str] | None = None) -> Any:
-        """A partition's rows (None: it has no file)."""
-        return _read([str(p) for p in self._parts(partition)], columns, None)
+    def open(self, part: str) -> Any:
+        return open(part, "rb")
 
     def remove(self, partition: str) -> None:
-        for part in self._parts(partition):
-            part.unlink(missing_ok=True)
+        for part in self.parts(partition):
+            Path(part).unlink(missing_ok=True)
         with suppress(OSError):
             (self.root / partition).rmdir()
 
-    def put(self, partition: str, data: bytes) -> None:
-        """The partition's new file, synced, renamed over the old; then its other parts (an
-        older writer's) and the temporaries of writers that were killed are removed."""
+    def replace(self, partition: str, fill: Callable[[str], int]) -> None:
+        """The partition's new file made by `fill` beside it, synced, renamed over the old (or,
+        with no rows, the partition removed); then its other parts (an older writer's) and the
+        temporaries of writers that were killed are removed."""
         folder = self.root / partition
         folder.mkdir(parents=True, exist_ok=True)
         for stale in folder.glob(f".{PART}.*.tmp"):
@@ -242,34 +300,19 @@ class _Local:
                 stale.unlink(missing_ok=True)
         tmp = folder / f".{PART}.{os.getpid()}.tmp"
         try:
-            with open(tmp, "wb") as out:
-                out.write(data)
-                out.flush()
+            if not fill(str(tmp)):
+                tmp.unlink(missing_ok=True)
+                self.remove(partition)
+                return
+            with open(tmp, "rb+") as out:
                 os.fsync(out.fileno())
             os.replace(tmp, folder / PART)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        for other in folder.glob("*.parquet"):
-            if other.name != PART:
-                other.unlink(missing_ok=True)
-
-
-def _read(parts: list[str], columns: list[str] | None, fs: Any) -> Any:
-    """The rows of a partition's files (None: none), in the table's schema."""
-    if not parts:
-        return None
-    pa = need("pyarrow")
-    import pyarrow.parquet as pq
-
-    tables = []
-    for part in parts:
-        if fs is None:
-            tables.append(pq.read_table(part, columns=columns))
-        else:
-            with fs.open(part, "rb") as f:
-                tables.append(pq.read_table(f, columns=columns))
-    return pa.concat_tables(tables, promote_options="permissive")
+        for other in self.parts(partition):
+            if Path(other).name != PART:
+                Path(other).unlink(missing_ok=True)
 
 
 def _gone(tmp: Path) -> bool:
@@ -307,7 +350,7 @@ class _Remote:
                 return []
         return [name for name in (str(p).rstrip("/").rsplit("/", 1)[-1] for p in found) if name.startswith("date=")]
 
-    def _parts(self, partition: str) -> list[str]:
+    def parts(self, partition: str) -> list[str]:
         with faults(f"{self.url}/{partition}", self.timeout):
             try:
                 found = self.fs.find(f"{self.root}/{partition}")
@@ -315,20 +358,28 @@ class _Remote:
                 return []
         return sorted(str(p) for p in found if str(p).endswith(".parquet") and not str(p).rsplit("/", 1)[-1].startswith("."))
 
-    def read(self, partition: str, columns: list[str] | None = None) -> Any:
-        with faults(f"{self.url}/{partition}", self.timeout):
-            return _read(self._parts(partition), columns, self.fs)
+    def open(self, part: str) -> Any:
+        with faults(f"{self.url}/{part}", self.timeout):
+            return self.fs.open(part, "rb")
 
     def remove(self, partition: str) -> None:
-        parts = self._parts(partition)
+        parts = self.parts(partition)
         if parts:
             with faults(f"{self.url}/{partition}", self.timeout):
                 self.fs.rm(parts)
 
-    def put(self, partition: str, data: bytes) -> None:
-        with faults(f"{self.url}/{partition}/{PART}", self.timeout):
-            self.fs.pipe_file(f"{self.root}/{partition}/{PART}", data)
-            others = [p for p in self.fs.find(f"{self.root}/{partition}")
-                      if str(p).endswith(".parquet") and str(p).rsplit("/", 1)[-1] != PART]
-            if others:
+    def replace(self, partition: str, fill: Callable[[str], int]) -> None:
+        """The partition's new file made by `fill` in a local temporary, then one upload (a PUT,
+        or a multipart upload completed at its end: the object is replaced whole, or not at
+        all); then its other parts are deleted. With no rows, the partition is removed."""
+        with tempfile.TemporaryDirectory(prefix="translator-part-") as folder:
+            local = os.path.join(folder, PART)
+            if not fill(local):
+                self.remove(partition)
+                return
+            with faults(f"{self.url}/{partition}/{PART}", self.timeout):
+                self.fs.put_file(local, f"{self.root}/{partition}/{PART}")
+        others = [p for p in self.parts(partition) if p.rsplit("/", 1)[-1] != PART]
+        if others:
+            with faults(f"{self.url}/{partition}", self.timeout):
                 self.fs.rm(others)

@@ -16,7 +16,7 @@ from typing import Any
 
 from translator.extras import need
 from translator.model import PROVIDER_ERRORS
-from translator.object_store import configured_timeout, faults, filesystem
+from translator.object_store import StoreError, configured_timeout, faults, filesystem
 
 MEMORY_LIMIT = "512MB"  # DuckDB's own, spilled past (its default is 80% of the machine's)
 TOP_ERRORS = 10
@@ -53,9 +53,10 @@ def _kind() -> str:
     return f"case when error is null then '(no error text)' {cases} else 'other' end"
 
 
-def connect(path: str) -> tuple[Any, str]:
+def connect(path: str) -> tuple[Any, str | None]:
     """A DuckDB connection (memory-limited, no extension fetched) and the table's files as
-    read_parquet takes them; a URL is read through its fsspec filesystem, as the batch's."""
+    read_parquet takes them (None: there are none); a URL is listed and read through its
+    fsspec filesystem, as the batch's (a store's fault: a StoreError naming the table)."""
     duckdb = need("duckdb", "report")
     db = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "threads": min(4, os.cpu_count() or 1),
                                 "autoinstall_known_extensions": False, "autoload_known_extensions": False})
@@ -63,22 +64,29 @@ def connect(path: str) -> tuple[Any, str]:
         local = path.removeprefix("file://")
         if not os.path.isdir(local):
             raise FileNotFoundError(local)
-        return db, f"{local.rstrip('/')}/**/*.parquet"
+        return db, _literal(f"{local.rstrip('/')}/**/*.parquet")
     timeout = configured_timeout()
+    scheme = path.split("://", 1)[0]
     with faults(path, timeout):
-        fs, _ = filesystem(path, timeout)
+        fs, bare = filesystem(path, timeout)
+        parts = [str(p) for p in fs.find(bare) if str(p).endswith(".parquet") and not str(p).rsplit("/", 1)[-1].startswith(".")]
     db.register_filesystem(fs)
-    return db, f"{path.rstrip('/')}/**/*.parquet"
+    return db, "[" + ", ".join(_literal(f"{scheme}://{p}") for p in parts) + "]" if parts else None
 
 
 def summarize(path: str, filters: Filters) -> Summary | None:
-    """The table's summary under `filters`; None when no run is kept. A store's fault is a
-    StoreError naming the table."""
+    """The table's summary under `filters`; None when no run is kept."""
     db, files = connect(path)
-    if "://" in path and not path.startswith("file://"):
-        with faults(path, configured_timeout()):
-            return _summarize(db, files, filters)
-    return _summarize(db, files, filters)
+    if files is None:
+        return None
+    if "://" not in path or path.startswith("file://"):
+        return _summarize(db, files, filters)
+    duckdb = need("duckdb", "report")
+    try:
+        return _summarize(db, files, filters)
+    except duckdb.Error as exc:  # the store failed mid-read: DuckDB says it with fsspec's traceback
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        raise StoreError(path, lines[-1].strip() if lines else type(exc).__name__) from exc
 
 
 def _literal(text: str) -> str:
@@ -91,9 +99,8 @@ def _summarize(db: Any, files: str, filters: Filters) -> Summary | None:
     for clause, value in (("date >=", filters.since), ("date <=", filters.until), ("model =", filters.model)):
         if value is not None:
             where.append(f"{clause} {_literal(value)}")
-    quoted = files.replace("'", "''")  # (inside the literal below)
     try:
-        db.execute(f"create temp view runs as select * from read_parquet('{quoted}', hive_partitioning = true, "
+        db.execute(f"create temp view runs as select * from read_parquet({files}, hive_partitioning = true, "
                    f"hive_types = {{'date': varchar}}) where {' and '.join(where)}")
     except Exception as exc:  # no file at all matches: an empty table
         if "No files found" in str(exc):

@@ -1,0 +1,114 @@
+"""The fleet at scale: many small sessions replayed into --out-dir and --results-table, then the
+up-to-date rerun and `translator report` over the table; seconds, rates and peak RSS.
+
+    python bench/fleet_scale.py [--sessions 100000] [--runs 0] [--workers 2]
+
+The sessions are bench/fleet.py's (a fleet's layout, two in three the bundled fixtures, the rest
+bench/gen.py's runs of 5-80 KB: mean ~18.5 KB) or, with `--runs N`, N copies of one fixture's
+run each (`--sessions 20000 --runs 8`: the issue's 20,000 sessions of 8 runs). The installed
+command runs under /usr/bin/time -v ("Maximum resident set size": the largest of the command
+and its workers), after a sync(2), into a new folder; the floor is bench/fleet.py's (every file
+read, its lines parsed, its bytes written in the mirrored layout). Target (exit 1 when missed):
+every peak <= 256 MiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from bench.fleet import FIXTURES, floor, make_fleet, templates  # noqa: E402
+
+TRANSLATOR = str(Path(sys.executable).parent / "translator")
+TARGET_MIB = 256.0
+DAY = 1764460800  # 2025-11-30: sessions spread over the 30 days before it
+
+
+def copies(root: Path, sessions: int, runs: int) -> int:
+    """`sessions` logs of `runs` runs each; their bytes."""
+    data = (FIXTURES / "tool_use_two_turns.events.jsonl").read_bytes() * runs
+    for n in range(sessions):
+        dest = root / f"host-{n % 50}" / f"session-{n}" / "stdout.ndjson"
+        dest.parent.mkdir(parents=True)
+        dest.write_bytes(data)
+    return len(data) * sessions
+
+
+def spread(root: Path, days: int = 30) -> None:
+    """Each log's modification day drawn over `days` days (a fleet's logs are of many days)."""
+    rng = random.Random(days)
+    for path in root.rglob("stdout.ndjson"):
+        t = DAY - rng.randrange(days * 86400)
+        os.utime(path, (t, t))
+
+
+def measured(args: list[str]) -> tuple[float, float, str]:
+    """Seconds, peak RSS (MiB) and the summary line of the installed command."""
+    os.sync()
+    started = time.perf_counter()
+    proc = subprocess.run(["/usr/bin/time", "-v", TRANSLATOR, *args], capture_output=True, timeout=3600)
+    seconds = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"failed: {' '.join(args)}\n{proc.stderr.decode()[-3000:]}")
+    rss = re.search(rb"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
+    said = re.search(rb"translator: (\d+ translated.*)", proc.stderr)
+    assert rss is not None
+    return seconds, int(rss.group(1)) / 1024, said.group(1).decode() if said else ""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sessions", type=int, default=100_000)
+    parser.add_argument("--runs", type=int, default=0, help="copies of one run per session (0: bench/fleet.py's mix)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--no-floor", action="store_true")
+    args = parser.parse_args()
+    missed = []
+    with tempfile.TemporaryDirectory(prefix="fleet-scale-") as tmp:
+        root = Path(tmp)
+        logs = root / "logs"
+        started = time.perf_counter()
+        if args.runs:
+            size = copies(logs, args.sessions, args.runs)
+        else:
+            sources, weights = templates(root)
+            size = make_fleet(logs, args.sessions, sources, weights)
+        spread(logs)
+        print(f"{args.sessions:,} sessions, {size / 1e9:.2f} GB (mean {size / args.sessions / 1e3:.1f} KB), made in "
+              f"{time.perf_counter() - started:.0f} s; {os.cpu_count()} cores, {args.workers} workers; "
+              f"load average {os.getloadavg()[0]:.1f}")
+        base = None
+        if not args.no_floor:
+            base = floor(logs, root / "floor")
+            shutil.rmtree(root / "floor")
+            print(f"  floor (read, parse, write each file): {base:.1f} s, {base / args.sessions * 1e3:.3f} ms/file")
+        out, table = root / "out", root / "table"
+        batch = ["--out-dir", str(out), "--results-table", str(table), "--jobs", str(args.workers), str(logs)]
+        for label in ("replay", "up-to-date rerun"):
+            seconds, rss, said = measured(batch)
+            ok = rss <= TARGET_MIB
+            missed += [] if ok else [label]
+            ratio = f", {seconds / base:.2f}x the floor" if base and label == "replay" else ""
+            print(f"  {label:<17} {seconds:7.1f} s  {args.sessions / seconds:6.0f} files/s  {size / 1e6 / seconds:6.1f} MB/s"
+                  f"{ratio}  peak RSS {rss:5.0f} MiB (target <= {TARGET_MIB:.0f})  {'met' if ok else 'MISSED'}\n      {said}")
+        rows = sum(1 for _ in table.rglob("part-0.parquet"))
+        seconds, rss, _ = measured(["report", str(table)])
+        print(f"  report over the table ({rows} partitions): {seconds:.2f} s, peak RSS {rss:.0f} MiB")
+        print(f"  load average after: {os.getloadavg()[0]:.1f}")
+    print("every target met" if not missed else f"missed: {', '.join(missed)}")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
