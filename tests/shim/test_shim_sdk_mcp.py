@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from claude_agent_sdk import (
+    AssistantMessage,
     ClaudeAgentOptions,
     ClaudeSDKClient,
     HookMatcher,
@@ -21,6 +22,7 @@ from claude_agent_sdk import (
     ResultMessage,
     SystemMessage,
     ToolResultBlock,
+    ToolUseBlock,
     UserMessage,
     create_sdk_mcp_server,
     tool,
@@ -187,3 +189,23 @@ async def test_a_pretooluse_hook_settles_the_call_before_the_handler(tmp_path: P
     messages, _, _ = await run(opts)
     assert seen == [("mcp__calc__add", "toolu_add")] and calc.calls == []
     assert (results(messages)["toolu_add"].content, results(messages)["toolu_add"].is_error) == ("hook says no", True)
+
+
+async def test_a_deferring_hook_stops_the_run_with_the_call_pending(tmp_path: Path) -> None:
+    """On caliban -p too: the handler never runs, caliban's run is stopped (SIGINT: it keeps its
+    session for a resume), and the result is Claude Code's `tool_deferred`, after the call."""
+    calc = Calc()
+
+    async def hook(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "defer"}}
+
+    hooks = {"PreToolUse": [HookMatcher(matcher="mcp__calc__.*", hooks=[hook])]}
+    opts = options(tmp_path, [ADD], {"calc": calc.server}, allowed_tools=["mcp__calc__add"], hooks=hooks)
+    messages, _, _ = await run(opts)
+    assert calc.calls == [] and results(messages) == {}  # pending: no result
+    call = next(b for m in messages if isinstance(m, AssistantMessage) for b in m.content if isinstance(b, ToolUseBlock))
+    assert (call.id, call.name, call.input) == ("toolu_add", "mcp__calc__add", {"a": 2, "b": 3})
+    result = messages[-1]
+    assert isinstance(result, ResultMessage) and (result.subtype, result.is_error, result.stop_reason) == (
+        "success", False, "tool_deferred")  # fmt: skip
+    assert result.deferred_tool_use is not None and result.deferred_tool_use.id == "toolu_add"

@@ -171,7 +171,10 @@ class ShimSession:
     def settle(self, name: str, tool_input: Any, tool_use_id: str) -> tuple[bool, str]:
         """One relayed call of the app's tools, as the drive's gate settles a permission prompt."""
         self.relay_gate.begin(self.mode, "")
-        return self.relay_gate.decide({"tool_name": name, "input": tool_input, "tool_use_id": tool_use_id})
+        allow, reason = self.relay_gate.decide({"tool_name": name, "input": tool_input, "tool_use_id": tool_use_id})
+        if self.relay_gate.deferred is not None:
+            self.oneshot.defer(self.relay_gate.deferred)
+        return allow, reason
 
     def use_drive(self) -> bool:
         """The drive backend (caliban mcp serve), for permission callbacks and hooks: probed

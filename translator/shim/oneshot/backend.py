@@ -63,6 +63,14 @@ class OneshotBackend:
             self.conversation.interrupted = True
             run.interrupt()
 
+    def defer(self, call: dict[str, Any]) -> None:
+        """A PreToolUse hook deferred a relayed call: the run stops there (SIGINT: caliban saves
+        its session, which a resume continues), its result Claude Code's `tool_deferred`."""
+        self.conversation.deferred = call
+        run = self.current
+        if run is not None:
+            run.interrupt()
+
     def answer(self, request: dict[str, Any]) -> dict[str, Any] | None:
         subtype = request.get("subtype")
         if subtype == "mcp_status":

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -44,11 +45,15 @@ class Conversation:
         self._held = 0  # its size; -1: the rest of it is not kept
         self._head = b""  # its first bytes, up to WATCHED
         self.on_tool_use: Callable[[str, str, Any], None] | None = None  # each tool call caliban announces
+        self.deferred: dict[str, Any] | None = None  # the call a PreToolUse hook deferred: {id, name, input}
+        self._deferred_shown = False
         self.sdk_servers: Callable[[], list[dict[str, Any]]] | None = None  # the app's, in the init frame
 
     def start_run(self) -> None:
         self.interrupted = False
         self.run_result = None
+        self.deferred = None
+        self._deferred_shown = False  # its call went out in an assistant frame
 
     def caliban_output(self, chunk: bytes) -> list[bytes]:
         """A chunk of caliban's stdout (split anywhere) → the Claude Code frames it completed."""
@@ -119,12 +124,33 @@ class Conversation:
         return self.translation.take_diagnostics()
 
     def _complete(self, frames: list[bytes]) -> list[bytes]:
+        if self.deferred is not None:  # (the deferred call stays pending: caliban's denied result is not shown)
+            pending = orjson.dumps(self.deferred["id"])
+            frames = [f for f in frames if not (f.startswith(b'{"type":"user"') and pending in f)]
+            self._deferred_shown |= any(f.startswith(b'{"type":"assistant"') and pending in f for f in frames)
         return complete(frames, self._init, self._result)
 
     def _result(self, frame: dict[str, Any]) -> list[bytes]:
-        """The interrupted-by-user frame before an interrupted run's result."""
+        """The interrupted-by-user frame before an interrupted run's result; a deferred call's
+        result is Claude Code's (the run was stopped for it: no error)."""
+        before: list[bytes] = []
+        if self.deferred is not None:
+            frame.pop("errors", None)
+            frame.update(subtype="success", is_error=False, result=frame.get("result") or "", stop_reason="tool_deferred",
+                         terminal_reason="tool_deferred", deferred_tool_use=self.deferred)  # fmt: skip
+            if not self._deferred_shown:  # (caliban was stopped before its turn's message: the call, as Claude Code shows it)
+                before.append(orjson.dumps(self._call_frame(self.deferred)) + b"\n")
         self.last_is_error = frame.get("is_error") is True
-        return [orjson.dumps(control.interrupted(self.session_id)) + b"\n"] if self.interrupted else []
+        return before + ([orjson.dumps(control.interrupted(self.session_id)) + b"\n"] if self.interrupted else [])
+
+    def _call_frame(self, call: dict[str, Any]) -> dict[str, Any]:
+        block = {"type": "tool_use", "id": call["id"], "name": call["name"], "input": call["input"]}
+        message = {"id": f"msg_{uuid.uuid4().hex[:24]}", "type": "message", "role": "assistant",
+                   "model": str(self.caliban_init.get("model", "")).split("/")[-1], "content": [block],
+                   "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 0, "output_tokens": 0},
+                   "context_management": None}  # fmt: skip
+        return {"type": "assistant", "message": message, "parent_tool_use_id": None, "session_id": self.session_id,
+                "uuid": str(uuid.uuid4()), "request_id": None}  # fmt: skip
 
     def _init(self, frame: dict[str, Any]) -> None:
         """Claude Code's init, with what caliban's own init says about the installation."""
