@@ -67,7 +67,7 @@ def blocks(page: Path) -> list[Block]:
     return found
 
 
-def run_in_copy(tmp_path: Path, argv: list[str]) -> subprocess.CompletedProcess[bytes]:
+def run_in_copy(tmp_path: Path, argv: list[str], venv_on_path: bool = True) -> subprocess.CompletedProcess[bytes]:
     repo, home = tmp_path / "repo", tmp_path / "home"
     repo.mkdir()
     home.mkdir()
@@ -76,7 +76,9 @@ def run_in_copy(tmp_path: Path, argv: list[str]) -> subprocess.CompletedProcess[
     for name in ("pyproject.toml", "Makefile"):  # older than this venv's install, even when just edited: `make`
         os.utime(repo / name, (0, 0))  # must not reinstall it from the copy, a folder deleted after the test
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MAKE", "MFLAGS", "VIRTUAL_ENV", "PYTEST_"))}
-    env |= {"PATH": f"{BIN}{os.pathsep}{env.get('PATH', '')}", "HOME": str(home),
+    path = env.get("PATH", "").split(os.pathsep)
+    path = [BIN, *path] if venv_on_path else [p for p in path if Path(p) != BIN]  # (a fresh shell's PATH has no venv)
+    env |= {"PATH": os.pathsep.join(map(str, path)), "HOME": str(home),
             "PYTEST_ADDOPTS": "--collect-only -q -p no:cacheprovider"}
     proc = subprocess.Popen(argv, cwd=repo, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, start_new_session=True)
@@ -108,6 +110,22 @@ def test_example_block_runs(block: Block, tmp_path: Path) -> None:
         f"{block.page}:{block.line} ({block.section}) exited {proc.returncode}\n"
         f"--- stdout\n{proc.stdout.decode(errors='replace')[-2000:]}\n--- stderr\n{proc.stderr.decode(errors='replace')[-2000:]}"
     )
+    assert left_behind(tmp_path / "repo") == [], f"{block.page}:{block.line}: run in a clone, it leaves untracked files"
+
+
+def left_behind(repo: Path) -> list[str]:
+    """What an example made in the copy that `git status` would show in a clone: files neither
+    tracked nor ignored by the clone's .gitignore (the copy's `.venv` link aside)."""
+    tracked = set(subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.decode().split("\0"))
+    made = sorted(p.relative_to(repo).as_posix() for p in repo.rglob("*")
+                  if (p.is_file() or p.is_symlink()) and p.relative_to(repo).parts[0] != ".venv")
+    new = [name for name in made if name not in tracked]
+    if not new:
+        return []
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
+    ignored = subprocess.run(["git", "check-ignore", "--no-index", "--stdin"], cwd=repo, input="\n".join(new).encode(),
+                             capture_output=True).stdout.decode().splitlines()
+    return [name for name in new if name not in ignored]
 
 
 def library_example(page: str, section: str | None) -> Block:
@@ -118,10 +136,11 @@ def test_the_quick_start_and_the_library_examples_are_there_and_run(tmp_path: Pa
     quick = next(b for b in ALL if b.page == "README.md" and b.section == "Quick start" and b.lang == "sh")
     assert "make run" in quick.code and "make test" in quick.code
     (tmp_path / "q").mkdir()
-    proc = run_in_copy(tmp_path / "q", ["bash", "-e", "-c", quick.code])
+    proc = run_in_copy(tmp_path / "q", ["bash", "-e", "-c", quick.code], venv_on_path=False)  # its own PATH step
     assert proc.returncode == 0, proc.stderr
     assert b'{"type":"result","subtype":"success","result":"There are 3 files."' in proc.stdout
     assert b"tests/cli/test_cli.py: " in proc.stdout  # make test reached pytest (which only collected)
+    assert b"\ntranslator " in proc.stdout  # `translator --version`, found on the PATH the quick start sets
 
     for n, (library, last) in enumerate([(library_example("README.md", "Use it from Python"), None),
                                          (library_example("docs/library.md", None), b"[]")]):
