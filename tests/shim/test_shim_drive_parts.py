@@ -110,7 +110,7 @@ def test_pre_tool_verdicts_deny_wins_and_legacy_decisions_count() -> None:
     assert pre_tool_verdict([out("allow"), out("ask", "?")]) == ("ask", "?")
     assert pre_tool_verdict([{}, {"decision": "approve"}]) == ("allow", "")
     assert pre_tool_verdict([{"decision": "block", "reason": "legacy"}]) == ("deny", "legacy")
-    assert pre_tool_verdict([{"continue": False, "stopReason": "stop"}]) == ("deny", "stop")
+    assert pre_tool_verdict([{"continue": False, "stopReason": "stop"}]) == (None, "")  # (a stop after the tool, not a deny)
     assert pre_tool_verdict([{}]) == (None, "")
 
 

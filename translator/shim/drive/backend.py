@@ -20,7 +20,7 @@ import orjson
 from translator.encoders.observed import Observer
 from translator.shim import limits
 from translator.shim.channel import Channel
-from translator.shim.drive import requests
+from translator.shim.drive import outputs, requests
 from translator.shim.drive.frames import DriveFrames
 from translator.shim.drive.gate import Gate
 from translator.shim.drive.hooks import Hooks, blocked
@@ -148,10 +148,18 @@ class DriveBackend:
         self.send(requests.session_state("running", self.session_id))
         self.segments.begin()
         stopped: Any = "EndOfTurn"
-        reason = blocked(self.gate.hook("UserPromptSubmit", {"prompt": prompt}))
-        if reason is not None:
+        said = self.gate.hook("UserPromptSubmit", {"prompt": prompt})
+        stop, reason = outputs.stop_reason(said), blocked(said)
+        if stop is not None:  # (Claude Code's: the prompt kept, the model never asked, a success result)
+            text = f"Operation stopped by hook: {stop}"
+            outcome = {"kind": "stopped_by_hook", "prompt_kept": True, "reason": stop}
+            self.send(outputs.informational(text, "warning", self.session_id, prevent_continuation=True,
+                                            prompt_submit_outcome=outcome))  # fmt: skip
+            self.frames.overrides, self.frames.dropped = {"result": text, "stop_reason": None}, ("terminal_reason",)
+        elif reason is not None:
             stopped = {"HookDenied": reason}
         else:
+            prompt = outputs.with_context(prompt, "UserPromptSubmit", outputs.contexts(said))
             try:
                 armed = self._send(prompt)
                 stopped = self._follow(armed)
@@ -161,6 +169,10 @@ class DriveBackend:
         if self.interrupted == "defer":  # (the run cannot wait with a call pending: it ends, as on interrupt)
             self._drop()
             self.frames.deferred, stopped = self.gate.deferred, "EndOfTurn"
+        elif self.interrupted == "hook":  # a PreToolUse continue:false: the tool ran, the run ends there
+            self._drop()
+            stopped = "EndOfTurn"
+            self.frames.overrides = {"result": "", "stop_reason": "tool_use", "terminal_reason": "hook_stopped"}
         elif self.interrupted:
             self._drop()
             self.frames.before_result = requests.interrupted(self.session_id, self.interrupted == "tool")
@@ -199,7 +211,7 @@ class DriveBackend:
         """Poll to the message's boundary: the stop its RunEnd gets."""
         assert self.server is not None and self.run_id is not None
         interval, settling = POLL_MIN_S, None
-        while self.interrupted in (None, "tool", "defer"):
+        while self.interrupted in (None, "tool", "defer", "hook"):
             body, events, self.cursor = self.server.poll(self.run_id, self.cursor)
             for envelope in events:
                 event = envelope.get("event") if isinstance(envelope, dict) else None
@@ -219,6 +231,8 @@ class DriveBackend:
                 allow, reason = self.gate.decide(ask)
                 if self.gate.interrupt and self.interrupted in (None, "user"):
                     self.interrupted = "defer" if self.gate.deferred is not None else "tool"
+                elif self.gate.stop is not None and self.interrupted is None:
+                    self.interrupted = "hook"
                 self._permit(ask, allow, reason)
                 interval = POLL_MIN_S
                 continue
@@ -252,7 +266,7 @@ class DriveBackend:
             name, parts = self._tools.pop(tid, ("", []))
             if not deferred:
                 self.gate.post_tool(name, _input(parts), tid, event)
-        return kind == "TurnEnd" and self.interrupted in ("tool", "defer")
+        return kind == "TurnEnd" and self.interrupted in ("tool", "defer", "hook")
 
 
 def _state(body: dict[str, Any]) -> str:

@@ -32,9 +32,12 @@ class DriveFrames:
         self.terminal_reason: str | None = None  # an override (a deny that interrupted: aborted_tools)
         self.before_result: dict[str, Any] | None = None  # the interrupted-by-user frame
         self.deferred: dict[str, Any] | None = None  # the call a PreToolUse hook deferred: {id, name, input}
+        self.overrides: dict[str, Any] = {}  # the result's keys as a hook's stop makes them
+        self.dropped: tuple[str, ...] = ()  # and the keys it has not
 
     def begin(self, mode: str) -> None:
         self.mode, self.denials, self.terminal_reason, self.before_result, self.deferred = mode, [], None, None, None
+        self.overrides, self.dropped = {}, ()
 
     def feed(self, line: bytes) -> list[bytes]:
         return self._complete(self.translation.feed(line))
@@ -55,6 +58,9 @@ class DriveFrames:
         frame["permission_denials"] = self.denials
         if self.terminal_reason is not None:
             frame["terminal_reason"] = self.terminal_reason
+        frame.update(self.overrides)
+        for key in self.dropped:
+            frame.pop(key, None)
         if self.deferred is not None:  # Claude Code's defer: the turn stopped, the call pending
             frame.update(stop_reason="tool_deferred", terminal_reason="tool_deferred", deferred_tool_use=self.deferred)
         self.last_is_error = frame.get("is_error") is True

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from translator.shim.channel import Channel, Unanswered
+from translator.shim.drive import outputs as outputs_
 from translator.shim.drive import requests
 from translator.shim.drive.hooks import Hooks, pre_tool_verdict
 from translator.shim.drive.policy import Policy
@@ -29,6 +30,8 @@ class Gate:
         self.denials: list[dict[str, Any]] = []
         self.interrupt = False  # the last deny asked to end the run
         self.deferred: dict[str, Any] | None = None  # the tool a PreToolUse hook deferred: {id, name, input}
+        self.stop: str | None = None  # a PreToolUse hook's continue:false: its stopReason (the run ends after the tool)
+        self._unreached: set[tuple[str, str]] = set()  # the hook outputs already said to be beyond caliban
         self.mode = "default"
         self.prompt_id = ""
         self.session_id = ""
@@ -39,6 +42,7 @@ class Gate:
 
     def begin(self, mode: str, prompt_id: str) -> None:
         self.mode, self.prompt_id, self.denials, self.interrupt, self.deferred = mode, prompt_id, [], False, None
+        self.stop = None
 
     def settled(self, tid: str) -> None:
         """The call's ToolCallEnd: its prompt is over. A provider may give a later call the same
@@ -65,6 +69,8 @@ class Gate:
             return False, "the turn stopped at a deferred tool call" if self.deferred else "the user interrupted this run"
         outputs = self.hook("PreToolUse", {"tool_name": name, "tool_input": tool_input, "tool_use_id": tid}, name, tid)
         verdict, why = pre_tool_verdict(outputs)
+        if self.stop is None:
+            self.stop = outputs_.stop_reason(outputs)
         if verdict == "deny":
             return False, why or "denied by a PreToolUse hook"
         if verdict == "unknown":
@@ -121,4 +127,19 @@ class Gate:
                 continue
             if answer is not None:
                 outputs.append(answer)
+        self.said(event, tool, outputs)
         return outputs
+
+    def said(self, event: str, tool: str | None, outputs: list[dict[str, Any]]) -> None:
+        """What the outputs say beyond a decision: `systemMessage` to the app, as Claude Code
+        shows it; the model's context of a tool's hook caliban cannot take, said once."""
+        label = f"{event}:{tool}" if tool else event
+        for message in outputs_.system_messages(outputs):
+            self.app.notify(outputs_.informational(f"{label} says: {message}", "notice", self.session_id))
+        for kind in ("additionalContext", "PostToolUse block") if event in ("PreToolUse", "PostToolUse") else ():
+            present = outputs_.contexts(outputs) if kind == "additionalContext" else [
+                o for o in outputs if event == "PostToolUse" and o.get("decision") == "block"]  # fmt: skip
+            if present and (event, kind) not in self._unreached:
+                self._unreached.add((event, kind))
+                self.warn(f"{event} hook {kind}: caliban's drive surface takes no message in the middle of a run; "
+                          "it does not reach the model")  # fmt: skip

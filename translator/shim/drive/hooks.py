@@ -71,8 +71,6 @@ def pre_tool_verdict(outputs: list[dict[str, Any]]) -> tuple[Verdict, str]:
         legacy = out.get("decision")
         if decision is None and legacy is not None:
             decision = LEGACY.get(legacy, legacy) if isinstance(legacy, str) else legacy
-        if out.get("continue") is False:
-            decision, reason = "deny", out.get("stopReason") or reason
         if decision in KNOWN:
             verdicts.append((str(decision), str(reason or out.get("reason") or "")))
         elif decision is not None:
@@ -85,8 +83,8 @@ def pre_tool_verdict(outputs: list[dict[str, Any]]) -> tuple[Verdict, str]:
 
 
 def blocked(outputs: list[dict[str, Any]]) -> str | None:
-    """A UserPromptSubmit hook that blocked the prompt: its reason."""
+    """A UserPromptSubmit hook that blocked the prompt (`decision: block`): its reason."""
     for out in outputs:
-        if out.get("decision") == "block" or out.get("continue") is False:
+        if out.get("decision") == "block":
             return str(out.get("reason") or out.get("stopReason") or "blocked by a UserPromptSubmit hook")
     return None
