@@ -176,7 +176,7 @@ def test_an_output_that_cannot_be_committed_fails_its_file_alone(tmp_path: Path)
     assert lines[0].startswith("translator: 1 translated, 0 skipped (up to date), 1 failed;")
     assert lines[1] == "translator: failed: one.ndjson: Is a directory"
     assert (out / "team" / "two.enriched.jsonl").is_file() and not list(out.rglob("*.tmp"))
-    records = [[orjson.loads(line) for line in r.read_bytes().splitlines()] for r in (out / ".translator.done").iterdir()]
+    records = [[orjson.loads(line) for line in r.read_bytes().splitlines()] for r in (out / ".translator.done").glob("*.done")]
     assert sorted(f for head, *_ in records for f in head["files"]) == ["one.ndjson", "team/two.jsonl.gz"]
     assert [e["file"] for _, *entries in records for e in entries] == ["team/two.jsonl.gz"]  # none for the failed one
     again = batch("--out-dir", str(out), "--jobs", "1", str(src))

@@ -9,8 +9,9 @@ import subprocess
 from pathlib import Path
 
 import orjson
+import pytest
 from support_fixtures import FIXTURES
-from support_processes import TRANSLATOR, run
+from support_processes import TRANSLATOR, poll, run
 
 LOG = FIXTURES / "tool_use_two_turns.events.jsonl"
 
@@ -58,7 +59,8 @@ def test_a_record_dated_far_ahead_still_has_records_after_it(tmp_path: Path) -> 
     shutil.copy(LOG, log)
     out = tmp_path / "out"
     assert batch("--out-dir", str(out), str(log)).returncode == 0
-    [first] = (out / ".translator.done").iterdir()
+    [name] = records(out)
+    first = out / ".translator.done" / name
     first.rename(first.with_name(f"{10**20 - 1}-1-000000.done"))
     os.utime(log, (1, 1))  # changed: made again once, under a record after the far one
     assert said(batch("--out-dir", str(out), str(log))).startswith("translator: 1 translated")
@@ -75,7 +77,7 @@ def test_an_entry_whose_rows_are_not_rows_is_no_entry(tmp_path: Path) -> None:
     shutil.copy(LOG, tmp_path / "logs" / "a.ndjson")
     out, table = tmp_path / "out", str(tmp_path / "results")
     assert batch("--out-dir", str(out), "--results-table", table, str(tmp_path / "logs")).returncode == 0
-    [path] = (out / ".translator.done").iterdir()
+    path = out / ".translator.done" / records(out)[0]
     head, line, *rest = path.read_bytes().split(b"\n")
     good = orjson.loads(line)
     for bad in ([{"run_index": 0}], [{**good["results"][0], "total_cost_usd": "lots"}], [7], "rows"):
@@ -124,3 +126,34 @@ def test_a_link_loop_is_one_bad_input(tmp_path: Path) -> None:
         assert summary.startswith("translator: 1 translated, 0 skipped (up to date), 1 failed;"), proc.stderr
         assert failed == "translator: failed: loop.ndjson: Too many levels of symbolic links"
         assert outputs(tmp_path / f"out{n}") == ["good.enriched.jsonl"]
+
+
+@pytest.mark.parametrize("change", ["options", "input"])
+def test_overlapping_runs_leave_the_latest_commit_the_latest_record(tmp_path: Path, change: str) -> None:
+    """Run A starts first and commits last (its chunk of b7 waits on a FIFO); run B, on the same
+    folder, commits b7 in between, with `--results-only` or after b7 was replaced. B again must
+    not find A's output "up to date": the latest commit (A's) has the latest record. Before, records
+    were ordered by their run's start, and B's rerun kept A's output for ever."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for n in range(1, 8):
+        shutil.copy(LOG, logs / f"b{n}.ndjson")
+    os.mkfifo(logs / "fifo.ndjson")
+    out, b7 = tmp_path / "out", logs / "b7.ndjson"
+    # 8 files, one worker: 4 chunks a slot, so b7 (the last of the same size) shares the FIFO's.
+    a = subprocess.Popen([TRANSLATOR, "--out-dir", str(out), "--jobs", "1", *(str(logs / f"b{n}.ndjson") for n in range(1, 8)),
+                          str(logs / "fifo.ndjson")], stderr=subprocess.PIPE)
+    poll(lambda: (out / "b6.enriched.jsonl").exists(), 60)
+    options = ["--results-only"] if change == "options" else []
+    if change == "input":
+        b7.write_bytes(LOG.read_bytes() + LOG.read_bytes())
+    assert batch("--out-dir", str(out), *options, str(b7)).returncode == 0
+    with open(logs / "fifo.ndjson", "wb") as fifo:
+        fifo.write(LOG.read_bytes())
+    assert a.wait(60) == 0, a.stderr
+    a.stderr.close()  # type: ignore[union-attr]
+    assert batch("--out-dir", str(tmp_path / "want"), *options, str(b7)).returncode == 0
+    proc = batch("--out-dir", str(out), *options, str(b7))
+    assert said(proc).startswith("translator: 1 translated, 0 skipped"), proc.stderr
+    assert (out / "b7.enriched.jsonl").read_bytes() == (tmp_path / "want" / "b7.enriched.jsonl").read_bytes()
+    assert said(batch("--out-dir", str(out), *options, str(b7))).startswith("translator: 0 translated, 1 skipped")

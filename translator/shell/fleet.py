@@ -152,6 +152,7 @@ class FsspecStore:
     def __init__(self, timeout: float = TIMEOUT) -> None:
         self.local = LocalStore()
         self.timeout = timeout
+        self._stamped: dict[str, str] = {}  # the chunk's record on the store -> its name (ledger.restamp)
 
     def _fs(self, url: str) -> tuple[Any, str]:
         with faults(url, self.timeout):
@@ -180,17 +181,19 @@ class FsspecStore:
     def together(self, record: str | None = None, head: bytes = b"") -> AbstractContextManager[dict[str, OSError]]:
         """Local outputs as LocalStore commits them; an object is committed whole by its own
         PUT (or multipart completion) as its writer ends, so a record on the store has its
-        head PUT before the chunk starts."""
+        head PUT before the chunk starts, named for that moment (ledger.restamp: a store has no
+        lock, so two runs on one prefix are ordered by their chunks' starts, not their commits)."""
         if record is None or "://" not in record:
             return self.local.together(record, head)
-        self._put(record, head)
+        self._stamped = {record: ledger.restamp(record, time.time_ns())}
+        self._put(self._stamped[record], head)
         return self.local.together()
 
     def close_record(self, record: str, head: bytes, tail: bytes) -> None:
         if "://" not in record:
             self.local.close_record(record, head, tail)
         else:
-            self._put(record, head + tail)
+            self._put(self._stamped.pop(record, record), head + tail)
 
     def _put(self, path: str, data: bytes) -> None:
         fs, bare = self._fs(path)

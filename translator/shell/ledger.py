@@ -6,8 +6,8 @@ A chunk's record is written in two steps around the commit of its outputs:
   1. before any of them is committed, a head naming the chunk's files (on local disk it reaches
      the disk with the chunk's one sync, before the renames);
   2. after, one line per output committed: the key it was made under and its results rows.
-Records are read in the order they were written (their names: the run's generation, then its
-process and chunk), and a file's latest record decides: an entry whose key is this run's, with
+Records are read in the order their chunks were committed (their names: the generation at the
+commit, then the process and chunk), and a file's latest record decides: an entry whose key is this run's, with
 its output there, is up to date; a head with no entry after it (a run stopped between its
 commit and its entries, or whose entries were lost in a crash) means the output may be anything
 and is redone. A record that is no file's latest is dead, and removed.
@@ -126,6 +126,17 @@ def _order(name: str) -> tuple[int, int, str]:
     match = NAME.match(name.rpartition("/")[2])
     assert match is not None
     return int(match.group(1)), int(match.group(2)), match.group(3)
+
+
+def restamp(record: str, now_ns: int, last: int = 0) -> str:
+    """The record's path under the generation it is committed at: `now_ns`, or after `last` (the
+    latest given in its folder) and the run's own (its name's) if the clock is behind them. Taken
+    at commit, not at the run's start: a run that started first and commits last has the latest
+    record (two runs on one folder, `--results-only` and not, had a rerun find the first one's
+    entry for the other one's output, "up to date", for ever)."""
+    folder, _, name = record.rpartition("/")
+    generation, rest = name.split("-", 1)
+    return f"{folder}/{max(now_ns, last + 1, int(generation)):020d}-{rest}"
 
 
 def is_record(name: str) -> bool:

@@ -7,15 +7,18 @@ run's temporaries and finds its outputs and records.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import fnmatch
 import os
 import re
 import stat
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import BinaryIO
 
 from translator.api import FORMATS
+from translator.shell import ledger
 from translator.shell.ledger import FOLDER, Lazy, is_record
 from translator.shell.selection import WILDCARD, Found
 
@@ -26,6 +29,7 @@ OUTPUT = rf"[^/]+\.(?:{'|'.join(FORMATS)})\.jsonl"
 TEMPORARY = re.compile(rf"^\.{OUTPUT}\.([1-9]\d{{0,6}})\.tmp$")  # `.<output name>.<pid>.tmp`
 MARKER = re.compile(rf"^\.({OUTPUT})\.done$")  # `.<output name>.done`: an earlier version's up-to-date marker
 PID_MAX = 1 << 22
+LOCK = ".lock"  # in the records' folder: commits one at a time, and the latest generation given
 
 
 class LocalStore:
@@ -34,6 +38,7 @@ class LocalStore:
 
     def __init__(self) -> None:
         self._staged: list[tuple[str, str, int]] | None = None  # inside together(): (temporary, target, device)
+        self._stamped: dict[str, str] = {}  # a chunk's record -> its name at commit (ledger.restamp)
 
     def absolute(self, name: str) -> str:
         return os.path.abspath(name)
@@ -104,50 +109,51 @@ class LocalStore:
 
     @contextmanager
     def together(self, record: str | None = None, head: bytes = b"") -> Iterator[dict[str, OSError]]:
-        """The head of the chunk's record first (raises OSError if it cannot be written: then
-        nothing is committed); after the block, one sync of each disk the temporaries and the
-        record are on, then the renames (a sync per file cost ~1 ms, more than a small log's
-        translation)."""
+        """After the block, under the output folder's lock: the chunk's record named for this
+        moment (ledger.restamp) and its head written (raises OSError if it cannot be: then
+        nothing is committed), one sync of each disk the temporaries and the record are on,
+        then the renames (a sync per file cost ~1 ms, more than a small log's translation). So
+        records are in the order of the commits, whichever run made them."""
         failed: dict[str, OSError] = {}
         staged: list[tuple[str, str, int]] = []
-        disks: dict[int, str] = {}
-        if record is not None:
-            try:
-                out = open(record, "wb")  # noqa: SIM115 (closed at once)
-            except FileNotFoundError:
-                os.makedirs(os.path.dirname(record), exist_ok=True)
-                out = open(record, "wb")  # noqa: SIM115
-            with out:
-                out.write(head)
-                disks[os.fstat(out.fileno()).st_dev] = record
         self._staged = staged
+        self._stamped.clear()  # the last chunk's, if it committed nothing
         try:
             yield failed
         except BaseException:
-            for tmp, _, _ in staged:
-                with suppress(OSError):
-                    os.unlink(tmp)
+            _discard(staged)
             raise
         finally:
             self._staged = None
-        try:
-            _sync(disks | {device: tmp for tmp, _, device in staged})
-        except OSError as exc:
-            failed.update((target, exc) for _, target, _ in staged)
-        for tmp, target, _ in staged:
+        with _committing(record) as stamped:
+            disks: dict[int, str] = {}
+            if stamped is not None:
+                try:
+                    with open(stamped, "wb") as out:
+                        out.write(head)
+                        disks[os.fstat(out.fileno()).st_dev] = stamped
+                except OSError:
+                    _discard(staged)
+                    raise
+                self._stamped[str(record)] = stamped
             try:
-                if target not in failed:
-                    os.replace(tmp, target)
+                _sync(disks | {device: tmp for tmp, _, device in staged})
             except OSError as exc:
-                failed[target] = exc
-            if target in failed:
-                with suppress(OSError):
-                    os.unlink(tmp)
+                failed.update((target, exc) for _, target, _ in staged)
+            for tmp, target, _ in staged:
+                try:
+                    if target not in failed:
+                        os.replace(tmp, target)
+                except OSError as exc:
+                    failed[target] = exc
+                if target in failed:
+                    with suppress(OSError):
+                        os.unlink(tmp)
 
     def close_record(self, record: str, head: bytes, tail: bytes) -> None:
         """The entries of the outputs committed, after the head (not synced: entries lost in a
         crash only make their files be redone)."""
-        with open(record, "ab") as out:
+        with open(self._stamped.pop(record, record), "ab") as out:
             out.write(tail)
 
     def read_records(self, paths: list[str]) -> dict[str, bytes]:
@@ -214,6 +220,36 @@ def _match(folder: str, parts: list[str], found: list[Found]) -> None:
             _match(entry.path, rest, found)
         elif not rest and not entry.is_dir(follow_symlinks=False):
             _add(entry, found)
+
+
+def _discard(staged: list[tuple[str, str, int]]) -> None:
+    for tmp, _, _ in staged:
+        with suppress(OSError):
+            os.unlink(tmp)
+
+
+@contextmanager
+def _committing(record: str | None) -> Iterator[str | None]:
+    """The output folder's commits one at a time (an flock on `.translator.done/.lock`, which
+    holds the latest generation given): the record's name at this commit, after every other."""
+    if record is None:
+        yield None
+        return
+    lock = f"{os.path.dirname(record)}/{LOCK}"
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(record), exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        said = os.pread(fd, 64, 0).strip()
+        stamped = ledger.restamp(record, time.time_ns(), int(said) if said.isdigit() else 0)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, stamped.rpartition("/")[2].split("-", 1)[0].encode(), 0)
+        yield stamped
+    finally:
+        os.close(fd)
 
 
 def _sync(files: dict[int, str]) -> None:
