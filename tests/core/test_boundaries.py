@@ -103,3 +103,19 @@ def test_a_headless_turn_after_a_lone_tool_result_does_not_close_the_run_unwritt
         core.end(2.0)
         results = [f for f in map(orjson.loads, core.take_output().splitlines()) if f["type"] == "result"]
         assert len(results) == core.runs_closed == 1
+
+
+def test_a_tool_name_that_is_no_text_in_a_headless_message_is_no_internal_error() -> None:
+    """Found by the test above: a `message` frame's tool_use block named 0 failed its run in the
+    claude-code encoder (the name was read as text, to tell an MCP tool's result)."""
+    evs = [orjson.loads(ln) for ln in (FIXTURES / "headless" / "tool_use_two_turns.jsonl").read_bytes().splitlines()]
+    named = [ev for ev in evs if ev.get("type") == "message" and any(b.get("type") == "tool_use" for b in ev["content"])]
+    for block in named[0]["content"]:
+        if block.get("type") == "tool_use":
+            block["name"] = 0
+    core = Translator(make_encoder("claude-code", "S", rates=RATES), rates=RATES, options=Options())
+    core.feed(b"".join(orjson.dumps(ev) + b"\n" for ev in evs), 1.0)
+    core.end(2.0)
+    frames = [orjson.loads(line) for line in core.take_output().splitlines()]
+    assert [f["subtype"] for f in frames if f["type"] == "result"] == ["success"]
+    assert not [d for d in core.take_diagnostics() if "internal error" in d]

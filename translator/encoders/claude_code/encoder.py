@@ -245,7 +245,9 @@ class ClaudeCodeEncoder:
             kind = block_content.get("type") if isinstance(block_content, dict) else None
             block = turn.open(kind if kind in ("text", "thinking", "tool_use") else "text", index, t)
             if kind == "tool_use":
-                block.tool_id, block.name = block_content.get("id", ""), block_content.get("name", "")
+                tool_id, name = block_content.get("id"), block_content.get("name")
+                # the message's own values, unchecked: a name or id that is no text names nothing
+                block.tool_id, block.name = (v if isinstance(v, str) else "" for v in (tool_id, name))
                 turn.tools.setdefault(block.tool_id, block)
             turn.write(block, t, block_content, usage)
             result = results.get(block.tool_id) if kind == "tool_use" else None
