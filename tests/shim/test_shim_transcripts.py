@@ -146,3 +146,26 @@ async def test_the_drive_backend_writes_the_same_kind_of_file(app: App, ccusage:
     assert (report["inputTokens"], report["outputTokens"]) == (usage["input_tokens"], usage["output_tokens"])
     assert (report["cacheReadTokens"], report["cacheCreationTokens"]) == (
         usage["cache_read_input_tokens"], usage["cache_creation_input_tokens"])  # fmt: skip
+
+
+async def test_an_interrupted_run_is_said_in_the_file_as_claude_code_says_it(app: App) -> None:
+    from claude_agent_sdk import ClaudeSDKClient, SystemMessage
+
+    options = app.options()
+    options.env["FAKE_CALIBAN_SCRIPTS"] = json.dumps([
+        {"file": str(FIXTURES / "caliban" / "tool_use_two_turns.jsonl"), "pause_after": 2},
+        {"file": str(FIXTURES / "caliban" / "benign_text.jsonl")}])  # fmt: skip
+    options.env["FAKE_CALIBAN_LOG"] = str(app.root / "calls.jsonl")  # (the scripts are taken in turn)
+    async with ClaudeSDKClient(options) as client:
+        await client.query(PROMPT)
+        async for message in client.receive_response():
+            if isinstance(message, SystemMessage) and message.subtype == "init":
+                await client.interrupt()
+        await client.query("hi")
+        result = [m async for m in client.receive_response()][-1]
+    said = [(m.type, m.message["content"] if isinstance(m.message["content"], str) else m.message["content"][0].get("text"))
+            for m in get_session_messages(result.session_id)]  # fmt: skip
+    assert said[0] == ("user", PROMPT) and ("user", "[Request interrupted by user]") in said
+    assert said[-2:] == [("user", "hi"), ("assistant", "ok")]
+    (info,) = list_sessions()
+    assert (info.first_prompt, info.summary) == (PROMPT, "hi")

@@ -11,8 +11,9 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from translator.transcripts.lines import INTERRUPTED
+
 CLI_VERSION = "2.1.332"  # the Claude Code version emulated (the SDK reads it from init)
-INTERRUPTED = "[Request interrupted by user]"
 
 
 def success(request_id: str, response: dict[str, Any]) -> dict[str, Any]:

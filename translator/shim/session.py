@@ -126,6 +126,8 @@ class ShimSession:
                 send(answer)
         elif subtype == "interrupt":
             send(control.success(rid, {"still_queued": []}))
+            if self.transcript is not None:
+                self.transcript.interrupted()
             self.backend.interrupt()
         elif subtype == "set_permission_mode":
             mode = request.get("mode")

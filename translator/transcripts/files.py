@@ -95,6 +95,10 @@ class Written:
         """The next run's prompt, from the shell that has it (the shim)."""
         self._tell(self.transcript.prompt, content, t)
 
+    def interrupted(self) -> None:
+        """The app interrupted the open run (the shim, from its control thread: a flag, no lines)."""
+        self.transcript.interrupted()
+
     def run_start(self, model: str | None, t: float) -> None:
         self._tell(self.transcript.run_start, model, t)
 

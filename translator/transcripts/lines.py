@@ -134,6 +134,7 @@ def prompt_text(content: Any) -> str:
 ASSISTANT = (b'"message":{"id":%s,"type":"message","role":"assistant","model":%s,"content":[%s],'
              b'"stop_reason":%s,"stop_sequence":null,"usage":%s},"requestId":%s,"type":"assistant"')
 PROMPT = b'"type":"user","message":{"role":"user","content":%s}'
+INTERRUPTED = "[Request interrupted by user]"  # the user line Claude Code writes after an interrupted run's turns
 RESULTS = b'"type":"user","message":%s'  # one message of a TurnEnd's tool results, as caliban gave it
 
 
@@ -196,6 +197,8 @@ class Transcript:
         self._prompted = False
         self._run_t = 0.0
         self._start: float | None = None  # the stream's first run's start
+        self._open = False  # a run is open (between its start and its end)
+        self._interrupted = False  # the app interrupted the open run
 
     def take(self) -> list[bytes]:
         lines, self.lines = self.lines, []
@@ -230,8 +233,12 @@ class Transcript:
                 self._held.append(line)
             self._prompt, self._prompted = content, True
 
+    def interrupted(self) -> None:
+        """The app interrupted the open run (the shim knows it): said after its turns, as Claude Code."""
+        self._interrupted = self._open
+
     def run_start(self, model: str | None, t: float) -> None:
-        self._run_t = t
+        self._run_t, self._open = t, True
         if self._start is None:
             self._start = t
 
@@ -265,6 +272,8 @@ class Transcript:
             for key in COUNTERS:
                 last.usage[key] += max(wire[key] - self._wire[key], 0)
             self._held += last.lines()
+        if self._interrupted:
+            self._held.append((PROMPT % orjson.dumps([{"type": "text", "text": INTERRUPTED}]), t))
         if not self._prompted and run.final_messages is not None:
             self._prompt = prompt_of(run.final_messages)
             if self._prompt is not None:
@@ -276,6 +285,7 @@ class Transcript:
             self.lines.append(_ENCODE({"type": "last-prompt", "lastPrompt": prompt_text(self._prompt),
                                        "leafUuid": self.leaf, "sessionId": self.session_id}) + b"\n")  # fmt: skip
         self._prompt, self._prompted, self._last = None, False, None
+        self._open = self._interrupted = False
         self._wire = dict.fromkeys(COUNTERS, 0)
 
     # ------------------------------------------------------------------ lines
