@@ -128,7 +128,11 @@ def test_what_cannot_reach_caliban_is_said_and_sdk_servers_are_kept_for_the_rela
     applied, warnings = configure.apply(p, init)
     assert applied == {"mcp_servers_applied": True} and p.json_schema == '{"type":"object"}'
     assert p.sdk_servers == ["in", "calc"] and "mcp_servers" not in p.overlay  # (the session adds their relays)
-    assert warnings == ["SDK agents cannot be passed to caliban; ignored", "initialize: title not supported by caliban; ignored"]
+    assert warnings == [
+        "SDK agents cannot be passed to caliban: its AgentTool has no named sub-agent types (the model writes each "
+        "sub-agent's prompt and tools itself), and a sub-agent's turns are not reported; a ignored",
+        "initialize: title not supported by caliban; ignored",
+    ]
 
 
 def test_malformed_fields_are_left_out_and_named() -> None:

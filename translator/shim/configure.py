@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from translator.shim.initialize import Initialize
-from translator.shim.mapping import Plan, convert_rule, mcp_overlay, merge, settings_overlay, system_flags
+from translator.shim.mapping import AGENTS, Plan, convert_rule, mcp_overlay, merge, settings_overlay, system_flags
 
 HOOKS = "SDK hook callbacks cannot be bridged: caliban -p will not call them"
 
@@ -43,7 +43,7 @@ def apply(p: Plan, init: Initialize) -> tuple[dict[str, bool], list[str]]:
     if init.hooks_sent:
         warnings.append(HOOKS)
     if init.agents:
-        warnings.append("SDK agents cannot be passed to caliban; ignored")
+        warnings.append(f"{AGENTS}; {', '.join(sorted(init.agents))} ignored")
     p.sdk_servers += [name for name in init.sdk_mcp_servers if name not in p.sdk_servers]
     if init.other:
         warnings.append(f"initialize: {', '.join(init.other)} not supported by caliban; ignored")

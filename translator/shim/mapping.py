@@ -41,6 +41,9 @@ PERMISSION_MODES = {
     "bypassPermissions": "bypassPermissions",
 }
 # Flags caliban has no equivalent for: warned about, then ignored.
+# Why the SDK's `agents` do not reach caliban (caliban-tools-builtin agent/agent_tool.rs).
+AGENTS = ("SDK agents cannot be passed to caliban: its AgentTool has no named sub-agent types (the model "
+          "writes each sub-agent's prompt and tools itself), and a sub-agent's turns are not reported")
 IGNORED = {
     "--add-dir": "caliban has no extra directories",
     "--betas": "caliban sends no beta headers",
@@ -56,7 +59,7 @@ IGNORED = {
     "--resume-drops-turn": "caliban resumes whole sessions only",
     "--strict-mcp-config": "caliban always adds its own MCP configuration",
     "--debug-to-stderr": "caliban's --debug writes where caliban writes it",
-    "--agents": "SDK agents cannot be passed to caliban",
+    "--agents": AGENTS,
     "--agent": "caliban has no named agents to run as",
     "--permission-prompts": "caliban -p asks no permission prompts",
     "--channels": "caliban has no channels",
