@@ -15,6 +15,7 @@ on their line, after `# reach-in:`."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import translator
@@ -290,3 +291,45 @@ def test_tests_are_grouped_as_the_code_is() -> None:
     assert "support" in folders and folders - {"support"} <= packages
     assert sorted(p.name for p in TESTS.glob("test_*.py")) == ["test_import_graph.py", "test_readme.py"]
     assert not list((TESTS / "support").glob("test_*.py"))
+
+
+DESIGN = ROOT.parent / "docs" / "design.md"
+
+
+def defines(path: Path, dotted: str) -> bool:
+    """Whether module `path` defines `dotted` (`name`, or `Class.member`) at its top level or in
+    a class body (an assignment, a function, a class)."""
+    body: list[ast.stmt] = ast.parse(path.read_text()).body
+    for part in dotted.split("."):
+        found = None
+        for node in body:
+            names = [node.name] if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) else []
+            if isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names = [t.id for t in targets if isinstance(t, ast.Name)]
+            if part in names:
+                found = node
+        if found is None:
+            return False
+        body = found.body if isinstance(found, ast.ClassDef) else []
+    return True
+
+
+def test_docs_design_maps_every_module_and_its_walks_name_what_exists() -> None:
+    """docs/design.md's package map has a row for each module, and none for one that is gone;
+    each step of its walks names a module and something the module defines."""
+    text = DESIGN.read_text()
+    walks = text[text.index("## Two walks"):text.index("## The hot path")]
+    mapped = set(re.findall(r"^\| `(translator/[\w/]+\.py)` \|", text, re.M))
+    modules = {path.relative_to(ROOT.parent).as_posix() for path in ROOT.rglob("*.py")}
+    assert sorted(modules - mapped) == [] and sorted(mapped - modules) == []
+    named = re.findall(r"`(translator/[\w/]+\.py)` `([\w.]+)`", walks)
+    assert len(named) >= 20
+    assert [(module, name) for module, name in named if not defines(ROOT.parent / module, name)] == []
+
+
+def test_a_name_a_module_does_not_define_is_found(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("X = 1\nclass A:\n    y: int = 0\n    def f(self): ...\ndef g(): ...\n")
+    assert all(defines(module, n) for n in ("X", "A", "A.f", "A.y", "g"))
+    assert not any(defines(module, n) for n in ("Y", "A.g", "g.x", "B.f"))
