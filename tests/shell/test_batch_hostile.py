@@ -157,3 +157,20 @@ def test_overlapping_runs_leave_the_latest_commit_the_latest_record(tmp_path: Pa
     assert said(proc).startswith("translator: 1 translated, 0 skipped"), proc.stderr
     assert (out / "b7.enriched.jsonl").read_bytes() == (tmp_path / "want" / "b7.enriched.jsonl").read_bytes()
     assert said(batch("--out-dir", str(out), *options, str(b7))).startswith("translator: 0 translated, 1 skipped")
+
+
+def test_a_temporary_of_a_zombie_writer_is_removed(tmp_path: Path) -> None:
+    """A killed batch's workers are zombies until reaped (an init can be slow): a rerun at once
+    kept their temporaries as a live writer's."""
+    (tmp_path / "logs").mkdir()
+    shutil.copy(LOG, tmp_path / "logs" / "a.ndjson")
+    zombie = subprocess.Popen(["true"])
+    poll(lambda: Path(f"/proc/{zombie.pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z", 10)
+    (tmp_path / "out").mkdir()
+    stale = tmp_path / "out" / f".a.enriched.jsonl.{zombie.pid}.tmp"
+    stale.write_bytes(b"half")
+    try:
+        assert batch("--out-dir", str(tmp_path / "out"), str(tmp_path / "logs")).returncode == 0
+        assert not stale.exists()
+    finally:
+        zombie.wait()

@@ -320,10 +320,16 @@ def _files(top: str) -> Iterator[os.DirEntry[str]]:
 
 
 def _alive(pid: int) -> bool:
+    """Whether a writer is running: a zombie is not (a killed batch's workers stay zombies until
+    their new parent reaps them, which an init may be slow to do: their temporaries were kept)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[:1] not in ([b"Z"], [b"X"])
+    except OSError:  # no /proc (not Linux): alive as far as is known
+        return True
