@@ -36,7 +36,7 @@ from translator.shell.sink import SCARCE, Config, Outcome
 if TYPE_CHECKING:
     from translator.encoders.observed import Watch
     from translator.shell.output import OutputFile
-    from translator.telemetry.exporter import Telemetry
+    from translator.telemetry.deferred import Deferred
 
 # The agent's own exit status per result subtype (caliban-event-formats.md, exit codes).
 AGENT_STATUS = {
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             telemetry.close()  # the last exports, within a few seconds whatever the collector does
 
 
-def telemetry_on() -> Telemetry | None:
+def telemetry_on() -> Deferred | None:
     """Claude Code's OpenTelemetry export when CLAUDE_CODE_ENABLE_TELEMETRY=1 (the SDK imported
     only then); without the otel extra that is said and the translation goes on."""
     from translator import telemetry
@@ -204,7 +204,7 @@ def translate(args: argparse.Namespace, cfg: Config) -> int:
     return status
 
 
-def watches(args: argparse.Namespace, telemetry: Telemetry | None = None) -> Watch | None:
+def watches(args: argparse.Namespace, telemetry: Deferred | None = None) -> Watch | None:
     """What watches the streams beside their frames: --transcripts' session files, the
     telemetry; one Watch however many (observed.Watches fans out)."""
     found: list[Watch] = [] if telemetry is None else [telemetry]

@@ -38,7 +38,7 @@ NO_DRIVE_FOR_TOOLS = ("the app's SDK MCP servers need caliban -p (caliban mcp se
                       "and PreToolUse hooks are asked for the app's own tools; caliban's rules settle its built-in tools")
 
 if TYPE_CHECKING:
-    from translator.telemetry.exporter import Telemetry
+    from translator.telemetry.deferred import Deferred
 
 
 def _unchanged(frames: list[bytes]) -> list[bytes]:
@@ -62,7 +62,7 @@ class ShimSession:
     def __init__(
         self, binary: str, p: Plan, files: sessions.Session, shape: Callable[[list[bytes]], list[bytes]] = _unchanged,
         *, policy: Policy | None = None, backend: str | None = None, prompt_tool: bool = False,
-        telemetry: Telemetry | None = None,
+        telemetry: Deferred | None = None,
     ) -> None:  # fmt: skip
         self.binary, self.plan, self.files = binary, p, files
         self.policy, self.prompt_tool = policy or Policy(None, None), prompt_tool

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from translator.telemetry.settings import Settings
 
 if TYPE_CHECKING:
+    from translator.telemetry.deferred import Deferred
     from translator.telemetry.exporter import Telemetry
 
 ENABLE = "CLAUDE_CODE_ENABLE_TELEMETRY"
@@ -30,28 +31,56 @@ def enabled(environ: Mapping[str, str]) -> bool:
     return environ.get(ENABLE, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
-def start(environ: Mapping[str, str], terminal: str = "non-interactive") -> Telemetry | None:
-    """The process's exporter when telemetry is on and something is to be exported, else None.
-    The SDK is imported here, only then; a missing extra raises extras.MissingExtra."""
+def settings(environ: Mapping[str, str], terminal: str = "non-interactive") -> Settings | None:
+    """What is to be exported, when telemetry is on and something is; the otel extra is looked
+    for (not imported): a missing one raises extras.MissingExtra."""
     if not enabled(environ):
         return None
-    settings = Settings.read(environ, terminal)
-    if not settings.exports_anything:
+    found = Settings.read(environ, terminal)
+    if not found.exports_anything:
+        return None
+    import importlib.util
+
+    from translator.extras import MissingExtra, install
+
+    modules = ["opentelemetry.sdk", *{"opentelemetry.exporter.otlp." + ("json" if s.protocol == "http/json" else "proto")
+                                      for s in found.signals.values() if s.exporter == "otlp"}]
+    for module in modules:
+        try:
+            missing = importlib.util.find_spec(module) is None
+        except ModuleNotFoundError:
+            missing = True
+        if missing:
+            raise MissingExtra(f"{module} is not installed: {install('otel')}")
+    return found
+
+
+def start(environ: Mapping[str, str], terminal: str = "non-interactive") -> Telemetry | None:
+    """The process's exporter, made now (the SDK imported here, only then), or None."""
+    found = settings(environ, terminal)
+    if found is None:
         return None
     from translator.telemetry.exporter import Telemetry
 
-    return Telemetry(settings)
+    return Telemetry(found)
 
 
-def start_or_say(environ: Mapping[str, str], warn: Callable[[str], None]) -> Telemetry | None:
-    """`start()`, a missing otel extra said with `warn` (the command goes on without it)."""
+def start_or_say(environ: Mapping[str, str], warn: Callable[[str], None]) -> Deferred | None:
+    """The process's exporter, made on a thread of its own (a live stream's first frames do not
+    wait for the SDK's import), or None; a missing otel extra said with `warn` (the command goes
+    on without it)."""
     from translator.extras import MissingExtra
 
     try:
-        return start(environ)
+        found = settings(environ)
     except MissingExtra as exc:
         warn(f"telemetry: {exc}; not exported")
         return None
+    if found is None:
+        return None
+    from translator.telemetry.deferred import Deferred
+
+    return Deferred(found)
 
 
 def variables(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
