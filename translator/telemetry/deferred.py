@@ -1,7 +1,9 @@
-"""The exporter started beside the translation: importing the SDK and building its providers
-(~0.3-0.5 s) happens on a thread of its own, so that a live stream's first frames never wait for
-it. What a stream's runs do meanwhile is kept (in order, at most KEPT moves) and told to its
-session once the exporter is ready, or at the latest when it is closed."""
+"""The exporter kept off a live stream's path: importing the SDK and building its providers
+(~0.3-0.5 s) happens on a thread of its own, so that the first frames never wait for it, and in
+a shell that drains its watch after each step's frames are written (shell/sink.py), a step's
+moves are told to the SDK then, not between the frames. What a stream's runs do meanwhile is kept
+(in order, at most KEPT moves) and told to its session at the next drain once the exporter is
+ready (at once, where nobody drains: the shim), at the latest when it is closed."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ class Deferred:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.exporter: Telemetry | None = None
+        self.drained = False  # a shell drains it after each step: moves wait for that
         self.waiting: list[Pending] = []  # streams that have kept moves
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._start, name="telemetry-start", daemon=True)
@@ -36,7 +39,7 @@ class Deferred:
         from translator.telemetry.exporter import Telemetry
 
         self.exporter = Telemetry(self.settings)
-        self.catch_up()  # a live stream's kept moves go out now, not at its next move
+        self.catch_up()  # what was kept so far goes out now, not at the next drain (an idle follower has none)
 
     def catch_up(self) -> None:
         with self.lock:
@@ -46,9 +49,18 @@ class Deferred:
 
     def stream(self, source: str, session_id: str, t: float) -> Pending:
         pending = Pending(self, source, session_id, t)
+        self.wait(pending)
+        return pending
+
+    def wait(self, pending: Pending) -> None:
         with self.lock:
             self.waiting.append(pending)
-        return pending
+
+    def drain(self) -> None:
+        """The step's frames are out: what the streams kept, told now (once the exporter is ready)."""
+        self.drained = True
+        if self.exporter is not None and self.waiting:
+            self.catch_up()
 
     def close(self, within: float = CLOSE_S) -> None:
         """What every stream kept told, then the last exports; within `within` seconds all told."""
@@ -71,26 +83,26 @@ class Pending:
         self.lock = threading.Lock()  # the start thread catches up while the stream goes on
 
     def catch_up(self) -> None:
+        """Become the session (once the exporter is there) and tell it what was kept."""
         with self.lock:
-            self._become()
-
-    def _become(self) -> bool:
-        """The session, told what was kept, once the exporter is there (the lock held)."""
-        exporter = self.deferred.exporter
-        if self.session is None and exporter is not None:
-            session = exporter.stream(*self.opened)
-            for name, args in self.kept:
-                getattr(session, name)(*args)
-            self.kept, self.session = [], session
-        return self.session is not None
+            exporter = self.deferred.exporter
+            if self.session is None and exporter is not None:
+                self.session = exporter.stream(*self.opened)
+            if self.session is not None:
+                kept, self.kept = self.kept, []
+                for name, args in kept:
+                    getattr(self.session, name)(*args)
 
     def _tell(self, name: str, *args: Any) -> None:
         with self.lock:
-            if not self._become():
+            session = self.session
+            if session is None or self.deferred.drained:  # kept for the next drain
+                if not self.kept:
+                    self.deferred.wait(self)
                 if len(self.kept) < KEPT:
                     self.kept.append((name, args))
                 return
-        getattr(self.session, name)(*args)
+        getattr(session, name)(*args)
 
     def run_start(self, model: str | None, t: float) -> None:
         self._tell("run_start", model, t)
