@@ -19,10 +19,9 @@ from typing import Any
 
 import pytest
 from acp_client import AcpClient
-from support_fixtures import SUPPORT
+from support_processes import fake_caliban
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-FAKE = SUPPORT / "fake_caliban.py"
 ADAPTERS = {"@zed-industries/claude-agent-acp": "0.23.1", "@zed-industries/claude-code-acp": "0.16.2"}
 CACHE = Path(os.environ.get("CALIBAN_CLAUDE_ACP_CACHE") or Path.home() / ".cache" / "caliban-claude-acp")
 SKIPPED = "the ACP adapter tests were SKIPPED: node and npm are not installed (.ci/run installs them)"
@@ -54,9 +53,7 @@ def editor(tmp_path: Path) -> Iterator[Any]:
     work = tmp_path / "work"
     work.mkdir()
     (work / "a.txt").write_text("a\n")
-    wrapper = tmp_path / "caliban"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    wrapper.chmod(0o755)
+    wrapper = fake_caliban(tmp_path)
 
     def start(entry: Path, env: dict[str, str]) -> AcpClient:
         home = tmp_path / "home"

@@ -21,18 +21,15 @@ from claude_agent_sdk import (
     ToolResultBlock,
     UserMessage,
 )
-from support_fixtures import SUPPORT
+from support_processes import fake_caliban
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-FAKE = SUPPORT / "fake_caliban.py"
 LS = {"name": "Bash", "input": {"command": "ls | wc -l"}, "id": "toolu_ls", "result": "3"}
 TWO_TURNS = {"messages": [{"turns": [{"text": "Counting.", "tools": [LS]}, {"text": "There are 3 files."}]}]}
 
 
 def options(tmp_path: Path, hooks: dict[str, Any], **kw: Any) -> ClaudeAgentOptions:
-    wrapper = tmp_path / "caliban"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    wrapper.chmod(0o755)
+    wrapper = fake_caliban(tmp_path)
     env = {"CALIBAN_BIN": str(wrapper), "CALIBAN_SESSIONS_DIR": str(tmp_path / "sessions"),
            "FAKE_SERVE_SCRIPT": json.dumps(TWO_TURNS), "FAKE_SERVE_LOG": str(tmp_path / "serve.jsonl")}  # fmt: skip
     matchers = {event: [HookMatcher(matcher=None, hooks=[answer(out)])] for event, out in hooks.items()}

@@ -14,10 +14,9 @@ from pathlib import Path
 from langchain_claude_cli import ChatClaudeCli
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
-from support_fixtures import SUPPORT
+from support_processes import fake_caliban
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-FAKE = SUPPORT / "fake_caliban.py"
 CALL = {"tool": "mcp__lc__get_weather", "input": {"city": "Paris"}, "id": "toolu_weather"}
 
 
@@ -28,9 +27,7 @@ def get_weather(city: str) -> str:
 
 
 def test_bind_tools_hands_the_call_to_the_caller_and_takes_its_result_back(tmp_path: Path) -> None:
-    wrapper = tmp_path / "caliban"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    wrapper.chmod(0o755)
+    wrapper = fake_caliban(tmp_path)
     runs = [{"mcp_calls": [CALL], "text": "unused"}, {"mcp_calls": [CALL], "text": "It is sunny in Paris."}]
     env = {"CALIBAN_BIN": str(wrapper), "CALIBAN_SESSIONS_DIR": str(tmp_path / "sessions"),
            "FAKE_CALIBAN_SCRIPTS": json.dumps(runs), "FAKE_CALIBAN_LOG": str(tmp_path / "calls.jsonl")}  # fmt: skip

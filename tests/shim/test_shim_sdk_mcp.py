@@ -27,10 +27,9 @@ from claude_agent_sdk import (
     create_sdk_mcp_server,
     tool,
 )
-from support_fixtures import SUPPORT
+from support_processes import fake_caliban
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-FAKE = SUPPORT / "fake_caliban.py"
 ADD = {"tool": "mcp__calc__add", "input": {"a": 2, "b": 3}, "id": "toolu_add"}
 # A stdio MCP server of the app's own (not in process): one tool, `echo`.
 EXTERNAL = '''
@@ -70,9 +69,7 @@ class Calc:
 
 
 def options(tmp_path: Path, calls: list[dict[str, Any]], servers: dict[str, Any], **kw: Any) -> ClaudeAgentOptions:
-    wrapper = tmp_path / "caliban"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    wrapper.chmod(0o755)
+    wrapper = fake_caliban(tmp_path)
     env = {"CALIBAN_BIN": str(wrapper), "CALIBAN_SESSIONS_DIR": str(tmp_path / "sessions"),
            "FAKE_CALIBAN_SCRIPTS": json.dumps([{"mcp_calls": calls, "text": "The sum is 5."}]),
            "FAKE_CALIBAN_LOG": str(tmp_path / "calls.jsonl")}  # fmt: skip

@@ -14,18 +14,16 @@ from typing import Any
 
 import pytest
 from support_fixtures import SUPPORT
+from support_processes import fake_caliban
 
 DRIVE = SUPPORT / "ts_sdk" / "tools.mjs"
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-FAKE = SUPPORT / "fake_caliban.py"
 ADD = {"tool": "mcp__calc__add", "input": {"a": 2, "b": 3}, "id": "toolu_add"}
 
 
 def session(sdk: Path, tmp_path: Path, calls: list[dict[str, Any]], spec: dict[str, Any]) -> list[dict[str, Any]]:
-    wrapper = tmp_path / "caliban"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE}" "$@"\n')
-    wrapper.chmod(0o755)
+    wrapper = fake_caliban(tmp_path)
     env = {"CALIBAN_BIN": str(wrapper), "CALIBAN_SESSIONS_DIR": str(tmp_path / "sessions"),
            "FAKE_CALIBAN_SCRIPTS": json.dumps([{"mcp_calls": calls, "text": "The sum is 5."}])}  # fmt: skip
     spec = {"prompt": "add 2 and 3", **spec, "options": {"pathToClaudeCodeExecutable": SHIM, "env": {**os.environ, **env},
