@@ -20,6 +20,7 @@ STUCK_S = 5.0  # how long a full stderr may keep a diagnostic waiting before it 
 # The fixed set of reasons a line is rejected for (the `reason` label of the bad-lines metric).
 KINDS = ("invalid_utf8", "invalid_json", "not_an_event", "malformed_event", "too_long", "untranslatable")
 _json = False
+_quiet = False  # --quiet: errors only
 # Control characters (C0, DEL, C1) as \xNN: a bad line's bytes must not drive the terminal.
 ESCAPES = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0))}
 
@@ -84,6 +85,12 @@ class Notice(str):
         return Notice, (self.source, self.line, self.kind, self.message, self.level)  # batch workers send these
 
 
+def use_quiet() -> None:
+    """From now on, only errors are said (`--quiet`): no reports of bad lines, no notices."""
+    global _quiet
+    _quiet = True
+
+
 def use_json() -> None:
     """From now on, diagnostics are JSON lines (`--log-format json`)."""
     global _json
@@ -110,7 +117,9 @@ def stderr(lines: list[str], level: str = "error") -> None:
     """Write diagnostic lines; a closed (`2>&-`: no sys.stderr at all), full or broken stderr
     is not worth dying for. `level` (error, warning, info) shows only in JSON."""
     stream = sys.stderr
-    if stream is None:
+    if _quiet:
+        lines = [line for line in lines if (line.level if isinstance(line, Notice) else level) == "error"]
+    if stream is None or not lines:
         return
     text = formatted(lines, level)
     try:

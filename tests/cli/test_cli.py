@@ -230,3 +230,33 @@ def test_strict_rejects_a_field_serde_does_not_write_and_trust_input_is_still_ac
     assert b":1: TurnStart has an unknown field 'note'" in strict.stderr
     assert strict.stdout != plain.stdout and strict.returncode == 0
 
+
+
+def test_a_terminal_on_stdin_is_said_and_quiet_says_only_errors(tmp_path: Path) -> None:
+    """A bare `translator` on a terminal would wait unsaid: it says what it reads and how to
+    end it (stdin from a pty, ended with Ctrl-D). `--quiet` says only errors: not that, nor a bad
+    line's report, nor a batch's summary; a file that cannot be read still is one line."""
+    import os
+    import pty
+
+    def on_a_terminal(*args: str) -> tuple[int, bytes, bytes]:
+        main, side = pty.openpty()
+        proc = subprocess.Popen([TRANSLATOR, *args], stdin=side, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        os.close(side)
+        time.sleep(0.5)
+        os.write(main, b"\x04")  # Ctrl-D: the end of the input
+        out, err = proc.communicate(timeout=30)
+        os.close(main)
+        return proc.returncode, out, err
+
+    assert on_a_terminal() == (0, b"", b"translator: reading the agent's events from the terminal; end with Ctrl-D, "
+                                        b"or pipe a log in (translator < events.ndjson) or name files\n")
+    assert on_a_terminal("--quiet") == (0, b"", b"")
+    bad = b"not json\n" + Path(fixture("thinking")).read_bytes()
+    loud, quiet = run(stdin=bad), run("-q", stdin=bad)
+    assert loud.stderr.startswith(b"translator: <stdin>:1: ") and quiet.stderr == b""
+    assert quiet.returncode == loud.returncode == 0 and quiet.stdout.count(b"\n") == loud.stdout.count(b"\n") == 3
+    missing = run("-q", "/nonexistent.jsonl")
+    assert (missing.returncode, missing.stderr) == (66, b"translator: /nonexistent.jsonl: No such file or directory\n")
+    batch = run("--quiet", "--out-dir", str(tmp_path / "out"), fixture("thinking"))
+    assert (batch.returncode, batch.stderr) == (0, b"") and run("--out-dir", str(tmp_path / "o2"), fixture("thinking")).stderr

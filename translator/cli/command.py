@@ -16,7 +16,7 @@ from translator.cli.parser import build_parser
 from translator.core.rates import ENV_CARD, RateCard
 from translator.core.translator import Options
 from translator.diagnostics import stderr as _stderr
-from translator.diagnostics import stdout_text, use_json
+from translator.diagnostics import stdout_text, use_json, use_quiet
 from translator.encoders.formats import make_encoder
 from translator.exits import (
     EX_CANTCREAT,
@@ -94,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     partial, results_only = args.include_partial_messages, args.results_only
     if args.log_format == "json":
         use_json()
+    if args.quiet:
+        use_quiet()
+    if not args.files and stdin_is_a_terminal(args):
+        _stderr(["translator: reading the agent's events from the terminal; end with Ctrl-D, or pipe a log "
+                 "in (translator < events.ndjson) or name files"], "info")
 
     cfg = Config(
         sources=args.files or ["-"],
@@ -154,6 +159,16 @@ def telemetry_variables() -> tuple[tuple[str, str], ...]:
             _stderr([f"translator: telemetry: {exc}; not exported"], "warning")
             return ()
     return found
+
+
+def stdin_is_a_terminal(args: argparse.Namespace) -> bool:
+    """The input is stdin and stdin a terminal (a newcomer's bare `translator`: it waits)."""
+    if args.follow is not None or args.listen is not None or args.out_dir is not None or args.results_table is not None:
+        return False
+    try:
+        return os.isatty(0)
+    except OSError:
+        return False
 
 
 def translate(args: argparse.Namespace, cfg: Config) -> int:

@@ -171,6 +171,13 @@ def build_parser() -> Parser:
         "ADDRESS is tcp:[HOST:]PORT (loopback unless HOST is given; default: off)",
     )
     watch.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="say only errors on stderr: no reports of bad lines, recoveries, notes or summaries "
+        "(the exit status still tells; --exit-status, --on-invalid fail)",
+    )
+    watch.add_argument(
         "--log-format",
         choices=("text", "json"),
         default="text",
