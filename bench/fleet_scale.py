@@ -19,7 +19,6 @@ import os
 import random
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,8 +28,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from bench.fleet import FIXTURES, floor, make_fleet, templates  # noqa: E402
+from bench.report import measured  # noqa: E402
 
-TRANSLATOR = str(Path(sys.executable).parent / "translator")
 TARGET_MIB = 256.0
 DAY = 1764460800  # 2025-11-30: sessions spread over the 30 days before it
 
@@ -53,18 +52,11 @@ def spread(root: Path, days: int = 30) -> None:
         os.utime(path, (t, t))
 
 
-def measured(args: list[str]) -> tuple[float, float, str]:
+def summarized(args: list[str]) -> tuple[float, float, str]:
     """Seconds, peak RSS (MiB) and the summary line of the installed command."""
-    os.sync()
-    started = time.perf_counter()
-    proc = subprocess.run(["/usr/bin/time", "-v", TRANSLATOR, *args], capture_output=True, timeout=3600)
-    seconds = time.perf_counter() - started
-    if proc.returncode != 0:
-        raise SystemExit(f"failed: {' '.join(args)}\n{proc.stderr.decode()[-3000:]}")
-    rss = re.search(rb"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
-    said = re.search(rb"translator: (\d+ translated.*)", proc.stderr)
-    assert rss is not None
-    return seconds, int(rss.group(1)) / 1024, said.group(1).decode() if said else ""
+    seconds, rss, said = measured(args)
+    line = re.search(r"translator: (\d+ translated.*)", said)
+    return seconds, rss, line.group(1) if line else ""
 
 
 def main() -> int:
@@ -96,7 +88,7 @@ def main() -> int:
         out, table = root / "out", root / "table"
         batch = ["--out-dir", str(out), "--results-table", str(table), "--jobs", str(args.workers), str(logs)]
         for label in ("replay", "up-to-date rerun"):
-            seconds, rss, said = measured(batch)
+            seconds, rss, said = summarized(batch)
             ok = rss <= TARGET_MIB
             missed += [] if ok else [label]
             ratio = f", {seconds / base:.2f}x the floor" if base and label == "replay" else ""

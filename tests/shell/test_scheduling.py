@@ -70,7 +70,7 @@ def test_packing_puts_every_file_in_one_chunk_largest_first(bundled_rates: RateC
     template = Job(format="enriched", partial=False, results_only=False, rates=bundled_rates, rates_digest="",
                    options=Options(), clock="auto")
     sizes = [3000] * 999 + [50 << 20]
-    jobs = [Job(**{**template.__dict__, "relative": f"s{n}", "size": size}) for n, size in enumerate(sizes)]
+    jobs = [replace(template, relative=f"s{n}", size=size) for n, size in enumerate(sizes)]
     chunks = pack(jobs, 2)
     assert sorted(j.relative for c in chunks for j in c) == sorted(j.relative for j in jobs)
     assert [j.size for j in chunks[0]] == [50 << 20]  # the huge one alone, first

@@ -116,3 +116,14 @@ def test_the_page_leads_with_the_totals_and_shows_the_failures_reasons(table: Pa
     for shown in ("Failed runs by reason", "server error", "rate limit exceeded", "context too long", "Top error messages"):
         assert shown in body
     assert "<td class=bad>" in body  # failures in their colour
+
+
+def test_a_table_that_is_no_parquet_or_has_no_runs_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "bad" / "date=2025-01-01").mkdir(parents=True)
+    (tmp_path / "bad" / "date=2025-01-01" / "part-0.parquet").write_bytes(b"garbage\n")
+    bad = report(str(tmp_path / "bad"))
+    assert (bad.returncode, bad.stdout) == (66, b"")
+    assert bad.stderr.decode().startswith(f"translator: {tmp_path / 'bad'}: ") and bad.stderr.count(b"\n") == 1
+    (tmp_path / "empty").mkdir()
+    empty = report(str(tmp_path / "empty"))
+    assert (empty.returncode, empty.stderr.decode()) == (66, f"translator: {tmp_path / 'empty'}: no runs\n")

@@ -30,7 +30,7 @@ FOLDER = ".translator.done"
 NAME = re.compile(r"^(\d{20,})-(\d+)-([0-9a-z]+)\.done$")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
     """A committed output: the key it was made under, the log it was made from (None in an
     earlier version's record), and the record that holds its results rows (read again only

@@ -54,7 +54,7 @@ class Store(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # (slots: a fleet holds a job per file, ~0.2 KB less each)
 class Job:
     """One file to translate, with everything a worker needs (it crosses process boundaries)."""
 
@@ -87,7 +87,7 @@ class Job:
         return hashlib.sha256(orjson.dumps(parts)).hexdigest()
 
 
-@dataclass
+@dataclass(slots=True)
 class Done:
     """What became of one file."""
 

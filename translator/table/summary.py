@@ -75,18 +75,20 @@ def connect(path: str) -> tuple[Any, str | None]:
 
 
 def summarize(path: str, filters: Filters) -> Summary | None:
-    """The table's summary under `filters`; None when no run is kept."""
+    """The table's summary under `filters`; None when no run is kept. What DuckDB cannot read is
+    a ValueError (a local file that is no Parquet) or a StoreError (the store failed mid-read),
+    said in one line."""
     db, files = connect(path)
     if files is None:
         return None
-    if "://" not in path or path.startswith("file://"):
-        return _summarize(db, files, filters)
     duckdb = need("duckdb", "report")
     try:
         return _summarize(db, files, filters)
-    except duckdb.Error as exc:  # the store failed mid-read: DuckDB says it with fsspec's traceback
-        lines = [line for line in str(exc).splitlines() if line.strip()]
-        raise StoreError(path, lines[-1].strip() if lines else type(exc).__name__) from exc
+    except duckdb.Error as exc:  # (of a store: with fsspec's traceback in it, its last line says what failed)
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
+        if "://" not in path or path.startswith("file://"):
+            raise ValueError(lines[0]) from exc
+        raise StoreError(path, lines[-1]) from exc
 
 
 def _literal(text: str) -> str:
