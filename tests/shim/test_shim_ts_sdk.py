@@ -192,12 +192,23 @@ def test_a_hook_that_must_block_is_refused_by_the_sdk(drive: Any) -> None:
     assert "onFailure" in exception and got.messages == []
 
 
-def test_resume_continues_the_session(drive: Any) -> None:
-    first = drive({"prompt": "hi"}, "benign_text.jsonl")
+def test_resume_continues_the_session(drive: Any, sdk: Path, tmp_path: Path) -> None:
+    config = {"CLAUDE_CONFIG_DIR": str(tmp_path / "claude")}
+    first = drive({"prompt": "hi"}, "benign_text.jsonl", env=config)
     session = first.messages[-1]["session_id"]
-    again = drive({"prompt": "more", "options": {"resume": session}}, "hi.jsonl")
+    again = drive({"prompt": "more", "options": {"resume": session}}, "hi.jsonl", env=config)
     assert again.kinds == ["system/init", "assistant", "result/success"]
     assert again.messages[-1]["session_id"] == session and has(again.argv(1), "--resume", session)
+    # and the TS SDK's own readers read the resumed session as one conversation, from its one file
+    done = subprocess.run(["node", str(SUPPORT / "ts_sdk" / "sessions.mjs"), str(sdk)], capture_output=True,
+                          env={**os.environ, **config}, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    read = json.loads(done.stdout)
+    (info,) = read["sessions"]
+    assert (info["sessionId"], info["firstPrompt"], info["summary"]) == (session, "hi", "more")
+    prompts = [m["message"]["content"] for m in read["messages"][session] if m["type"] == "user"]
+    assert prompts == [[{"type": "text", "text": "hi"}], [{"type": "text", "text": "more"}]]  # as the SDK sent them
+    assert [m["type"] for m in read["messages"][session]] == ["user", "assistant"] * 2
 
 
 def test_every_flag_the_sdk_writes_is_mapped_or_warned(drive: Any, tmp_path: Path) -> None:
