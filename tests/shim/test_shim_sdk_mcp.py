@@ -206,3 +206,12 @@ async def test_a_deferring_hook_stops_the_run_with_the_call_pending(tmp_path: Pa
     assert isinstance(result, ResultMessage) and (result.subtype, result.is_error, result.stop_reason) == (
         "success", False, "tool_deferred")  # fmt: skip
     assert result.deferred_tool_use is not None and result.deferred_tool_use.id == "toolu_add"
+
+
+async def test_a_forced_drive_backend_says_the_sdk_servers_are_not_reached(tmp_path: Path) -> None:
+    lines: list[str] = []
+    opts = options(tmp_path, [], {"calc": Calc().server}, stderr=lines.append)
+    opts.env["CALIBAN_CLAUDE_BACKEND"] = "drive"
+    async with ClaudeSDKClient(opts) as client:
+        await client.get_mcp_status()
+    assert any("CALIBAN_CLAUDE_BACKEND=drive: the app's SDK MCP servers (calc) are not reached" in line for line in lines)

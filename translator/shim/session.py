@@ -165,6 +165,9 @@ class ShimSession:
         else:
             self.tools.add(fresh, manifests)
         self._relayed.update(fresh)
+        if self._forced_drive:
+            warn(f"CALIBAN_CLAUDE_BACKEND=drive: the app's SDK MCP servers ({', '.join(fresh)}) are not reached "
+                 "(caliban mcp serve loads no MCP servers)")  # fmt: skip
         merge(self.plan.overlay, {"mcp_servers": self.tools.settings()})
         self.plan.static += [a for name in fresh for a in ("--allow", f"mcp__{name}__*")]
         if self.drive is not None and not self._forced_drive:
