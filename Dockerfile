@@ -7,6 +7,7 @@ RUN useradd --create-home --uid 10001 translator
 WORKDIR /src
 COPY pyproject.toml README.md LICENSE ./
 COPY translator ./translator
+COPY docs ./docs
 RUN pip install --no-cache-dir . && rm -rf /src
 
 USER translator

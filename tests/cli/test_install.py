@@ -50,3 +50,28 @@ def test_every_install_command_said_can_work() -> None:
             assert target == "." or target.startswith("/"), (name, command)
             assert set(named.split(",")) <= extras, (name, command)
         assert "caliban-stream-translator" not in command, (name, command)
+
+
+@pytest.mark.skipif(shutil.which("man") is None, reason="needs man")
+def test_a_pip_install_elsewhere_has_the_man_page_and_the_docs_its_help_names(tmp_path: Path) -> None:
+    """`pip install` of a clone into a venv of its own (not the clone's): `man -l` reads the
+    installed page, and the reference `caliban-claude --help` points to is installed there."""
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    tracked_copy(clone)
+    venv = tmp_path / "elsewhere"
+    subprocess.run([shutil.which("python3.11") or "python3", "-m", "venv", str(venv)], check=True, timeout=120)
+    proc = subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", str(clone)],
+                          capture_output=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr.decode()
+    page = venv / "share" / "man" / "man1" / "translator.1"
+    shown = subprocess.run(["man", "-l", str(page)], capture_output=True, env={**os.environ, "MANPAGER": "cat",
+                           "PAGER": "cat", "MANWIDTH": "100"}, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    text = re.sub(r".\x08", "", shown.stdout.decode())
+    assert "translator" in text and "--quiet" in text and "--follow" in text
+    docs = venv / "share" / "doc" / "caliban-stream-translator"
+    assert {"README.md", "LICENSE", "shim.md", "usage.md"} <= {p.name for p in docs.iterdir()}
+    helped = subprocess.run([venv / "bin" / "caliban-claude", "--help"], capture_output=True, timeout=60).stdout.decode()
+    (named,) = re.findall(r"\((\S+/shim\.md) once installed\)", helped)
+    assert Path(named) == docs / "shim.md"

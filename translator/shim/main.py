@@ -25,6 +25,7 @@ from translator.shim.sessions import Session
 BACKENDS = ("drive", "print")  # CALIBAN_CLAUDE_BACKEND: force one (default: chosen per session)
 
 
+DOCS = os.path.join(sys.prefix, "share", "doc", "caliban-stream-translator")  # pyproject's data-files
 USAGE = f"""usage: {PROG} -p [PROMPT] [--output-format text|json|stream-json --verbose] [CLAUDE CODE OPTIONS]
        {PROG} --output-format stream-json --input-format stream-json --verbose [CLAUDE CODE OPTIONS]
 
@@ -39,7 +40,7 @@ CALIBAN_CLAUDE_ARGS, CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT=1, CALIBAN_CLAUDE_BACKEND
 caliban mcp serve for SDK apps with can_use_tool or hook callbacks, caliban -p otherwise),
 CALIBAN_CLAUDE_HOOK_TIMEOUT (seconds a hook callback may take without a matcher timeout; 60),
 CALIBAN_CLAUDE_MCP_TIMEOUT (seconds a request to caliban mcp serve may take, written and answered; 60).
-See docs/shim.md.
+See docs/shim.md ({DOCS}/shim.md once installed).
 """
 
 
