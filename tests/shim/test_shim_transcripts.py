@@ -98,10 +98,10 @@ async def test_ccusage_counts_the_result_frames_usage(app: App, ccusage: Any) ->
     results = [await ask(PROMPT, app.options()), await ask("once more", app.options("thinking.jsonl"))]
     keys = {"inputTokens": "input_tokens", "outputTokens": "output_tokens",
             "cacheCreationTokens": "cache_creation_input_tokens", "cacheReadTokens": "cache_read_input_tokens"}  # fmt: skip
-    report = ccusage(app.config, "session")
+    report, daily = ccusage(app.config, "session"), ccusage(app.config, "daily")
     assert len(report["session"]) == 2
     for ours, theirs in keys.items():
-        assert report["totals"][ours] == sum((r.usage or {}).get(theirs, 0) for r in results), ours
+        assert report["totals"][ours] == daily["totals"][ours] == sum((r.usage or {}).get(theirs, 0) for r in results), ours
     assert report["totals"]["outputTokens"] > 0
 
 
