@@ -56,17 +56,20 @@ def outputs(root: Path) -> dict[str, bytes]:
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*.jsonl")}
 
 
-def test_a_relative_out_dir_is_the_clients_not_the_workers(scheduler: Any, tmp_path: Path) -> None:
-    """`--out-dir out` names the client's `out/`: it was "10 translated", exit 0, and every output
-    in the workers' working directory."""
+def test_relative_folders_are_the_clients_not_the_workers(scheduler: Any, tmp_path: Path) -> None:
+    """`--out-dir out` (and `--transcripts t`) name the client's folders: it was "10 translated",
+    exit 0, and every output in the workers' working directory; the rerun is up to date."""
     address, _, home = scheduler
     fleet(tmp_path / "logs", 10)
-    proc = translate("--out-dir", "out", "--cluster", address, "logs", cwd=tmp_path)
+    proc = translate("--out-dir", "out", "--transcripts", "t", "--cluster", address, "logs", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    want = translate("--out-dir", "want", "logs", cwd=tmp_path)
+    want = translate("--out-dir", "want", "--transcripts", "t-want", "logs", cwd=tmp_path)
     assert want.returncode == 0
     assert outputs(tmp_path / "out") == outputs(tmp_path / "want") and len(outputs(tmp_path / "out")) == 10
-    assert not (home / "out").exists()
+    assert outputs(tmp_path / "t") == outputs(tmp_path / "t-want") and outputs(tmp_path / "t")
+    assert not (home / "out").exists() and not (home / "t").exists()
+    again = translate("--out-dir", "out", "--transcripts", "t", "--cluster", address, "logs", cwd=tmp_path)
+    assert b"translator: 0 translated, 10 skipped (up to date)" in again.stderr, again.stderr
 
 
 @pytest.mark.parametrize("stopped", [1, 2])

@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -203,11 +204,14 @@ class FsspecStore:
 
 def plan(names: list[str], out_dir: str | None, template: Job,
          timeout: float = TIMEOUT) -> tuple[list[Job], Store, Ledger | None]:
-    """The jobs, the store that reads and writes them, and what the output's records say. A
-    local output directory is named absolute: a cluster's workers write it from their own
-    working directory (a relative one put every output there: "10 translated", `out/` empty)."""
+    """The jobs, the store that reads and writes them, and what the output's records say. The
+    local folders a worker writes (--out-dir, --transcripts) are named absolute: a cluster's
+    workers write them from their own working directory (a relative --out-dir put every output
+    there: "10 translated", `out/` empty)."""
     if out_dir is not None and "://" not in out_dir:
         out_dir = os.path.abspath(out_dir)
+    if template.transcripts is not None:
+        template = replace(template, transcripts=os.path.abspath(template.transcripts))
     remote = [n for n in names if "://" in n]
     url: Callable[[str], str] = str
     if not remote:
