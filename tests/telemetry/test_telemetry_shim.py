@@ -73,3 +73,25 @@ def test_print_mode_exports_its_one_run(tmp_path: Path) -> None:
     same_keys_as_claude_code(got.logs, got.metrics)
     assert {p["attributes"]["session.id"] for p in got.metrics} == {result["session_id"]}
     assert token_sums(got.metrics) == HEADLESS
+
+
+async def test_a_resumed_session_counts_as_claude_code_s_resume(tmp_path: Path) -> None:
+    """The second process of a session (`resume`) counts it again with start_type resume, under
+    the same session id, as the CLI does (otel_resume)."""
+    cc = [p["attributes"]["start_type"] for p in recorded("otel_resume")["/v1/metrics"]
+          if p["name"] == "claude_code.session.count"]
+    with receiver() as (got, endpoint):
+        env = caliban_env(tmp_path) | telemetry_env(endpoint, "http/protobuf")
+        (tmp_path / "work").mkdir()
+        sessions = []
+        for resume in (None, "first"):
+            options = ClaudeAgentOptions(cli_path=SHIM, env=env, cwd=str(tmp_path / "work"),
+                                         resume=sessions[0] if resume else None)
+            result = [m async for m in query(prompt=PROMPT, options=options)][-1]
+            assert isinstance(result, ResultMessage)
+            sessions.append(result.session_id)
+        assert got.wait(lambda r: len([p for p in r.metrics if p["name"] == "claude_code.session.count"]) == 2)
+    counted = [(p["attributes"]["session.id"], p["attributes"]["start_type"]) for p in got.metrics
+               if p["name"] == "claude_code.session.count"]
+    assert sorted(counted, key=lambda c: c[1]) == [(sessions[0], "fresh"), (sessions[0], "resume")]
+    assert sessions[1] == sessions[0] and sorted(cc) == ["fresh", "resume"]

@@ -73,7 +73,7 @@ class ShimSession:
         self.channel = Channel(self.control, self.inbox.put, shape)
         self.transcript = transcript.open_transcript(files)  # the session's file, as Claude Code keeps it
         # Claude Code's telemetry: the session as one of its sessions (its id), told each message's prompt
-        self.telemetry = None if telemetry is None else telemetry.stream(PROG, files.id, time.time())
+        self.telemetry = None if telemetry is None else telemetry.stream(PROG, files.id, time.time(), not files.new)
         found: list[Observer] = [o for o in (self.transcript, self.telemetry) if o is not None]
         self.observer: Observer | None = Observers(found) if len(found) > 1 else found[0] if found else None
         self.oneshot = OneshotBackend(binary=binary, plan=p, session=files, model=lambda: self.model,

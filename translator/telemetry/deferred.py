@@ -47,8 +47,8 @@ class Deferred:
         for pending in waiting:
             pending.catch_up()
 
-    def stream(self, source: str, session_id: str, t: float) -> Pending:
-        pending = Pending(self, source, session_id, t)
+    def stream(self, source: str, session_id: str, t: float, resumed: bool = False) -> Pending:
+        pending = Pending(self, source, session_id, t, resumed)
         self.wait(pending)
         return pending
 
@@ -75,9 +75,9 @@ class Deferred:
 class Pending:
     """One stream's observer: its moves kept until the exporter is ready, then its session's."""
 
-    def __init__(self, deferred: Deferred, source: str, session_id: str, t: float) -> None:
+    def __init__(self, deferred: Deferred, source: str, session_id: str, t: float, resumed: bool = False) -> None:
         self.deferred = deferred
-        self.opened = (source, session_id, t)
+        self.opened = (source, session_id, t, resumed)
         self.session: Session | None = None
         self.kept: list[tuple[str, tuple[Any, ...]]] = []
         self.lock = threading.Lock()  # the start thread catches up while the stream goes on

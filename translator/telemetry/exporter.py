@@ -203,8 +203,9 @@ class Telemetry:
             return console(out=sys.stderr)
         return _otlp(signal, how.protocol)()
 
-    def stream(self, source: str, session_id: str, t: float) -> Session:
-        return Session(self.instruments, session_id, t)
+    def stream(self, source: str, session_id: str, t: float, resumed: bool = False) -> Session:
+        """A stream's session (`resumed`: the shim's --resume, Claude Code's start_type resume)."""
+        return Session(self.instruments, session_id, t, resumed)
 
     def drain(self) -> None:
         pass  # (its processors export in their own threads)

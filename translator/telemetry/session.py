@@ -119,7 +119,7 @@ def tool_parameters(name: str | None, input: Any) -> dict[str, str]:
 class Session:
     """An `Observer` for one stream: Claude Code's session of the same session id."""
 
-    def __init__(self, tools: Instruments, session_id: str, t: float) -> None:
+    def __init__(self, tools: Instruments, session_id: str, t: float, resumed: bool = False) -> None:
         self.i = tools
         self.settings = tools.settings
         self.session_id = session_id
@@ -141,7 +141,7 @@ class Session:
         self.turn: Turn | None = None
         self.started: dict[str, tuple[float, str | None]] = {}  # tool_use_id -> (start, name)
         self.ended: set[str] = set()  # the run's tool calls told by their own moves
-        tools.add(N.SESSIONS, 1, {**self.common, "start_type": "fresh"})
+        tools.add(N.SESSIONS, 1, {**self.common, "start_type": "resume" if resumed else "fresh"})
 
     # ------------------------------------------------------------------ the pieces
 
