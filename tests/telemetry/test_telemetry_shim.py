@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, query
 from support_fixtures import FIXTURES
 from support_otlp import by_name, receiver, recorded, telemetry_env, token_sums
 from support_processes import fake_caliban
@@ -95,3 +95,33 @@ async def test_a_resumed_session_counts_as_claude_code_s_resume(tmp_path: Path) 
                if p["name"] == "claude_code.session.count"]
     assert sorted(counted, key=lambda c: c[1]) == [(sessions[0], "fresh"), (sessions[0], "resume")]
     assert sessions[1] == sessions[0] and sorted(cc) == ["fresh", "resume"]
+
+
+async def test_two_messages_are_two_interactions_of_one_session(tmp_path: Path) -> None:
+    """An app's two messages in one session, as the CLI exports them (otel_traces_stream_two_users):
+    one session counted, a prompt, request and response per message, an interaction each."""
+    cc = recorded("otel_traces_stream_two_users")
+    with receiver() as (got, endpoint):
+        env = caliban_env(tmp_path) | telemetry_env(endpoint, "http/json") | {
+            "FAKE_CALIBAN_SCRIPTS": json.dumps([{"file": str(FIXTURES / "caliban" / "hi.jsonl")}])}
+        (tmp_path / "work").mkdir()
+        async with ClaudeSDKClient(ClaudeAgentOptions(cli_path=SHIM, env=env, cwd=str(tmp_path / "work"))) as client:
+            for prompt in ("hi", "what is 2+2?"):
+                await client.query(prompt)
+                result = [m async for m in client.receive_response()][-1]
+                assert isinstance(result, ResultMessage)
+        assert got.wait(lambda r: len(by_name(r.spans, "name").get("claude_code.interaction", [])) == 2)
+        assert got.wait(lambda r: any(p["name"] == "claude_code.active_time.total" for p in r.metrics))
+    ours, theirs = by_name(got.logs, "body"), by_name(cc["/v1/logs"], "body")
+    assert set(theirs) - set(ours) == NOT_MADE and set(ours) <= set(theirs)
+    for body, records in ours.items():
+        assert [sorted(r["attributes"]) for r in records] == [sorted(r["attributes"]) for r in theirs[body]], body
+    order = [r["body"] for r in sorted(got.logs, key=lambda r: r["attributes"]["event.sequence"])]
+    assert order == [r["body"] for r in cc["/v1/logs"] if r["body"] not in NOT_MADE]
+    prompts = [r["attributes"] for r in ours["claude_code.user_prompt"]]
+    assert [p["prompt_length"] for p in prompts] == ["2", "12"] and len({p["prompt.id"] for p in prompts}) == 2
+    interactions = sorted(s["attributes"]["interaction.sequence"] for s in by_name(got.spans, "name")["claude_code.interaction"])
+    assert interactions == sorted(s["attributes"]["interaction.sequence"]
+                                  for s in by_name(cc["/v1/traces"], "name")["claude_code.interaction"]) == [1, 2]
+    assert sum(p["value"] for p in got.metrics if p["name"] == "claude_code.session.count") == 1
+    assert {r["attributes"]["session.id"] for r in got.logs} == {result.session_id}
