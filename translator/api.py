@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from os import PathLike, fspath
-from typing import Any, Literal, Protocol, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypedDict, Unpack, overload
 
 import orjson
 
@@ -21,6 +21,9 @@ from translator.core.feed import CHUNK, CLOCKS, Clock, Feed, core_options, new_c
 from translator.core.rates import RateCard
 from translator.core.translator import Options
 from translator.encoders.formats import FORMATS, Format, make_encoder
+
+if TYPE_CHECKING:
+    from translator.schema.frames import ClaudeCodeFrame, EnrichedFrame
 from translator.encoders.observed import Observer
 
 Frame = dict[str, Any]  # one output frame, decoded
@@ -217,6 +220,28 @@ def translate_bytes(
             report(line)
 
 
+@overload
+def translate(
+    data: Input,
+    format: Literal["enriched"] = "enriched",
+    *,
+    on_diagnostic: Callable[[str], None] | None = None,
+    clock: Clock = "auto",
+    **options: Unpack[StreamOptions],
+) -> Iterator[EnrichedFrame]: ...
+
+
+@overload
+def translate(
+    data: Input,
+    format: Literal["claude-code"],
+    *,
+    on_diagnostic: Callable[[str], None] | None = None,
+    clock: Clock = "auto",
+    **options: Unpack[StreamOptions],
+) -> Iterator[ClaudeCodeFrame]: ...
+
+
 def translate(
     data: Input,
     format: Format = "enriched",
@@ -224,13 +249,15 @@ def translate(
     on_diagnostic: Callable[[str], None] | None = None,
     clock: Clock = "auto",
     **options: Unpack[StreamOptions],
-) -> Iterator[Frame]:
+) -> Iterator[EnrichedFrame | ClaudeCodeFrame]:
     """Translate one whole input stream (a saved log) into its output frames, as dicts.
 
     `data`: the agent's raw events or headless stream-json, as bytes or str (a str of one line
     that is no JSON object is a TypeError: a file's name, read as content, would give nothing), a file object
     (binary or text), or an iterable of chunks (bytes/str, joined as they are: a file's lines keep their
-    newlines) or of events as dicts. `format`: "enriched" (default) or "claude-code".
+    newlines) or of events as dicts. `format`: "enriched" (default) or "claude-code"; the
+    frames are typed per format (translator.schema.frames: `EnrichedFrame`, `ClaudeCodeFrame`,
+    narrowed by their "type").
     `options`: those of `Stream` (session_id, include_partial_messages, results_only, rates,
     on_invalid, strict, max_line_bytes, source). The clock defaults to the events' own stamps
     when they have them, else the ttft/tbt estimate, so a replay's durations do not depend on

@@ -152,3 +152,28 @@ def test_the_package_is_typed_and_its_version_is_single_sourced() -> None:
     dist = importlib.metadata.packages_distributions()["translator"][0]
     assert importlib.metadata.version(dist) == translator.__version__
     assert set(translator.__all__) >= {"translate", "translate_bytes", "Stream", "RateCard", "__version__"}
+
+
+def test_the_frames_are_typed_per_format(tmp_path: Any) -> None:
+    """`translate()`'s frames are the TypedDicts of translator/schema/frames.py for its format,
+    narrowed by their "type": mypy --strict finds a key used as what it is not (they were
+    `dict[str, Any]`: anything passed)."""
+    import subprocess
+    import sys
+
+    program = tmp_path / "app.py"
+    program.write_text(
+        "import translator\n"
+        "for frame in translator.translate(b'', 'claude-code'):\n"
+        "    if frame['type'] == 'result':\n"
+        "        cost: float = frame['total_cost_usd']\n"
+        "        turns: str = frame['num_turns']\n"  # an int: the one error
+        "for enriched in translator.translate(b''):\n"
+        "    if enriched['type'] == 'result':\n"
+        "        ms: int = enriched['duration_ms']\n"
+    )
+    proc = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", str(program)],
+                          capture_output=True, timeout=300)
+    said = proc.stdout.decode()
+    assert proc.returncode == 1, said
+    assert said.count("error:") == 1 and f"{program}:5: error: Incompatible types in assignment" in said, said

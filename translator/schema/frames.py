@@ -275,3 +275,12 @@ CLAUDE_CODE: tuple[type, ...] = (
     ClaudeMessageDelta, ClaudeMessageStop, ClaudeResult,
 )
 MODELS: dict[str, tuple[type, ...]] = {"enriched": ENRICHED, "claude-code": CLAUDE_CODE}
+
+# What the library's `translate()` yields, per format: the kinds named here, told apart by their
+# "type" (and "subtype"). A frame passed through as it came (a headless input's own, an unknown
+# event) is typed as the kind its "type" names, or as none: check "type" before its keys.
+EnrichedFrame = (EnrichedInit | EnrichedToolUse | EnrichedToolResult | EnrichedMessage | EnrichedText
+                 | EnrichedThinking | EnrichedResult)
+ClaudeCodeFrame = (ClaudeInit | ClaudeStatus | ClaudeThinkingTokens | ClaudeApiRetry | ClaudeAssistant | ClaudeUser
+                   | ClaudeMessageStart | ClaudeContentBlockStart | ClaudeContentBlockDelta | ClaudeContentBlockStop
+                   | ClaudeMessageDelta | ClaudeMessageStop | ClaudeResult)
