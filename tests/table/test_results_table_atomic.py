@@ -49,8 +49,11 @@ def snapshot(folder: Path) -> dict[str, tuple[int, int, int]]:
         return {}
 
 
-def test_a_writer_killed_while_it_writes_a_partition_leaves_the_old_table_whole(tmp_path: Path) -> None:
+def test_a_writer_killed_while_it_writes_a_partition_leaves_the_old_table_whole(tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     table, partition = tmp_path / "table", tmp_path / "table" / "date=2025-11-30"
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))  # where the writers stage their rows
     old = logs(tmp_path / "old", 2, 30)
     assert run("--results-table", str(table), str(old), timeout=120).returncode == 0
     before = rows(table)
@@ -78,6 +81,7 @@ def test_a_writer_killed_while_it_writes_a_partition_leaves_the_old_table_whole(
     assert done.returncode == 0, done.stderr
     assert len(rows(table)) == 6060
     assert sorted(p.name for p in partition.iterdir()) == ["part-0.parquet"]  # the killed writers' temporaries swept
+    assert not list((tmp_path / "tmp").iterdir())  # and their staging folders
 
 
 def test_a_partition_is_one_file_of_row_groups_of_many_runs(tmp_path: Path) -> None:

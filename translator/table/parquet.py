@@ -33,6 +33,7 @@ from translator.extras import need
 from translator.object_store import TIMEOUT, faults, filesystem
 
 PART = "part-0.parquet"
+STAGING = "translator-table-"  # the staging folders' prefix, then the writer's pid
 LOCK = ".translator.lock"  # flock'd by the writer of a local table (dot: no reader takes it for a part)
 ROW_GROUP = 128 * 1024  # runs per row group: one file per partition, read in few, large groups
 NO_DATE = "__HIVE_DEFAULT_PARTITION__"  # what hive partitioning calls a null partition value
@@ -130,7 +131,8 @@ class Staged:
     OPEN = 32
 
     def __init__(self) -> None:
-        self.folder = tempfile.mkdtemp(prefix="translator-table-")
+        _sweep_stale()
+        self.folder = tempfile.mkdtemp(prefix=f"{STAGING}{os.getpid()}-")
         self.groups: dict[str | None, list[str]] = {}  # day -> its files
         self._held: dict[str | None, list[Any]] = {}
         self._writers: dict[str | None, Any] = {}  # the open ones, least recently written first
@@ -340,15 +342,31 @@ class _Local:
                 Path(other).unlink(missing_ok=True)
 
 
-def _gone(tmp: Path) -> bool:
-    """Whether the writer of a temporary (its pid is in its name) is no longer running."""
+def _sweep_stale() -> None:
+    """Remove the staging folders of writers that were killed (`kill -9` leaves them in the
+    temporary directory; their pid is in their name)."""
+    with suppress(OSError):
+        for entry in os.scandir(tempfile.gettempdir()):
+            pid = entry.name.removeprefix(STAGING).split("-", 1)[0]
+            if entry.name.startswith(STAGING) and pid.isascii() and pid.isdigit() and _gone_pid(int(pid)):
+                shutil.rmtree(entry.path, ignore_errors=True)
+
+
+def _gone_pid(pid: int) -> bool:
+    """Whether process `pid` is no longer running (one beyond any pid, `99999999999999999999`, is not known gone)."""
     try:
-        os.kill(int(tmp.name.split(".")[-2]), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    except (ValueError, OverflowError, OSError):  # not a pid (`.part-0.parquet.99999999999999999999.tmp`)
+    except (OSError, OverflowError):
         return False
     return False
+
+
+def _gone(tmp: Path) -> bool:
+    """Whether the writer of a temporary (its pid is in its name) is no longer running."""
+    pid = tmp.name.split(".")[-2]
+    return pid.isascii() and pid.isdigit() and _gone_pid(int(pid))  # (not a pid: `.part-0.parquet.x.tmp` is left alone)
 
 
 class _Remote:
@@ -397,7 +415,7 @@ class _Remote:
         """The partition's new file made by `fill` in a local temporary, then one upload (a PUT,
         or a multipart upload completed at its end: the object is replaced whole, or not at
         all); then its other parts are deleted. With no rows, the partition is removed."""
-        with tempfile.TemporaryDirectory(prefix="translator-part-") as folder:
+        with tempfile.TemporaryDirectory(prefix=f"{STAGING}{os.getpid()}-") as folder:
             local = os.path.join(folder, PART)
             if not fill(local):
                 self.remove(partition)
