@@ -215,3 +215,39 @@ async def test_a_forced_drive_backend_says_the_sdk_servers_are_not_reached(tmp_p
     async with ClaudeSDKClient(opts) as client:
         await client.get_mcp_status()
     assert any("CALIBAN_CLAUDE_BACKEND=drive: the app's SDK MCP servers (calc) are not reached" in line for line in lines)
+
+
+async def test_with_sdk_servers_caliban_settles_its_own_tools_and_says_why(tmp_path: Path) -> None:
+    """caliban -p (where SDK servers run) has no way to ask the app about its built-in tools: it
+    runs no hooks of its settings (f33a2d0: `Settings::hook_config` builds no handlers) and ignores
+    --permission-prompt-tool. What it asks about is denied by it, unasked, and that is said once."""
+    calc, asked, lines = Calc(), [], []
+
+    async def can_use_tool(name: str, tool_input: dict[str, Any], context: Any) -> Any:
+        asked.append(name)
+        return PermissionResultAllow()
+
+    bash = {"tool": "Bash", "input": {"command": "ls"}, "id": "toolu_bash"}
+    opts = options(tmp_path, [bash, ADD], {"calc": calc.server}, can_use_tool=can_use_tool, stderr=lines.append)
+    messages, _, _ = await run(opts)
+    assert asked == ["mcp__calc__add"] and calc.calls == [{"a": 2, "b": 3}]  # the app's tool: asked, run
+    denied = results(messages)["toolu_bash"]
+    assert denied.is_error is True and "'Bash' requires interactive approval (no TTY)" in str(denied.content)
+    said = [line for line in lines if "caliban's own tools are settled by its rules" in line]
+    assert len(said) == 1 and "runs no hooks of its settings and ignores --permission-prompt-tool" in said[0]
+
+
+async def test_a_relayed_calls_hook_context_is_said_not_to_reach_the_model_and_why(tmp_path: Path) -> None:
+    calc, lines = Calc(), []
+
+    async def hook(hook_input: Any, tool_use_id: str | None, context: Any) -> dict[str, Any]:
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow",
+                                       "additionalContext": "CTX"}}  # fmt: skip
+
+    hooks = {"PreToolUse": [HookMatcher(matcher="mcp__calc__.*", hooks=[hook])]}
+    calls = [ADD, {**ADD, "id": "toolu_add2"}]
+    opts = options(tmp_path, calls, {"calc": calc.server}, hooks=hooks, stderr=lines.append)
+    messages, _, _ = await run(opts)
+    assert calc.calls == [{"a": 2, "b": 3}] * 2 and "CTX" not in str(results(messages))
+    said = [line for line in lines if "PreToolUse hook additionalContext" in line]
+    assert len(said) == 1 and "caliban -p takes no input once it runs" in said[0] and "does not reach the model" in said[0]

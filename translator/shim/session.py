@@ -24,7 +24,7 @@ from translator.shim import configure, control, initialize, sessions, transcript
 from translator.shim.backend import Backend
 from translator.shim.channel import Channel, Inbound
 from translator.shim.drive.backend import DriveBackend
-from translator.shim.drive.gate import Gate
+from translator.shim.drive.gate import BEYOND_PRINT, Gate
 from translator.shim.drive.hooks import Hooks
 from translator.shim.drive.policy import Policy
 from translator.shim.mapping import PERMISSION_MODES, Plan, merge, model_choices, resolve_model
@@ -35,7 +35,9 @@ from translator.shim.tools.uses import ToolUses
 
 RELAYED_HOOKS = "SDK hook callbacks: caliban -p calls PreToolUse for the app's own MCP tools only (relayed); no other"
 NO_DRIVE_FOR_TOOLS = ("the app's SDK MCP servers need caliban -p (caliban mcp serve loads no MCP servers): can_use_tool "
-                      "and PreToolUse hooks are asked for the app's own tools; caliban's rules settle its built-in tools")
+                      "and PreToolUse hooks are asked for the app's own tools; caliban's own tools are settled by its "
+                      "rules (what they ask about is denied): caliban -p runs no hooks of its settings and ignores "
+                      "--permission-prompt-tool, so it has no way to ask the app")
 
 if TYPE_CHECKING:
     from translator.telemetry.deferred import Deferred
@@ -86,6 +88,7 @@ class ShimSession:
         # Settles the app's own tools (relayed): the same hooks, rules and can_use_tool as the drive's gate.
         self.relay_gate = Gate(self.channel, self.policy, prompt_tool, Hooks({}), warn)
         self.relay_gate.session_id = files.id
+        self.relay_gate.beyond = BEYOND_PRINT
         self.tools: SdkServers | None = None
         self._relayed: set[str] = set()  # the servers whose relay is in the plan
         self.relay_tools({})  # (those on argv: the Python SDK's --mcp-config {"type": "sdk"})

@@ -20,6 +20,13 @@ from translator.shim.drive.policy import Policy
 
 DEFERRED = "deferred by a PreToolUse hook: the turn stops here, the call pending"
 CHANGED_INPUT = "caliban cannot run a tool with an input changed by the app (updatedInput); denied instead"
+# Why a tool hook's context (or a PostToolUse block) cannot reach the model, which Claude Code
+# shows it after the tool's result (caliban-ai/caliban f33a2d0, read there):
+BEYOND_DRIVE = ("caliban's drive surface cannot add to a run between a tool's result and the model's next "
+                "request (caliban_permit carries an allow or a deny's reason; caliban_send_input is taken only "
+                "once the model's turn has ended)")  # fmt: skip
+BEYOND_PRINT = ("caliban -p takes no input once it runs (it reads its prompt to the end first), and the relayed "
+                "call's only answer is the tool's result, which Claude Code keeps apart from hook context")  # fmt: skip
 
 
 class Gate:
@@ -32,6 +39,7 @@ class Gate:
         self.deferred: dict[str, Any] | None = None  # the tool a PreToolUse hook deferred: {id, name, input}
         self.stop: str | None = None  # a PreToolUse hook's continue:false: its stopReason (the run ends after the tool)
         self._unreached: set[tuple[str, str]] = set()  # the hook outputs already said to be beyond caliban
+        self.beyond = BEYOND_DRIVE  # why the outputs beyond a decision do not reach the model, on this backend
         self.mode = "default"
         self.prompt_id = ""
         self.session_id = ""
@@ -141,5 +149,4 @@ class Gate:
                 o for o in outputs if event == "PostToolUse" and o.get("decision") == "block"]  # fmt: skip
             if present and (event, kind) not in self._unreached:
                 self._unreached.add((event, kind))
-                self.warn(f"{event} hook {kind}: caliban's drive surface takes no message in the middle of a run; "
-                          "it does not reach the model")  # fmt: skip
+                self.warn(f"{event} hook {kind}: {self.beyond}; it does not reach the model")
