@@ -291,6 +291,8 @@ def finish(done: Outcomes, elapsed: float, results_table: str | None, interrupte
             if records is not None and done.up_to_date:
                 for rows in records.rows(done.up_to_date):
                     done.stage(rows)
+                records.release()
+                done.up_to_date.clear()
             table.write(results_table, done.staged(), done.replaced, timeout)
         except OSError as exc:
             stderr([f"translator: --results-table {results_table}: {exc.strerror or exc}"])

@@ -68,15 +68,19 @@ class Ledger:
     def rows(self, files: set[str]) -> Iterator[list[dict[str, Any]]]:
         """The recorded results rows of `files`, a record at a time (each record read again;
         OSError if one cannot be)."""
-        wanted: dict[str, set[str]] = {}
-        for name in files:
-            if (entry := self.latest.get(name)) is not None:
-                wanted.setdefault(entry.record, set()).add(name)
-        for record in sorted(wanted, key=_order):
+        needed = {entry.record for name in files if (entry := self.latest.get(name)) is not None}
+        for record in sorted(needed, key=_order):
             for line in self.records[record].split(b"\n")[1:]:
                 found = _entry(line, checked=True)
-                if found is not None and found[0] in wanted[record]:
+                if found is not None and found[0] in files and (entry := self.latest.get(found[0])) is not None \
+                        and entry.record == record:
                     yield found[2]
+
+    def release(self) -> None:
+        """What it holds given back, once the results table has the rows it needs: a fleet's
+        ledger is ~0.5 KB a file (a key, a source, a name, the output listing), and the table
+        is written after."""
+        self.latest, self.outputs, self.records = {}, set(), {}
 
     def owner(self, relative: str, target: str) -> str | None:
         """The log whose output `target` (still there) is, by its latest record (None: unknown)."""

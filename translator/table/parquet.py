@@ -126,8 +126,8 @@ class Staged:
     has few row groups (a row group per batch and day made thousands: their metadata, held by
     the writer to its end, was ~100 MB at 650,000 runs)."""
 
-    GROUP = 32_768
-    HELD = 65_536
+    GROUP = 16_384
+    HELD = 32_768
     OPEN = 32
 
     def __init__(self) -> None:
