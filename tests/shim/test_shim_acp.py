@@ -2,7 +2,8 @@
 runs them (tests/support/acp_client.py is the editor): `@zed-industries/claude-agent-acp` 0.23.1
 (caliban's built-in tools, permissions through `session/request_permission`, cancel) and
 `@zed-industries/claude-code-acp` 0.16.2, whose in-process `acp` MCP server reads and writes
-the editor's files (`mcp__acp__Read` → `fs/read_text_file`; shared/reference/cc-2.1.333/acp/).
+the editor's files (`mcp__acp__Read` → `fs/read_text_file`; shared/reference/cc-2.1.333/acp/)
+and runs Bash in the editor's terminal (`mcp__acp__Bash` → `terminal/create`, once permitted).
 Skipped, and said so, where node is not installed."""
 
 from __future__ import annotations
@@ -134,3 +135,32 @@ def test_claude_code_acp_reads_and_writes_the_editors_files_through_its_mcp_serv
     assert client.written == {str(work / "d.txt"): "d\n"}
     (run,) = [json.loads(line) for line in (root / "calls.jsonl").read_text().splitlines()]
     assert "--allow" in run["argv"] and "mcp__acp__*" in run["argv"]  # the relay settles each call
+
+
+@pytest.mark.parametrize("choice", ["allow", "reject"])
+def test_claude_code_acp_runs_bash_in_the_editors_terminal_after_request_permission(
+    adapters: dict[str, Path], editor: Any, choice: str
+) -> None:
+    """An editor with a terminal (Zed's): 0.16.2 disallows caliban's own Bash and gives its
+    `mcp__acp__Bash`, relayed on caliban -p; not in its allowedTools, so the relay asks
+    `can_use_tool`, the adapter asks session/request_permission, and only an allow runs the
+    command, in the editor's terminal (terminal/create). A reject is the tool's error, with the
+    adapter's message, as caliban gives the model a relayed tool's error."""
+    start, work, root = editor
+    bash = {"tool": "mcp__acp__Bash", "input": {"command": "echo made > d.txt", "timeout": 5000}, "id": "toolu_sh"}
+    env = {"FAKE_CALIBAN_SCRIPTS": json.dumps([{"mcp_calls": [bash], "text": "Ran it."}])}
+    client = start(adapters["@zed-industries/claude-code-acp"], env)
+    client.permission = choice
+    session = client.start(terminal=True)
+    answer = client.request("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "make d"}]})
+    assert answer.get("result", {}).get("stopReason") == "end_turn", answer
+    methods = [m for m, _ in client.asked]
+    ran = ["terminal/create", "terminal/wait_for_exit", "terminal/output", "terminal/release"]
+    assert methods == ["session/request_permission", *(ran if choice == "allow" else [])], client.asked
+    assert client.asked[0][1]["toolCall"]["toolCallId"] == "toolu_sh"
+    assert (work / "d.txt").exists() is (choice == "allow")
+    (run,) = [json.loads(line) for line in (root / "calls.jsonl").read_text().splitlines()]
+    denied = [run["argv"][n + 1] for n, a in enumerate(run["argv"]) if a == "--deny"]
+    assert "Bash" in denied  # caliban's own Bash: the adapter's disallowedTools
+    updates = json.dumps([u["update"] for u in client.updates if u["update"].get("toolCallId") == "toolu_sh"])
+    assert ("Exited with code 0." if choice == "allow" else "User refused permission to run tool") in updates

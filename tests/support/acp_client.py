@@ -1,11 +1,14 @@
 """A minimal ACP client (the Agent Client Protocol, newline-delimited JSON-RPC 2.0 on stdio), as
 an editor is one: it runs an ACP agent (Zed's adapters, node), sends `initialize`,
 `session/new`, `session/prompt`, `session/cancel`, and answers the agent's `fs/read_text_file`,
-`fs/write_text_file` and `session/request_permission` itself. Shared by the ACP tests (no tests)."""
+`fs/write_text_file`, `session/request_permission` and, where it says it has a terminal, the
+`terminal/*` methods (a command is run to its end by `sh -c` at `terminal/create`, in the
+workspace: the later methods answer from that). Shared by the ACP tests (no tests)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 import time
@@ -23,6 +26,7 @@ class AcpClient:
         self.updates: list[dict[str, Any]] = []  # session/update notifications
         self.asked: list[tuple[str, dict[str, Any]]] = []  # the agent's requests: method, params
         self.written: dict[str, str] = {}
+        self.terminals: dict[str, subprocess.CompletedProcess[str]] = {}  # by terminalId
         self._changed = threading.Condition()
         self.stderr: list[bytes] = []
         threading.Thread(target=self._read, daemon=True).start()
@@ -55,6 +59,19 @@ class AcpClient:
             return None
         if method == "session/request_permission":
             return {"outcome": {"outcome": "selected", "optionId": self.permission}}
+        if method == "terminal/create":
+            env = {**os.environ, **{e["name"]: e["value"] for e in params.get("env", [])}}
+            done = subprocess.run(["/bin/sh", "-c", params["command"], *params.get("args", [])], cwd=params.get("cwd") or self.cwd,
+                                  env=env, capture_output=True, text=True, timeout=30)  # fmt: skip
+            terminal = f"term_{len(self.terminals)}"
+            self.terminals[terminal] = done
+            return {"terminalId": terminal}
+        if method.startswith("terminal/"):
+            done = self.terminals[params["terminalId"]]
+            status = {"exitCode": done.returncode, "signal": None}
+            if method == "terminal/output":
+                return {"output": done.stdout + done.stderr, "truncated": False, "exitStatus": status}
+            return status if method == "terminal/wait_for_exit" else {}  # (release, kill)
         return None
 
     def request(self, method: str, params: dict[str, Any], timeout: float = 60) -> dict[str, Any]:
@@ -79,9 +96,9 @@ class AcpClient:
                 raise TimeoutError(method)
             time.sleep(0.02)
 
-    def start(self, fs_write: bool = False) -> str:
+    def start(self, fs_write: bool = False, terminal: bool = False) -> str:
         """initialize and session/new: the session id."""
-        caps = {"fs": {"readTextFile": True, "writeTextFile": fs_write}, "terminal": False}
+        caps = {"fs": {"readTextFile": True, "writeTextFile": fs_write}, "terminal": terminal}
         init = self.request("initialize", {"protocolVersion": 1, "clientCapabilities": caps})
         assert "result" in init, init
         new = self.request("session/new", {"cwd": str(self.cwd), "mcpServers": []})
