@@ -16,7 +16,7 @@ from translator import __version__
 from translator.cli import report
 from translator.cli.parser import build_parser
 from translator.shim import flags
-from translator.shim.main import USAGE
+from translator.shim.main import DOCS, USAGE
 
 WIDTH = 100  # of the usage lines; a fixed width, so the page is the same on every terminal
 
@@ -146,7 +146,9 @@ def write(folder: Path) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     shim_flags = {"options with a value": sorted(flags.VALUE_FLAGS), "switches": sorted(flags.BOOL_FLAGS),
                   "short forms": [f"{short} ({long})" for short, long in flags.SHORT.items()]}
-    (folder / "cli.md").write_text(markdown([build_parser(), report.build_parser()], USAGE, shim_flags))
+    # the installed docs' folder as its place under any prefix, not this machine's venv
+    usage = USAGE.replace(DOCS, "$PREFIX/share/doc/caliban-stream-translator")
+    (folder / "cli.md").write_text(markdown([build_parser(), report.build_parser()], usage, shim_flags))
     (folder / "translator.1").write_text(manpage(build_parser(), __version__))
 
 
