@@ -54,7 +54,7 @@ class HeadlessOutput(Protocol):
 class Dialect:
     """What the headless dialect keeps for one run."""
 
-    __slots__ = ("block", "results", "since_tool", "streamed", "tool_ids")
+    __slots__ = ("block", "held", "results", "since_tool", "streamed", "tool_ids")
 
     def __init__(self) -> None:
         self.since_tool: list[str] = []  # text deltas since the last tool boundary
@@ -62,6 +62,9 @@ class Dialect:
         self.block: tuple[type | None, int] = (None, -1)  # the kind (frame class) and index of the streaming block
         self.streamed = False  # this turn came with deltas (partial messages)
         self.results: list[dict[str, Any]] = []  # a turn's tool results, until its message
+        # A turn's tool frames while it is not known whether a message will follow them (a
+        # turn that opens with a tool call, before the stream showed its kind: see `_hold`).
+        self.held: list[M.ToolUseFrame | M.ToolResultFrame] = []
 
 
 class HeadlessReader:
@@ -71,6 +74,9 @@ class HeadlessReader:
         self.fold = fold
         self._run: OpenRun | None = None
         self._dialect = Dialect()
+        # Whether the agent streams partial messages (deltas, no message frames), once the
+        # stream has shown it: one agent process (from its init on) prints one kind.
+        self._partial: bool | None = None
         # Every frame type the dialect has goes to its handler by class (a result, read whole
         # as well, to `_result`).
         self._handlers: dict[type, Callable[[Any, float, bytes], None]] = {
@@ -118,6 +124,7 @@ class HeadlessReader:
             return
         model = ev.model.rsplit("/", 1)[-1] if ev.model is not None else None  # "provider/model"
         self.fold.new_run(now, model)  # an open run that had a turn lost its result: the table closes it
+        self._partial = None  # perhaps another process, another kind
         self._frame(ev, now, line)
         self._open(now, ev)
 
@@ -136,6 +143,10 @@ class HeadlessReader:
     def _delta(self, ev: M.TextFrame | M.ThinkingFrame, now: float, line: bytes) -> None:
         fold = self.fold
         fr = fold.run
+        if self._partial is None:  # the first delta: held tool frames were streamed
+            self._partial = True
+            if fr is not None:
+                self._release(fr, now)
         if fr is not None and self._of(fr).block[0] is M.ToolResultFrame:
             self._turn_end(fr, now, [], "tool_use")  # a tool's result: the next call began
         self._frame(ev, now, line)
@@ -161,6 +172,33 @@ class HeadlessReader:
         st = self._of(fr)
         st.tool_ids.add(ev.id)
         st.since_tool.clear()
+        if self._hold(st, ev):
+            return
+        self._tool_use_moves(st, ev, now)
+
+    def _hold(self, st: Dialect, ev: M.ToolUseFrame | M.ToolResultFrame) -> bool:
+        """Keep a tool frame of a turn that showed no delta while the stream has not shown
+        its kind: a message frame then says the turn was whole, a delta or the result that
+        it streamed (it opened with the call, and no message will come)."""
+        if self._partial is None:
+            st.held.append(ev)
+            return True
+        return False
+
+    def _release(self, fr: OpenRun, now: float) -> None:
+        """The held tool frames of run `fr`, now that the stream's kind is known, made into
+        the moves that kind makes of them (at `now`: the frames go out in time order)."""
+        st = self._of(fr)
+        held, st.held = st.held, []
+        if held and self._partial:
+            st.streamed = True
+        for ev in held:
+            if isinstance(ev, M.ToolUseFrame):
+                self._tool_use_moves(st, ev, now)
+            else:
+                self._tool_result_moves(st, ev, now)
+
+    def _tool_use_moves(self, st: Dialect, ev: M.ToolUseFrame, now: float) -> None:
         st.block = (M.ToolUseFrame, st.block[1] + 1)
         if st.streamed:
             self.fold.tool_start(M.ToolCallStart(turn_index=0, tool_use_id=ev.id, name=ev.name), now)
@@ -171,6 +209,10 @@ class HeadlessReader:
         fr = self._open(now, ev)
         st = self._of(fr)
         st.since_tool.clear()
+        if not self._hold(st, ev):
+            self._tool_result_moves(st, ev, now)
+
+    def _tool_result_moves(self, st: Dialect, ev: M.ToolResultFrame, now: float) -> None:
         st.block = (M.ToolResultFrame, st.block[1])
         if ev.t_ms:
             self.fold.tool_ran(ev.t_ms / 1000)
@@ -187,6 +229,9 @@ class HeadlessReader:
     def _message(self, ev: M.MessageFrame, now: float, line: bytes) -> None:
         self._frame(ev, now, line)
         fr = self._open(now, ev)
+        if self._partial is None:
+            self._partial = False
+            self._release(fr, now)
         self._turn(fr, now)
         content = ev.content
         tools = [b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and "id" in b]
@@ -224,6 +269,9 @@ class HeadlessReader:
     ) -> None:
         """Close a headless run: at the upstream result, or (for Claude Code) at the
         next echoed prompt, when the agent has evidently answered this one."""
+        if self._partial is None and self._of(fr).held:
+            self._partial = True  # tool calls and no message before the result: streamed
+        self._release(fr, now)
         st = self._of(fr)
         if st.streamed:  # with partial messages the last call ends here
             self._turn_end(fr, now, [], "end_turn")
