@@ -102,10 +102,13 @@ def is_encoder(name: str) -> bool:
     return name == "translator.encoders" or name.startswith("translator.encoders.")
 
 
+LEAVES = {"translator.model", "translator.version"}  # what an encoder may import beside the encoders
+
+
 def beyond_the_model(edges: dict[str, set[str]]) -> dict[str, list[str]]:
     """Each encoder module's imports of translator modules other than the model and encoders."""
     found = {
-        name: sorted(dep for dep in deps if dep != "translator.model" and not is_encoder(dep))
+        name: sorted(dep for dep in deps if dep not in LEAVES and not is_encoder(dep))
         for name, deps in edges.items()
         if is_encoder(name)
     }
@@ -170,7 +173,7 @@ def test_an_encoder_importing_more_is_found() -> None:
 
 TOP_LEVEL = {  # what is shared by every package (the loose rooms have homes: core, cli, encoders)
     "translator", "translator.__main__", "translator.api", "translator.model", "translator.diagnostics",
-    "translator.stdio", "translator.extras", "translator.object_store", "translator.exits",
+    "translator.stdio", "translator.extras", "translator.object_store", "translator.exits", "translator.version",
 }
 
 
@@ -183,6 +186,41 @@ def test_modules_live_in_their_homes() -> None:
             "translator.cli.arguments", "translator.cli.report", "translator.encoders.formats"} <= modules
     assert {module_name(path) for path in ROOT.glob("*.py")} == TOP_LEVEL
     assert "translator.cli.report" not in graph()["translator.table.report"]
+
+
+WATCHERS = ("translator.telemetry", "translator.transcripts", "translator.table")
+
+
+def reach_into_the_core(edges: dict[str, set[str]]) -> dict[str, list[str]]:
+    """What the watchers (telemetry, session files, the table, the metrics) import of the core;
+    they see the runs through the watch (translator.encoders.observed) alone. The metrics read
+    the core's counters (lines, frames: a stream's `Translator`, a type only) and the names of
+    its recoveries (core.states), never its runs."""
+    allowed = {"translator.shell.metrics": {"translator.core.states", "translator.core.translator"}}
+    found = {
+        name: sorted(dep for dep in deps
+                     if dep.startswith("translator.core") and dep not in allowed.get(name, set()))
+        for name, deps in edges.items()
+        if name.startswith(WATCHERS) or name in allowed
+    }
+    return {name: deps for name, deps in found.items() if deps}
+
+
+def test_the_watchers_reach_the_core_only_through_the_watch() -> None:
+    edges = graph(typing=True)
+    assert reach_into_the_core(edges) == {}
+    watched = [name for name, deps in edges.items() if "translator.encoders.observed" in deps]
+    for watcher in ("translator.telemetry.deferred", "translator.transcripts.files", "translator.table.rows",
+                    "translator.shell.metrics"):
+        assert watcher in watched
+
+
+def test_a_watcher_reaching_into_the_core_is_found() -> None:
+    edges = {"translator.table.rows": {"translator.core.runs", "translator.encoders.observed"},
+             "translator.shell.metrics": {"translator.core.states", "translator.core.fold"},
+             "translator.shell.sink": {"translator.core.feed"}}
+    assert reach_into_the_core(edges) == {"translator.table.rows": ["translator.core.runs"],
+                                          "translator.shell.metrics": ["translator.core.fold"]}
 
 
 def exit_status_definitions(source: str) -> list[str]:

@@ -6,8 +6,7 @@ The library API (see docs/library.md): `translate()` for a whole input,
 
 from translator.api import FORMATS, Clock, Format, Frame, Stream, StreamOptions, translate, translate_bytes
 from translator.core.rates import RateCard
-
-__version__ = "0.1.0"  # the one place the version is kept (pyproject reads it)
+from translator.version import __version__
 
 __all__ = [
     "FORMATS",

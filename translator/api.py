@@ -24,7 +24,7 @@ from translator.encoders.formats import FORMATS, Format, make_encoder
 
 if TYPE_CHECKING:
     from translator.schema.frames import ClaudeCodeFrame, EnrichedFrame
-from translator.encoders.observed import Observer
+from translator.encoders.observed import Observer, StreamId, folder_of
 
 Frame = dict[str, Any]  # one output frame, decoded
 READ_SIZE = CHUNK  # how much a file object is asked for at a time
@@ -72,8 +72,9 @@ class Stream:
 
     `rates`: a `RateCard`, a card's path, or None: the bundled card. `CALIBAN_RATES_YAML` is
     not read (the API reads only what it is given); `rates=RateCard.default(os.environ)`
-    prices as the command line does without `--rates`. `observer`: told each run, turn and tool
-    call as the core makes them (translator.encoders.observed), beside the frames."""
+    prices as the command line does without `--rates`. `observer`: told the stream's identity
+    (`stream_open`), then each run, turn and tool call as the core makes them
+    (translator.encoders.observed), beside the frames."""
 
     def __init__(
         self,
@@ -102,6 +103,7 @@ class Stream:
         self._feed = Feed(new_core(
             encoder, rates=card, options=base, clock=clock, live=live, epoch=time.time() - time.monotonic(),
             source=source, started_at=time.monotonic(), observer=observer,
+            stream=StreamId(source, self.session_id, folder_of(source)),
         ))  # fmt: skip
         self._core = self._feed.core
         self._diags: list[str] = []

@@ -4,15 +4,17 @@ what the run measured is the same whatever the format."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from support_fixtures import SESSION, events, frames_of, results, translate_bytes
 
 from translator.core.rates import RateCard
 from translator.core.translator import Options, Translator
+from translator.encoders import Encoder
 from translator.encoders.claude_code import ClaudeCodeEncoder
 from translator.encoders.enriched import EnrichedEncoder
+from translator.encoders.observed import Observed, StreamId
 from translator.table.rows import Recorder
 
 # One headless run (a tool call), some frames stamped as a recorded log stamps them.
@@ -54,8 +56,9 @@ def rows(fmt: str) -> list[dict[str, Any]]:
     rates = RateCard.bundled()
     inner = (ClaudeCodeEncoder([], session_id=SESSION, limits=rates.limits) if fmt == "claude-code"
              else EnrichedEncoder([], session_id=SESSION))
-    recorder = Recorder(inner, SESSION, "log.ndjson", 0.0)
-    core = Translator(recorder, rates=rates, options=Options(clock="recorded"), source="log.ndjson")
+    recorder = Recorder(0.0)
+    observed = Observed(inner, recorder, StreamId("log.ndjson", SESSION, ""), 0.0)
+    core = Translator(cast(Encoder, observed), rates=rates, options=Options(clock="recorded"), source="log.ndjson")
     core.feed(STAMPED, 0.0)
     core.end(0.0)
     return recorder.rows

@@ -16,6 +16,7 @@ from translator.core.rates import RateCard
 from translator.core.translator import Options
 from translator.encoders import RunSummary
 from translator.encoders.formats import make_encoder
+from translator.encoders.observed import StreamId
 from translator.model import ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 
 FIXTURE = FIXTURES / "tool_use_two_turns.events.jsonl"
@@ -24,8 +25,22 @@ FIXTURE = FIXTURES / "tool_use_two_turns.events.jsonl"
 class Log:
     """An observer that writes down what it is told."""
 
+    timed = True
+
     def __init__(self) -> None:
         self.moves: list[tuple[Any, ...]] = []
+
+    def stream_open(self, stream: StreamId, t: float) -> None:
+        self.moves.append(("stream_open", *stream, t))
+
+    def prompt(self, content: Any, t: float) -> None:
+        self.moves.append(("prompt", content, t))
+
+    def interrupted(self, t: float) -> None:
+        self.moves.append(("interrupted", t))
+
+    def headless_frame(self, frame: Any, t: float) -> None:
+        pass
 
     def run_start(self, model: str | None, t: float) -> None:
         self.moves.append(("run_start", model, t))
@@ -51,7 +66,8 @@ def translate(fmt: str, observer: Log | None) -> bytes:
     numbers = itertools.count()
     encoder = make_encoder(fmt, "sid-1", rates=card, new_id=lambda: f"id-{next(numbers)}")  # type: ignore[arg-type]
     core = new_core(encoder, rates=card, options=Options(), clock="auto",  # type: ignore[arg-type]
-                    live=False, epoch=1_800_000_000.0, source="fixture", observer=observer)
+                    live=False, epoch=1_800_000_000.0, source="fixture", observer=observer,
+                    stream=StreamId("fixture", "sid-1", "/project"))
     return b"".join(b"".join(taken.frames) for taken in steps(Feed(core), [FIXTURE.read_bytes()]))
 
 
@@ -66,6 +82,8 @@ def test_the_frames_are_the_same_watched_or_not(fmt: str) -> None:
 def test_the_observer_is_told_each_run_turn_and_tool_call_in_order_with_times(fmt: str) -> None:
     log = Log()
     translate(fmt, log)
+    opened, *log.moves = log.moves
+    assert opened == ("stream_open", "fixture", "sid-1", "/project", 1_800_000_000.0)  # first, with its identity
     names = [move[0] for move in log.moves]
     assert names == ["run_start", "turn_start", "tool_start", "tool_end", "turn_end", "turn_start", "turn_end", "run_end"]
     tool_end = log.moves[3]

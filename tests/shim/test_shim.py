@@ -90,7 +90,7 @@ async def test_query_with_a_tool_call(caliban: Caliban) -> None:
         "ResultMessage",
     ]
     init, text, call, tool_result, answer, result = messages
-    assert init.subtype == "init" and init.data["claude_code_version"] == "2.1.332"
+    assert init.subtype == "init" and init.data["claude_code_version"] == "2.1.333"
     assert init.data["cwd"] == "/home/dev/project" and init.data["tools"] == ["Bash"]
     assert text.content == [TextBlock(text="I'll count the files.")]
     assert isinstance(call.content[0], ToolUseBlock) and call.content[0].input == {"command": "ls | wc -l"}
@@ -369,7 +369,7 @@ def test_stream_json_in_and_out_are_required() -> None:
     from translator import __version__
 
     version = subprocess.run([SHIM, "--version"], capture_output=True, timeout=30)
-    assert version.stdout.decode() == f"2.1.332 (Claude Code; caliban-claude {__version__})\n"
+    assert version.stdout.decode() == f"2.1.333 (Claude Code; caliban-claude {__version__})\n"
     assert subprocess.run([SHIM, "--help"], capture_output=True, timeout=30).stdout.startswith(b"usage: caliban-claude")
 
     done = subprocess.run(

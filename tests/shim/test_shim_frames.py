@@ -38,7 +38,7 @@ def test_results_count_and_cost_adds_up_across_runs() -> None:
     init = first[0]
     assert (init["permissionMode"], init["claude_code_version"], init["cwd"]) == (
         "plan",
-        "2.1.332",
+        "2.1.333",
         "/home/dev/project",
     )
     assert second[-1]["total_cost_usd"] == first[-1]["total_cost_usd"] == 0.025906199999999997

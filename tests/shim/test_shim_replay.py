@@ -47,7 +47,7 @@ DIFFERENT = {
 }
 # What the CLI prints that the app never sees (the SDK consumes it) or that only 2.1.333 has.
 HOST_ONLY = ("control_response", "control_request")
-NEWER = ("written_at",)  # 2.1.333's; the shim emulates 2.1.332
+NEWER = ("written_at",)  # 2.1.333 writes it; the shim does not yet
 # Keys the CLI has that the translation does not give (yet): the partial assistant message of
 # an interrupted turn is `aborted: true` in Claude Code, its message_stop lists `abandoned_blocks`.
 MISSING = {"interrupt": ("aborted", "abandoned_blocks")}

@@ -92,7 +92,7 @@ def test_query_with_a_tool_call(drive: Any) -> None:
     result = got.messages[-1]
     assert (result["result"], result["num_turns"], result["is_error"]) == ("There are 3 files.", 2, False)
     (init,) = got.of("init_result")
-    assert init["claude_code_version"] == "2.1.332" and init["account"]["apiProvider"] == "firstParty"
+    assert init["claude_code_version"] == "2.1.333" and init["account"]["apiProvider"] == "firstParty"
     (call,) = got.calls
     assert call["stdin"] == PROMPT and "--no-system" in call["argv"]  # the SDK's default systemPrompt [""]
 

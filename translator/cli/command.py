@@ -10,7 +10,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, NoReturn
 
-from translator import __version__, stdio
+from translator import stdio
 from translator.cli.checks import UserError, check
 from translator.cli.parser import build_parser
 from translator.core.rates import ENV_CARD, RateCard
@@ -32,6 +32,7 @@ from translator.exits import (
 from translator.extras import install
 from translator.shell import modes
 from translator.shell.sink import SCARCE, Config, Outcome
+from translator.version import __version__
 
 if TYPE_CHECKING:
     from translator.encoders.observed import Watch
@@ -221,17 +222,15 @@ def translate(args: argparse.Namespace, cfg: Config) -> int:
 
 def watches(args: argparse.Namespace, telemetry: Deferred | None = None) -> Watch | None:
     """What watches the streams beside their frames: --transcripts' session files, the
-    telemetry; one Watch however many (observed.Watches fans out)."""
+    telemetry; one Watch however many (observed.watch_of)."""
+    from translator.encoders.observed import watch_of
+
     found: list[Watch] = [] if telemetry is None else [telemetry]
     if args.transcripts is not None:
         from translator.transcripts.files import Transcripts
 
         found.append(Transcripts(args.transcripts, __version__, deferred=True))
-    if len(found) < 2:
-        return found[0] if found else None
-    from translator.encoders.observed import Watches
-
-    return Watches(found)
+    return watch_of(found)
 
 
 def os_status(exc: OSError, status: int) -> int:

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 
-from translator import __version__
 from translator.cli.arguments import Parser, Version
 from translator.cli.completion import SHELLS
 from translator.core.compressed import MAX_RATIO
 from translator.encoders.formats import FORMATS
+from translator.version import __version__
 
 EXAMPLES = """\
 examples:

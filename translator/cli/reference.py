@@ -12,11 +12,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from translator import __version__
 from translator.cli import report
 from translator.cli.parser import build_parser
 from translator.shim import flags
 from translator.shim.main import DOCS, USAGE
+from translator.version import __version__
 
 WIDTH = 100  # of the usage lines; a fixed width, so the page is the same on every terminal
 

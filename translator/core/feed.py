@@ -24,7 +24,7 @@ from translator.core.compressed import MAX_RATIO, CorruptInput, Decoder
 from translator.core.rates import RateCard
 from translator.core.translator import ESTIMATED, WALL, Options, Translator
 from translator.encoders import Encoder
-from translator.encoders.observed import Observed, Observer
+from translator.encoders.observed import Observed, Observer, StreamId
 
 Clock = Literal["auto", "wall", "recorded", "estimated"]
 CLOCKS: tuple[Clock, ...] = ("auto", "wall", "recorded", "estimated")
@@ -52,12 +52,14 @@ def new_core(
     source: str,
     started_at: float = 0.0,
     observer: Observer | None = None,
+    stream: StreamId | None = None,
 ) -> Translator:
     """A fresh core for one input stream: `live` streams are timed as they arrive, `epoch`
     is the Unix time of monotonic 0 (a replay passes its file's time, so reruns agree). An
-    `observer` is told the runs' moves beside the encoder (encoders/observed.py)."""
+    `observer` is told the runs' moves beside the encoder (encoders/observed.py), the stream
+    opened first as `stream` (None: the caller opened it)."""
     if observer is not None:
-        encoder = cast(Encoder, Observed(encoder, observer))
+        encoder = cast(Encoder, Observed(encoder, observer, stream, epoch + started_at))
     return Translator(
         encoder, rates=rates, options=core_options(options, clock, live, epoch), started_at=started_at, source=source
     )

@@ -39,8 +39,6 @@ class Runs:
         self.state = RunState()  # no run / in run / in turn: moves only through states.TRANSITIONS
         self.runs_closed = 0
         self.last_subtype: str | None = None
-        # Set to [] by a shell that wants each closed run with its last turn's model (metrics).
-        self.closed: list[tuple[RunSummary, str | None]] | None = None
         self.model: str | None = None  # the stream's model (the first turn's, or a headless init's)
         self._move_now = 0.0  # the arrival of the move being made (a recovery closes a run then)
         self._out = encoder.out
@@ -127,8 +125,6 @@ class Runs:
         self.encoder.result(run, t)
         if self.run is not None:
             self.clock.run_closed(self.run)
-        if self.closed is not None:
-            self.closed.append((run, (self.run and self.run.turn_model) or self.model))
         self._drop()
         self.runs_closed += 1
         self.last_subtype = run.subtype

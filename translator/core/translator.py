@@ -29,7 +29,7 @@ from translator.core.reading import Foreign, Headless, Item, Passthrough, Reader
 from translator.core.stops import LOST_RUN_END as LOST_RUN_END  # re-exported: callers read them here
 from translator.core.stops import THINKING_BUDGET as THINKING_BUDGET
 from translator.core.stops import TRUNCATED as TRUNCATED
-from translator.encoders import Encoder, RunSummary
+from translator.encoders import Encoder
 from translator.model import ESTIMATED as ESTIMATED  # re-exported: the clocks are read from here too
 from translator.model import RECORDED as RECORDED
 from translator.model import WALL as WALL
@@ -185,15 +185,6 @@ class Translator:
     @property
     def last_subtype(self) -> str | None:
         return self._runs.last_subtype
-
-    @property
-    def closed(self) -> list[tuple[RunSummary, str | None]] | None:
-        """Each closed run with its last turn's model, once a shell sets it to [] (metrics)."""
-        return self._runs.closed
-
-    @closed.setter
-    def closed(self, runs: list[tuple[RunSummary, str | None]] | None) -> None:
-        self._runs.closed = runs
 
     # ------------------------------------------------------------------ lines
 

@@ -1,25 +1,59 @@
-"""What the core produces, watched beside the frames: runs, turns and tool calls with their
-times, for the exporters that are not an output format (telemetry, session files).
+"""The watch: what the core produces, told beside the frames to whatever is not an output format
+(telemetry, session files, the results table's rows, the metrics), through one channel.
 
-The core knows nothing of it: a shell that wants to watch a stream passes an `Observer` to
-`feed.new_core`, which puts `Observed` between the core and the stream's encoder. Every move
-goes on to the encoder unchanged (the frames are the same bytes watched or not); the observer
-is told first, with the time the fold worked out for it (the run's clock: wall, recorded or
-estimated, as the frames are timed). An observer never raises into the core: what it cannot
-do it counts and says itself.
+The core knows nothing of it: a shell that wants a stream watched passes an `Observer` and the
+stream's identity to `feed.new_core`, which puts `Observed` between the core and the stream's
+encoder. Every move goes on to the encoder unchanged (the frames are the same bytes watched or
+not); the observer is told first, with the time the fold worked out for it (the run's clock:
+wall, recorded or estimated, as the frames are timed). The stream's identity (`StreamId`) is
+decided once, where the stream opens, and told first (`stream_open`): every watcher files the
+stream under that one session id. An observer never raises into the core: what it cannot do it
+counts and says itself.
+
+- `Observer`: one stream's moves; `FanOut`: several observers of one stream as one;
+- `Kept`: an observer whose moves wait until the step's frames are written (`Hold.drain`), so a
+  live stream's frames never wait for a file write or an exporter;
+- `Watch`: what a shell holds for the process (an observer per stream, drained after each
+  step); `watch_of()` makes one of several.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import os
+import posixpath
+import threading
+from collections.abc import Callable
+from typing import Any, NamedTuple, Protocol
 
 from translator.encoders import Encoder, RunSummary
 from translator.model import HeadlessFrame, ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 
 
-class Observer(Protocol):
-    """One input stream's runs as they happen (`t`: Unix seconds on the run's clock)."""
+class StreamId(NamedTuple):
+    """Who a stream is, decided once: the source as shown, the session id every output files
+    it under, and the working directory it ran in (the session file's project folder)."""
 
+    source: str
+    session_id: str
+    cwd: str
+
+
+def folder_of(source: str) -> str:
+    """The folder a log is in (a URL's own), or the working directory for stdin and sockets:
+    the project a replayed session is filed under."""
+    if "://" in source:
+        return posixpath.dirname(source)
+    return os.path.dirname(os.path.abspath(source)) if os.path.isfile(source) else os.getcwd()
+
+
+class Observer(Protocol):
+    """One input stream's runs as they happen (`t`: Unix seconds on the run's clock). `timed`:
+    whether it needs the moves' times (else the fold may leave them 0 for a format that
+    writes none: the table's rows and the metrics do not)."""
+
+    timed: bool
+
+    def stream_open(self, stream: StreamId, t: float) -> None: ...
     def run_start(self, model: str | None, t: float) -> None: ...
     def turn_start(self, ev: TurnStart, t: float) -> None: ...
     def tool_start(self, ev: ToolCallStart, t: float) -> None: ...
@@ -28,22 +62,29 @@ class Observer(Protocol):
     # `cost` priced by the same rate card as the frames
     def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None: ...
     def run_end(self, run: RunSummary, t: float) -> None: ...
+    # The next (or open) run's prompt, from the shell that has it before the run (the shim)
+    def prompt(self, content: Any, t: float) -> None: ...
+    # The app interrupted the open run (the shim)
+    def interrupted(self, t: float) -> None: ...
     # A frame of the agent's headless stream-json as read, before the moves made of it (where
     # the log says what no move does: its init's cwd, an echoed prompt)
     def headless_frame(self, frame: HeadlessFrame, t: float) -> None: ...
 
 
 class Observed:
-    """An encoder that tells `observer` each move, then hands it to `inner`. It asks the fold
-    for times even when the inner format writes none (`timed`), the one cost of watching."""
+    """An encoder that tells `observer` each move, then hands it to `inner`; the stream is
+    opened at once with its identity (unless the caller has). It asks the fold for times when the observer needs
+    them even if the inner format writes none (`timed`), the one cost of watching."""
 
-    def __init__(self, inner: Encoder, observer: Observer) -> None:
+    def __init__(self, inner: Encoder, observer: Observer, stream: StreamId | None = None, t: float = 0.0) -> None:
         self.inner = inner
         self.observer = observer
-        self.timed = True
+        self.timed = inner.timed or observer.timed
         # The bulk goes straight through, bound once rather than looked up (`__getattr__`) per call.
         self.raw_deltas, self.text_delta, self.thinking_delta = inner.raw_deltas, inner.text_delta, inner.thinking_delta
         self.tool_input, self.passthrough = inner.tool_input, inner.passthrough
+        if stream is not None:  # (None: the caller opened it, the shim's one session over its backends' cores)
+            observer.stream_open(stream, t)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -77,21 +118,52 @@ class Observed:
         self.inner.headless_frame(frame, line, t, moves)  # type: ignore[attr-defined]  # (HeadlessOutput's)
 
 
-class Watch(Protocol):
-    """What a shell holds for the whole process: an observer for each input stream it opens
-    (a stream is one session: the same session id as its frames)."""
+class Quiet:
+    """An observer told nothing it acts on: a watcher names only the moves it needs."""
 
-    def stream(self, source: str, session_id: str, t: float) -> Observer: ...
-    # What its observers kept to do after the frames (the file writes of --transcripts), done:
-    # the streaming shells call it after each step's frames are written (shell/sink.py)
-    def drain(self) -> None: ...
+    timed = False
+
+    def stream_open(self, stream: StreamId, t: float) -> None:
+        pass
+
+    def run_start(self, model: str | None, t: float) -> None:
+        pass
+
+    def turn_start(self, ev: TurnStart, t: float) -> None:
+        pass
+
+    def tool_start(self, ev: ToolCallStart, t: float) -> None:
+        pass
+
+    def tool_end(self, tool_use_id: str, name: str | None, input: Any, end: ToolCallEnd, t: float) -> None:
+        pass
+
+    def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
+        pass
+
+    def run_end(self, run: RunSummary, t: float) -> None:
+        pass
+
+    def prompt(self, content: Any, t: float) -> None:
+        pass
+
+    def interrupted(self, t: float) -> None:
+        pass
+
+    def headless_frame(self, frame: HeadlessFrame, t: float) -> None:
+        pass
 
 
-class Observers:
-    """Several observers of one stream, told each move in turn."""
+class FanOut:
+    """Several observers of one stream, told each move in turn (the one assembler)."""
 
     def __init__(self, observers: list[Observer]) -> None:
         self.observers = observers
+        self.timed = any(o.timed for o in observers)
+
+    def stream_open(self, stream: StreamId, t: float) -> None:
+        for o in self.observers:
+            o.stream_open(stream, t)
 
     def run_start(self, model: str | None, t: float) -> None:
         for o in self.observers:
@@ -117,20 +189,142 @@ class Observers:
         for o in self.observers:
             o.run_end(run, t)
 
+    def prompt(self, content: Any, t: float) -> None:
+        for o in self.observers:
+            o.prompt(content, t)
+
+    def interrupted(self, t: float) -> None:
+        for o in self.observers:
+            o.interrupted(t)
+
     def headless_frame(self, frame: HeadlessFrame, t: float) -> None:
         for o in self.observers:
             o.headless_frame(frame, t)
 
 
+class Hold:
+    """One watch's queue of moves until the frames are out. `waits`: moves wait for the next
+    `drain()` (a streaming shell drains after each step's frames are written; the first drain
+    sets it); else they are told at once (a batch's file, the shim). `ready`: whether the
+    watchers can be told at all yet (the telemetry's exporter is made on a thread of its own);
+    until then everything is kept (at most `bound` moves a stream)."""
+
+    def __init__(self, waits: bool = False, ready: Callable[[], bool] = lambda: True, bound: int = 100_000) -> None:
+        self.waits = waits
+        self.ready = ready
+        self.bound = bound
+        self.kept: list[Kept] = []  # the streams with moves kept
+        self.lock = threading.Lock()  # (the telemetry's start thread releases too)
+
+    def keep(self, observer: Observer) -> Kept:
+        return Kept(self, observer)
+
+    def drain(self) -> None:
+        """The step's frames are out: every stream's kept moves told (once the watchers are ready)."""
+        self.waits = True
+        self.release()
+
+    def release(self) -> None:
+        if not self.kept or not self.ready():
+            return
+        with self.lock:
+            kept, self.kept = self.kept, []
+        for stream in kept:
+            stream.release()
+
+
+class Kept:
+    """One stream's observer under a `Hold`: its moves kept in order, told when released."""
+
+    def __init__(self, hold: Hold, inner: Observer) -> None:
+        self.hold = hold
+        self.inner = inner
+        self.timed = inner.timed
+        self.moves: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
+        self.lock = threading.Lock()  # the telemetry's start thread releases while the stream goes on
+
+    def _tell(self, move: Callable[..., None], *args: Any) -> None:
+        hold = self.hold
+        with self.lock:
+            if hold.waits or self.moves or not hold.ready():
+                if not self.moves:
+                    with hold.lock:
+                        hold.kept.append(self)
+                if len(self.moves) < hold.bound:
+                    self.moves.append((move, args))
+                return
+        move(*args)
+
+    def release(self) -> None:
+        """The kept moves told, in order."""
+        with self.lock:
+            moves, self.moves = self.moves, []
+            for move, args in moves:
+                move(*args)
+
+    def stream_open(self, stream: StreamId, t: float) -> None:
+        self._tell(self.inner.stream_open, stream, t)
+
+    def run_start(self, model: str | None, t: float) -> None:
+        self._tell(self.inner.run_start, model, t)
+
+    def turn_start(self, ev: TurnStart, t: float) -> None:
+        self._tell(self.inner.turn_start, ev, t)
+
+    def tool_start(self, ev: ToolCallStart, t: float) -> None:
+        self._tell(self.inner.tool_start, ev, t)
+
+    def tool_end(self, tool_use_id: str, name: str | None, input: Any, end: ToolCallEnd, t: float) -> None:
+        self._tell(self.inner.tool_end, tool_use_id, name, input, end, t)
+
+    def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
+        self._tell(self.inner.turn_end, ev, model, cost, t)
+
+    def run_end(self, run: RunSummary, t: float) -> None:
+        self._tell(self.inner.run_end, run, t)
+
+    def prompt(self, content: Any, t: float) -> None:
+        self._tell(self.inner.prompt, content, t)
+
+    def interrupted(self, t: float) -> None:
+        self.inner.interrupted(t)  # at once: a flag on the open run (the shim's control thread), no output
+
+    def headless_frame(self, frame: HeadlessFrame, t: float) -> None:
+        self._tell(self.inner.headless_frame, frame, t)
+
+
+class Watch(Protocol):
+    """What a shell holds for the whole process: an observer for each input stream it opens
+    (told `stream_open` first), and what they kept, told once the step's frames are written
+    (the streaming shells call `drain` then: shell/sink.py)."""
+
+    def observer(self) -> Observer: ...
+    def drain(self) -> None: ...
+
+
 class Watches:
-    """Several watches as one (--transcripts and the telemetry at once): a stream's observers fan out."""
+    """Several watches as one: a stream's observers fan out."""
 
     def __init__(self, watches: list[Watch]) -> None:
         self.watches = watches
 
-    def stream(self, source: str, session_id: str, t: float) -> Observer:
-        return Observers([w.stream(source, session_id, t) for w in self.watches])
+    def observer(self) -> Observer:
+        return FanOut([w.observer() for w in self.watches])
 
     def drain(self) -> None:
         for w in self.watches:
             w.drain()
+
+
+def watch_of(watches: list[Watch]) -> Watch | None:
+    """The one watch of several (none: None; one: itself)."""
+    if len(watches) < 2:
+        return watches[0] if watches else None
+    return Watches(watches)
+
+
+def observer_of(observers: list[Observer]) -> Observer | None:
+    """The one observer of several (none: None; one: itself)."""
+    if len(observers) < 2:
+        return observers[0] if observers else None
+    return FanOut(observers)

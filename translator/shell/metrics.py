@@ -29,14 +29,16 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.process_collector import ProcessCollector
 
-from translator import __version__
 from translator.core.states import TRANSITIONS
 from translator.diagnostics import KINDS, Diagnostic, Notice
 from translator.diagnostics import stderr as _stderr
+from translator.encoders import RunSummary
+from translator.encoders.observed import Quiet
+from translator.model import TurnEnd, TurnStart
+from translator.version import __version__
 
 if TYPE_CHECKING:
     from translator.core.translator import Translator
-    from translator.encoders import RunSummary
 
 SUBTYPES = ("success", "error", "max_tokens", "max_turns", "cancelled", "budget_exceeded")
 # The usage counted, as the agent reports it (its input_tokens includes both cache counters).
@@ -60,6 +62,27 @@ def _labelled(name: str, documentation: str, label: str, values: dict[str, int] 
     for key, value in dict(values).items():
         family.add_metric([key], value)
     return family
+
+
+class Counted(Quiet):
+    """One stream's closed runs, counted into the metrics as they close (through the watch, as
+    every watcher: the core hands nothing out for it)."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+        self.model: str | None = None  # the run's (its start's), then its last turn's
+
+    def run_start(self, model: str | None, t: float) -> None:
+        self.model = model
+
+    def turn_start(self, ev: TurnStart, t: float) -> None:
+        self.model = ev.model or self.model
+
+    def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
+        self.model = model or self.model
+
+    def run_end(self, run: RunSummary, t: float) -> None:
+        self.metrics.count_run(run, self.model)
 
 
 def parse_address(address: str) -> tuple[str, int]:
@@ -135,9 +158,6 @@ class Metrics:
                 self.bad[diag.kind] += 1
             elif isinstance(diag, Notice):  # what the core said of a recovery move
                 self.recoveries[diag.kind] += 1
-        if core.closed:
-            self._count_runs(core.closed)
-            core.closed.clear()
         now_open = int(core.run_open)
         if now_open != seen[2]:
             self.open_runs += now_open - seen[2]
@@ -145,18 +165,22 @@ class Metrics:
         if core.stopped:
             self.forget(core)
 
-    def _count_runs(self, closed: list[tuple[RunSummary, str | None]]) -> None:
+    def count_run(self, run: RunSummary, model: str | None) -> None:
+        """A closed run (its last turn's model): told by the stream's observer (Counted)."""
         runs, tokens, cost = self.runs, self.tokens, self.cost
-        for run, model in closed:
-            subtype = run.subtype if run.subtype in runs else "other"
-            runs[subtype] += 1
-            usage = run.usage
-            tokens["input"] += usage.get("input_tokens", 0)
-            tokens["output"] += usage.get("output_tokens", 0)
-            tokens["cache_read"] += usage.get("cache_read_input_tokens", 0)
-            tokens["cache_creation"] += usage.get("cache_creation_input_tokens", 0)
-            model = model or "unknown"
-            cost[model] = cost.get(model, 0.0) + run.cost_usd
+        subtype = run.subtype if run.subtype in runs else "other"
+        runs[subtype] += 1
+        usage = run.usage
+        tokens["input"] += usage.get("input_tokens", 0)
+        tokens["output"] += usage.get("output_tokens", 0)
+        tokens["cache_read"] += usage.get("cache_read_input_tokens", 0)
+        tokens["cache_creation"] += usage.get("cache_creation_input_tokens", 0)
+        model = model or "unknown"
+        cost[model] = cost.get(model, 0.0) + run.cost_usd
+
+    def observer(self) -> Counted:
+        """A stream's observer, counting its closed runs here."""
+        return Counted(self)
 
     def restarted(self, cause: str) -> None:
         """The followed file was truncated or replaced: a new stream begins."""

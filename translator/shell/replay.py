@@ -19,19 +19,19 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Protocol, cast
+from typing import Any, BinaryIO, Protocol
 
 import orjson
 
-from translator import __version__, telemetry
+from translator import telemetry
 from translator.core.feed import CHUNK, Feed, new_core, steps
 from translator.core.rates import RateCard
 from translator.core.translator import Options
-from translator.encoders import Encoder
 from translator.encoders.formats import make_encoder
-from translator.encoders.observed import Observer, Observers
+from translator.encoders.observed import FanOut, Observer, StreamId, folder_of
 from translator.shell import ledger
 from translator.table.rows import Recorder
+from translator.version import __version__
 
 NAMESPACE = uuid.UUID("7b7c2f0e-49a1-4b5e-9c1d-0c6a1e5d2b49")  # this tool's uuid5 namespace
 
@@ -234,9 +234,11 @@ def _translate(job: Job, store: Store, progress: Callable[[int], None], done: Do
                            results_only=job.results_only or job.target is None, rates=job.rates,
                            new_id=counter_ids(session) if job.format == "claude-code" else None)
     source = shown(job.source)
-    recorder = Recorder(encoder, session, source, job.mtime)
-    feed = Feed(new_core(cast(Encoder, recorder), rates=job.rates, options=job.options, clock=job.clock, live=False,
-                         epoch=job.mtime, source=source, observer=watching(job, session, source)))
+    recorder = Recorder(job.mtime)
+    others = watching(job)
+    observer: Observer = FanOut([recorder, *others]) if others else recorder
+    feed = Feed(new_core(encoder, rates=job.rates, options=job.options, clock=job.clock, live=False, epoch=job.mtime,
+                         source=source, observer=observer, stream=StreamId(source, session, folder_of(job.source))))
     sink: AbstractContextManager[Any] = store.writer(job.target) if job.target is not None else _null()
     with store.open_input(job.source) as raw, sink as out:
         for taken in steps(feed, chunks(raw, progress)):
@@ -249,19 +251,19 @@ def _translate(job: Job, store: Store, progress: Callable[[int], None], done: Do
     return recorder
 
 
-def watching(job: Job, session: str, source: str) -> Observer | None:
-    """What watches the file's runs: --transcripts' session file (its own, named from its first
-    turn), the telemetry (the worker's exporter); None, one, or both fanned out."""
+def watching(job: Job) -> list[Observer]:
+    """What else watches the file's runs: --transcripts' session file, the telemetry (the
+    worker's exporter)."""
     found: list[Observer] = []
     if job.transcripts is not None:
         from translator.transcripts.files import Transcripts
 
-        found.append(Transcripts(job.transcripts, __version__).stream(job.source, session, job.mtime))
+        found.append(Transcripts(job.transcripts, __version__).observer())
     if job.telemetry and (exporter := telemetry.for_worker(job.telemetry)) is not None:
-        found.append(exporter.stream(source, session, job.mtime))
-    if len(found) < 2:
-        return found[0] if found else None
-    return Observers(found)
+        from translator.telemetry.deferred import Opening
+
+        found.append(Opening(lambda: exporter))
+    return found
 
 
 class _null(AbstractContextManager[_Sink]):

@@ -21,10 +21,10 @@ from translator.core.feed import Taken, new_core
 from translator.core.rates import RateCard
 from translator.core.translator import Options, Translator
 from translator.diagnostics import stderr as _stderr
-from translator.encoders import Encoder
+from translator.encoders import Encoder, observed
+from translator.encoders.observed import Observer, StreamId, folder_of, observer_of
 
 if TYPE_CHECKING:
-    from translator.encoders.observed import Watch
     from translator.shell.metrics import Metrics
 
 BATCH = 1 << 20  # output is written in pieces of about this size
@@ -55,7 +55,7 @@ class Config(msgspec.Struct):
     socket_mode: int = 0o600  # of the service's unix socket
     metrics: str | None = None  # --metrics ADDRESS: serve /metrics and /healthz there
     output_in_place: bool = False  # -o FILE written in place: emptied by the first write (Stdout.begin)
-    watch: Watch | None = None  # told every stream's runs (telemetry, session files): encoders/observed.py
+    watch: observed.Watch | None = None  # told every stream's runs (telemetry, session files): encoders/observed.py
 
 
 class Outcome(msgspec.Struct):
@@ -186,16 +186,15 @@ class Sink:
             import uuid  # only when no --session-id is given
 
             session_id = str(uuid.uuid4())
-        watch = self.cfg.watch
-        core = new_core(
+        watchers: list[Observer] = [] if self.cfg.watch is None else [self.cfg.watch.observer()]
+        if self.metrics is not None:
+            watchers.append(self.metrics.observer())  # its closed runs, counted
+        return new_core(
             self.cfg.make_encoder(session_id),
             rates=self.cfg.rates, options=self.cfg.options, clock=self.cfg.clock, live=live,
             epoch=time.time() - time.monotonic(), source=label, started_at=time.monotonic(),
-            observer=None if watch is None else watch.stream(label, session_id, time.time()),
+            observer=observer_of(watchers), stream=StreamId(label, session_id, folder_of(label)),
         )  # fmt: skip
-        if self.metrics is not None:
-            core.closed = []  # its closed runs, for the metrics
-        return core
 
     def watched(self) -> None:
         """The step's frames are out: what watches the streams does what it kept for after them."""

@@ -1,4 +1,4 @@
-"""The control protocol's answers and frames (spec §2.1), as Claude Code 2.1.332 writes them.
+"""The control protocol's answers and frames (spec §2.1), as Claude Code writes them.
 
 The SDK waits up to 60 s for an answer to each request, so every request is answered at once;
 what caliban cannot do is answered with an error, which the app sees as an exception.
@@ -12,8 +12,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from translator.transcripts.lines import INTERRUPTED
+from translator.version import CLAUDE_CODE
 
-CLI_VERSION = "2.1.332"  # the Claude Code version emulated (the SDK reads it from init)
+CLI_VERSION = CLAUDE_CODE  # the Claude Code version emulated (the SDK reads it from init)
 
 
 def success(request_id: str, response: dict[str, Any]) -> dict[str, Any]:

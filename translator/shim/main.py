@@ -10,7 +10,7 @@ import shutil
 import sys
 from typing import NoReturn
 
-from translator import __version__, stdio, telemetry
+from translator import stdio, telemetry
 from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text
 from translator.exits import EX_USAGE
@@ -21,6 +21,7 @@ from translator.shim.mapping import plan
 from translator.shim.say import PROG, say, warn
 from translator.shim.session import ShimSession
 from translator.shim.sessions import Session
+from translator.version import __version__
 
 BACKENDS = ("drive", "print")  # CALIBAN_CLAUDE_BACKEND: force one (default: chosen per session)
 

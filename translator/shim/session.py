@@ -9,6 +9,7 @@ main thread waits and handles signals. stdout carries protocol frames only.
 
 from __future__ import annotations
 
+import os
 import queue
 import select
 import signal
@@ -18,7 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from translator import stdio
-from translator.encoders.observed import Observer, Observers
+from translator.encoders.observed import Observer, StreamId, observer_of
 from translator.exits import EX_IOERR
 from translator.shim import configure, control, initialize, sessions, transcript
 from translator.shim.backend import Backend
@@ -75,9 +76,11 @@ class ShimSession:
         self.channel = Channel(self.control, self.inbox.put, shape)
         self.transcript = transcript.open_transcript(files)  # the session's file, as Claude Code keeps it
         # Claude Code's telemetry: the session as one of its sessions (its id), told each message's prompt
-        self.telemetry = None if telemetry is None else telemetry.stream(PROG, files.id, time.time(), not files.new)
+        self.telemetry = None if telemetry is None else telemetry.observer(resumed=not files.new)
         found: list[Observer] = [o for o in (self.transcript, self.telemetry) if o is not None]
-        self.observer: Observer | None = Observers(found) if len(found) > 1 else found[0] if found else None
+        self.observer = observer_of(found)  # one for the session, opened here first (its backends' translations too)
+        if self.observer is not None:
+            self.observer.stream_open(StreamId(PROG, files.id, os.getcwd()), time.time())
         self.oneshot = OneshotBackend(binary=binary, plan=p, session=files, model=lambda: self.model,
                                       mode=lambda: self.mode, write=self.channel.write, observer=self.observer)  # fmt: skip
         self.backend: Backend = self.oneshot
@@ -129,8 +132,8 @@ class ShimSession:
                 send(answer)
         elif subtype == "interrupt":
             send(control.success(rid, {"still_queued": []}))
-            if self.transcript is not None:
-                self.transcript.interrupted()
+            if self.observer is not None:
+                self.observer.interrupted(time.time())
             self.backend.interrupt()
         elif subtype == "set_permission_mode":
             mode = request.get("mode")
@@ -239,11 +242,9 @@ class ShimSession:
             prompt, self.prefix = f"{self.prefix}\n\n{prompt}", ""
         if self.plan.replay_user:
             self.channel.send(control.user_echo(msg, self.files.id))
-        if self.transcript is not None:  # the message as the app sent it
+        if self.observer is not None:  # the message as the app sent it
             body = msg.get("message")
-            self.transcript.prompt(body.get("content", "") if isinstance(body, dict) else "", time.time())
-        if self.telemetry is not None:
-            self.telemetry.prompted(prompt_text(msg)[0])
+            self.observer.prompt(body.get("content", "") if isinstance(body, dict) else "", time.time())
         self.backend.run_message(prompt)
 
     # ------------------------------------------------------------------ lifetime

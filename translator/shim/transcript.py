@@ -10,11 +10,11 @@ import os
 
 import orjson
 
-from translator import __version__
 from translator.shim.say import warn
 from translator.shim.sessions import Session
 from translator.transcripts.files import Written, append, session_path
 from translator.transcripts.lines import Transcript
+from translator.version import __version__
 
 TAIL = 1 << 20  # bytes read back from a resumed session's file to find its last line
 

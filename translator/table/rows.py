@@ -1,9 +1,9 @@
 """Each run's result as one flat row, seen by the pass that translates (no second read).
 
-`Recorder` sits between the core and the real encoder, passing every call on and noting what
-the results table needs: the models a run used, its first and last event times, and the
-result frame itself, built exactly as the default format writes it (so the table and the
-outputs agree field for field whatever `--format` was asked for).
+`Recorder` watches the stream beside the frames (encoders/observed.py), noting what the results
+table needs: the models a run used, its first and last event times, and the result frame
+itself, built exactly as the default format writes it (so the table and the outputs agree field
+for field whatever `--format` was asked for).
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from translator.encoders import Encoder, RunSummary
+from translator.encoders import RunSummary
 from translator.encoders.enriched import repair, result_frame
+from translator.encoders.observed import Quiet, StreamId
 from translator.model import TurnEnd, TurnStart
 
 RECORDED = "recorded"
@@ -35,44 +36,39 @@ def _ms(seconds: float | None) -> int | None:
         return None
 
 
-class Recorder:
-    """An encoder that forwards to `inner` and keeps one row per result. What it does not
-    watch (deltas, tools, and whatever the Encoder protocol grows) goes straight through."""
+class Recorder(Quiet):
+    """An observer of one stream that keeps one row per result: the models a run used, its
+    first and last event times, and the result frame built as the default format writes it."""
 
-    def __init__(self, inner: Encoder, session_id: str, source: str, mtime: float) -> None:
-        self.inner = inner
+    def __init__(self, mtime: float) -> None:
         self.rows: list[dict[str, Any]] = []
-        self._session = session_id
-        self._source = source
+        self._session = ""
+        self._source = ""
         self._mtime = mtime
         self._models: list[str] = []
         self._first_t: float | None = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
     def _model(self, model: Any) -> None:
         if isinstance(model, str) and model and model not in self._models:
             self._models.append(model)
 
+    def stream_open(self, stream: StreamId, t: float) -> None:
+        self._session, self._source = stream.session_id, stream.source
+
     def run_start(self, model: str | None, t: float) -> None:
         self._first_t = t
         self._model(model)
-        self.inner.run_start(model, t)
 
     def turn_start(self, ev: TurnStart, t: float) -> None:
         self._model(ev.model)
-        self.inner.turn_start(ev, t)
 
     def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
         self._model(model)
-        self.inner.turn_end(ev, model, cost, t)
 
-    def result(self, run: RunSummary, t: float) -> None:
+    def run_end(self, run: RunSummary, t: float) -> None:
         frame = repair(run.upstream, run) if run.upstream is not None else result_frame(run, self._session)
         self.rows.append(self.row(frame, run, t))
         self._models, self._first_t = [], None
-        self.inner.result(run, t)
 
     def row(self, frame: dict[str, Any], run: RunSummary, t: float) -> dict[str, Any]:
         """The table's columns (table.parquet.COLUMNS), from the result frame as written."""

@@ -1,17 +1,20 @@
 """The exporter kept off a live stream's path: importing the SDK and building its providers
 (~0.3-0.5 s) happens on a thread of its own, so that the first frames never wait for it, and in
 a shell that drains its watch after each step's frames are written (shell/sink.py), a step's
-moves are told to the SDK then, not between the frames. What a stream's runs do meanwhile is kept
-(in order, at most KEPT moves) and told to its session at the next drain once the exporter is
-ready (at once, where nobody drains: the shim), at the latest when it is closed."""
+moves are told to the SDK then, not between the frames. The moves wait in the watch's one queue
+(encoders/observed.Hold: in order, at most KEPT a stream) and are told to the stream's session
+at the next drain once the exporter is ready (at once, where nobody drains: the shim), at the
+latest when it is closed."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from translator.encoders import RunSummary
+from translator.encoders.observed import Hold, Observer, StreamId
 from translator.model import HeadlessFrame, ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 from translator.telemetry.settings import Settings
 
@@ -29,9 +32,7 @@ class Deferred:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.exporter: Telemetry | None = None
-        self.drained = False  # a shell drains it after each step: moves wait for that
-        self.waiting: list[Pending] = []  # streams that have kept moves
-        self.lock = threading.Lock()
+        self.hold = Hold(ready=lambda: self.exporter is not None, bound=KEPT)
         self.thread = threading.Thread(target=self._start, name="telemetry-start", daemon=True)
         self.thread.start()
 
@@ -39,28 +40,15 @@ class Deferred:
         from translator.telemetry.exporter import Telemetry
 
         self.exporter = Telemetry(self.settings)
-        self.catch_up()  # what was kept so far goes out now, not at the next drain (an idle follower has none)
+        self.hold.release()  # what was kept so far goes out now, not at the next drain (an idle follower has none)
 
-    def catch_up(self) -> None:
-        with self.lock:
-            waiting, self.waiting = self.waiting, []
-        for pending in waiting:
-            pending.catch_up()
-
-    def stream(self, source: str, session_id: str, t: float, resumed: bool = False) -> Pending:
-        pending = Pending(self, source, session_id, t, resumed)
-        self.wait(pending)
-        return pending
-
-    def wait(self, pending: Pending) -> None:
-        with self.lock:
-            self.waiting.append(pending)
+    def observer(self, resumed: bool = False) -> Observer:
+        """A stream's observer (`resumed`: the shim's --resume, Claude Code's start_type resume)."""
+        return self.hold.keep(Opening(lambda: self.exporter, resumed))
 
     def drain(self) -> None:
         """The step's frames are out: what the streams kept, told now (once the exporter is ready)."""
-        self.drained = True
-        if self.exporter is not None and self.waiting:
-            self.catch_up()
+        self.hold.drain()
 
     def close(self, within: float = CLOSE_S) -> None:
         """What every stream kept told, then the last exports; within `within` seconds all told."""
@@ -68,41 +56,31 @@ class Deferred:
         self.thread.join(within)
         if self.exporter is None:
             return  # (never ready: what was kept is lost with the process)
-        self.catch_up()
+        self.hold.release()
         self.exporter.close(max(0.0, within - (time.monotonic() - began)))
 
 
-class Pending:
-    """One stream's observer: its moves kept until the exporter is ready, then its session's."""
+class Opening:
+    """One stream's observer: its Claude Code session, made when the stream opens (under its
+    one identity), from the exporter `exporter()` gives (a worker's, or the deferred one once
+    ready: the hold tells nothing before)."""
 
-    def __init__(self, deferred: Deferred, source: str, session_id: str, t: float, resumed: bool = False) -> None:
-        self.deferred = deferred
-        self.opened = (source, session_id, t, resumed)
+    timed = True
+
+    def __init__(self, exporter: Callable[[], Telemetry | None], resumed: bool = False) -> None:
+        self.exporter = exporter
+        self.resumed = resumed
         self.session: Session | None = None
-        self.kept: list[tuple[str, tuple[Any, ...]]] = []
-        self.lock = threading.Lock()  # the start thread catches up while the stream goes on
 
-    def catch_up(self) -> None:
-        """Become the session (once the exporter is there) and tell it what was kept."""
-        with self.lock:
-            exporter = self.deferred.exporter
-            if self.session is None and exporter is not None:
-                self.session = exporter.stream(*self.opened)
-            if self.session is not None:
-                kept, self.kept = self.kept, []
-                for name, args in kept:
-                    getattr(self.session, name)(*args)
+    def stream_open(self, stream: StreamId, t: float) -> None:
+        """The session, made once: a stream opens once (the shim's one session is opened before
+        its backends' translations open it again)."""
+        if self.session is None and (exporter := self.exporter()) is not None:
+            self.session = exporter.stream(stream.source, stream.session_id, t, self.resumed)
 
     def _tell(self, name: str, *args: Any) -> None:
-        with self.lock:
-            session = self.session
-            if session is None or self.deferred.drained:  # kept for the next drain
-                if not self.kept:
-                    self.deferred.wait(self)
-                if len(self.kept) < KEPT:
-                    self.kept.append((name, args))
-                return
-        getattr(session, name)(*args)
+        if self.session is not None:
+            getattr(self.session, name)(*args)
 
     def run_start(self, model: str | None, t: float) -> None:
         self._tell("run_start", model, t)
@@ -122,8 +100,11 @@ class Pending:
     def run_end(self, run: RunSummary, t: float) -> None:
         self._tell("run_end", run, t)
 
+    def prompt(self, content: Any, t: float) -> None:
+        self._tell("prompt", content, t)
+
+    def interrupted(self, t: float) -> None:
+        pass  # (nothing of it is exported)
+
     def headless_frame(self, frame: HeadlessFrame, t: float) -> None:
         pass  # (nothing of a headless frame is exported but what its moves say)
-
-    def prompted(self, text: str) -> None:
-        self._tell("prompted", text)

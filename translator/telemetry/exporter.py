@@ -38,11 +38,11 @@ from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter, SpanExportResult
 
-from translator import __version__
 from translator.diagnostics import stderr as _stderr
 from translator.telemetry.names import CLAUDE_CODE_VERSION, EVENTS_SCOPE, METER_SCOPE, TRACER_SCOPE, TRACER_VERSION
 from translator.telemetry.session import Instruments, Session
 from translator.telemetry.settings import Settings, Signal
+from translator.version import __version__
 
 CLOSE_S = 4.0  # the most the exit waits for the last exports (the bound is 5 s)
 DELTA = AggregationTemporality.DELTA

@@ -4,7 +4,9 @@ its own for, which keep Claude Code's (so a dashboard's filters and groupings st
 
 from __future__ import annotations
 
-CLAUDE_CODE_VERSION = "2.1.333"  # the CLI whose export this reproduces
+from translator.version import CLAUDE_CODE
+
+CLAUDE_CODE_VERSION = CLAUDE_CODE  # the CLI whose export this reproduces
 METER_SCOPE = "com.anthropic.claude_code"
 EVENTS_SCOPE = "com.anthropic.claude_code.events"
 TRACER_SCOPE = "com.anthropic.claude_code.tracing"

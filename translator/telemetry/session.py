@@ -185,12 +185,9 @@ class Session:
             self.tell_prompt(self.next_prompt)
             self.next_prompt = None
 
-    def prompted(self, text: str) -> None:
+    def prompt(self, content: Any, t: float) -> None:
         """The next run's prompt, as the app sent it (caliban-claude): told when that run starts."""
-        self.next_prompt = text
-
-    def headless_frame(self, frame: Any, t: float) -> None:
-        pass  # (nothing of a headless frame is exported but what its moves say)
+        self.next_prompt = prompt_text(content)
 
     def turn_start(self, ev: TurnStart, t: float) -> None:
         span = None if self.i.tracer is None else self._span("claude_code.llm_request", "llm_request", t, self.interaction, {
@@ -292,7 +289,7 @@ class Session:
         for event in turn.tools if turn is not None else []:
             self._event(*event)
 
-    def prompt(self, run: RunSummary) -> None:
+    def history_prompt(self, run: RunSummary) -> None:
         """`user_prompt`, once the run's prompt is known (a raw log has it only in RunEnd's
         history): stamped at the run's start, where Claude Code writes it."""
         content = None if run.final_messages is None or self.told else prompt_of(run.final_messages)
@@ -369,7 +366,7 @@ class Session:
             for event in self.turn.tools:
                 self._event(*event)
             self.turn = None
-        self.prompt(run)
+        self.history_prompt(run)
         self.reconcile(run, t)
         self.add_pending(t)
         self.i.add(N.ACTIVE, run.duration_ms / 1000, {**self.common, "type": "cli"})

@@ -6,13 +6,13 @@ being written, and a reader at the same time sees whole lines or a last one it s
 from __future__ import annotations
 
 import os
-import posixpath
 import re
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from translator.encoders import RunSummary
+from translator.encoders.observed import Hold, Observer, StreamId
 from translator.model import HeadlessFrame, ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 from translator.transcripts.lines import Transcript
 
@@ -58,52 +58,43 @@ def append(path: str, lines: list[bytes], fresh: bool = False) -> None:
 
 
 class Written:
-    """An observer: the moves to its transcript and what they gave to the file. `pending`: the
-    moves are kept, and done (lines made and written) when the shell has written the step's
-    frames (Transcripts.drain), so a live stream's frames never wait for its session file; the
-    watch's list of such observers with moves kept. Without it (a batch's file, the shim), at
-    once. Trouble writing is said once on stderr and ends this session's file, never the stream."""
+    """An observer: the moves to its transcript, and what they gave written to the file at once
+    (a watch that must not hold up the frames keeps the moves until they are out: observed.Kept).
+    `opens`: a log's transcript, which takes its folder and times from the stream it is told
+    opens (the shim's knows its own). Trouble writing is said once on stderr and ends this
+    session's file, never the stream."""
+
+    timed = True
 
     def __init__(self, transcript: Transcript, write: Callable[[Transcript, list[bytes]], None],
-                 pending: list[Written] | None = None) -> None:  # fmt: skip
+                 opens: bool = False) -> None:  # fmt: skip
         self.transcript = transcript
         self._write = write
-        self._pending = pending
-        self._moves: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
-
-    def _tell(self, move: Callable[..., None], *args: Any) -> None:
-        if self._pending is None:
-            move(*args)
-            self._out()
-            return
-        if not self._moves:
-            self._pending.append(self)
-        self._moves.append((move, args))
-
-    def drain(self) -> None:
-        """The moves kept, done, and their lines written."""
-        moves, self._moves = self._moves, []
-        for move, args in moves:
-            move(*args)
-        self._out()
+        self._opens = opens
 
     def _out(self) -> None:
         if lines := self.transcript.take():
             self._write(self.transcript, lines)
 
+    def stream_open(self, stream: StreamId, t: float) -> None:
+        if self._opens:
+            self.transcript.cwd = stream.cwd
+            self.transcript.written_at = written_at(stream.source)
+
     def prompt(self, content: Any, t: float) -> None:
         """The next run's prompt, from the shell that has it (the shim)."""
-        self._tell(self.transcript.prompt, content, t)
+        self.transcript.prompt(content, t)
+        self._out()
 
-    def interrupted(self) -> None:
+    def interrupted(self, t: float) -> None:
         """The app interrupted the open run (the shim, from its control thread: a flag, no lines)."""
         self.transcript.interrupted()
 
     def run_start(self, model: str | None, t: float) -> None:
-        self._tell(self.transcript.run_start, model, t)
+        self.transcript.run_start(model, t)
 
     def turn_start(self, ev: TurnStart, t: float) -> None:
-        self._tell(self.transcript.turn_start, ev, t)
+        self.transcript.turn_start(ev, t)
 
     def tool_start(self, ev: ToolCallStart, t: float) -> None:
         pass  # (nothing of it is written)
@@ -112,20 +103,16 @@ class Written:
         pass  # (its result is written from TurnEnd's copy)
 
     def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
-        self._tell(self.transcript.turn_end, ev, model, cost, t)
+        self.transcript.turn_end(ev, model, cost, t)
+        self._out()
 
     def headless_frame(self, frame: HeadlessFrame, t: float) -> None:
-        self._tell(self.transcript.headless_frame, frame, t)
+        self.transcript.headless_frame(frame, t)
+        self._out()
 
     def run_end(self, run: RunSummary, t: float) -> None:
-        self._tell(self.transcript.run_end, run, t)
-
-
-def input_folder(source: str) -> str:
-    """The folder a log is in (a URL's own), or the working directory for stdin and sockets."""
-    if "://" in source:
-        return posixpath.dirname(source)
-    return os.path.dirname(os.path.abspath(source)) if os.path.isfile(source) else os.getcwd()
+        self.transcript.run_end(run, t)
+        self._out()
 
 
 def written_at(source: str) -> float | None:
@@ -143,23 +130,19 @@ class Transcripts:
 
     def __init__(self, config_dir: str, version: str, deferred: bool = False) -> None:
         self.config_dir = config_dir
-        self._pending: list[Written] | None = [] if deferred else None  # (see Written)
+        self.hold = Hold(waits=deferred)
         self.version = version
         self._written: set[str] = set()  # the files this process has begun (the first write empties one)
         self._failed: set[str] = set()
         self._paths: dict[tuple[str, str], str] = {}
 
-    def stream(self, source: str, session_id: str, t: float) -> Written:
-        transcript = Transcript(cwd=input_folder(source), version=self.version, entrypoint="translator",
-                                written_at=written_at(source), from_log=True)  # fmt: skip
-        return Written(transcript, self.write, self._pending)
+    def observer(self) -> Observer:
+        transcript = Transcript(cwd="", version=self.version, entrypoint="translator", from_log=True)
+        return self.hold.keep(Written(transcript, self.write, opens=True))
 
     def drain(self) -> None:
         """What the streams' observers kept, done now: the shell has written the step's frames."""
-        if self._pending:
-            pending, self._pending[:] = list(self._pending), []
-            for written in pending:
-                written.drain()
+        self.hold.drain()
 
     def write(self, transcript: Transcript, lines: list[bytes]) -> None:
         key = (transcript.cwd, str(transcript.session_id))

@@ -19,6 +19,7 @@ import orjson
 
 from translator.encoders.provider_errors import ApiError
 from translator.model import SystemFrame
+from translator.version import CLAUDE_CODE
 
 _NL = orjson.OPT_APPEND_NEWLINE
 NO_USAGE = {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
@@ -38,7 +39,7 @@ INIT: dict[str, Any] = {
     "slash_commands": [],
     "terminal_slash_commands": [],
     "apiKeySource": "none",
-    "claude_code_version": "",
+    "claude_code_version": CLAUDE_CODE,
     "output_style": "default",
     "agents": [],
     "skills": [],
