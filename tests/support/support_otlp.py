@@ -1,7 +1,8 @@
 """A loopback OTLP/HTTP receiver for the telemetry tests, and one reading of OTLP bodies.
 
 It takes `POST /v1/metrics|logs|traces` in both protocols (`application/x-protobuf` and
-`application/json`), decodes each with opentelemetry-proto's messages (JSON through
+`application/json`, gzipped or not, over TLS when given a context), decodes each with
+opentelemetry-proto's messages (JSON through
 `json_format`, after OTLP's hex ids are turned into proto3 JSON's base64, so a body that is not
 OTLP fails here), and keeps them. `flatten()` reads a decoded request, or a recorded Claude Code
 body, into plain values to compare key by key.
@@ -10,9 +11,11 @@ body, into plain values to compare key by key.
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import os
 import socket
+import ssl
 import threading
 import time
 from collections import defaultdict
@@ -120,6 +123,7 @@ class Receiver:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.posts: list[tuple[str, str, float]] = []
+        self.headers: list[list[tuple[str, str]]] = []  # each post's, in order
         self.items: dict[str, list[dict[str, Any]]] = {p: [] for p in REQUESTS}
 
     def take(self, path: str, content_type: str, body: bytes) -> None:
@@ -151,8 +155,8 @@ class Receiver:
 
 
 @contextmanager
-def receiver() -> Iterator[tuple[Receiver, str]]:
-    """A receiver on a free loopback port, and its endpoint URL."""
+def receiver(tls: ssl.SSLContext | None = None) -> Iterator[tuple[Receiver, str]]:
+    """A receiver on a free loopback port, and its endpoint URL (https:// with a server `tls` context)."""
     got = Receiver()
 
     class Handler(BaseHTTPRequestHandler):
@@ -163,6 +167,10 @@ def receiver() -> Iterator[tuple[Receiver, str]]:
 
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            with got.lock:
+                got.headers.append(list(self.headers.items()))
+            if self.headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)
             try:
                 got.take(self.path, self.headers.get("Content-Type") or "", body)
                 status, answer = 200, b"{}"
@@ -175,11 +183,13 @@ def receiver() -> Iterator[tuple[Receiver, str]]:
             self.wfile.write(answer)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield got, f"http://127.0.0.1:{server.server_address[1]}"
+        yield got, f"{'https' if tls else 'http'}://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()

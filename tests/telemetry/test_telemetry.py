@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 from support_otlp import Receiver, closed_port, receiver, recorded, telemetry_env, token_sums
+from support_otlp_grpc import GrpcReceiver, grpc_receiver
 from support_processes import TRANSLATOR, fixture
 
 FIXTURE = fixture("tool_use_two_turns")
@@ -47,9 +48,10 @@ def metric_shape(points: list[dict[str, Any]]) -> dict[str, Any]:
                     tuple(sorted(p["attributes"]))) for p in ps} for name, ps in by_name(points, "name").items()}
 
 
-@pytest.fixture(scope="module", params=["http/json", "http/protobuf"])
+@pytest.fixture(scope="module", params=["http/json", "http/protobuf", "grpc"])
 def exported(request: pytest.FixtureRequest) -> tuple[Receiver, dict[str, Any], str]:
-    with receiver() as (got, endpoint):
+    """Claude Code's monitoring quick start as it is (grpc: OTLP/gRPC to a grpcio receiver)."""
+    with (grpc_receiver() if request.param == "grpc" else receiver()) as (got, endpoint):
         done = translate(telemetry_env(endpoint, request.param), "--format", "claude-code", FIXTURE)
         assert done.returncode == 0, done.stderr
         assert done.stderr == b""
@@ -64,6 +66,11 @@ def test_both_protocols_are_what_was_asked_for(exported: tuple[Receiver, dict[st
     wanted = "application/json" if protocol == "http/json" else "application/x-protobuf"
     assert {path for path, _, _ in got.posts} == {"/v1/metrics", "/v1/logs", "/v1/traces"}
     assert {kind for _, kind, _ in got.posts} == {wanted}
+    if isinstance(got, GrpcReceiver):  # the recorded service paths, whatever the endpoint's path
+        assert {method for method, _, _ in got.calls} == {
+            "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
+            "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
+            "/opentelemetry.proto.collector.trace.v1.TraceService/Export"}
 
 
 def test_the_metrics_match_the_recording_key_by_key(exported: tuple[Receiver, dict[str, Any], str]) -> None:

@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         metrics=args.metrics,
     )
     batch = args.out_dir is not None or args.results_table is not None  # its workers export
-    telemetry = None if batch else telemetry_on()
+    telemetry = None if batch else telemetry_on(lasting=bool(args.follow or args.listen))
     cfg.watch = watches(args, telemetry)
     try:
         return translate(args, cfg)
@@ -138,12 +138,14 @@ def main(argv: list[str] | None = None) -> int:
             telemetry.close()  # the last exports, within a few seconds whatever the collector does
 
 
-def telemetry_on() -> Deferred | None:
+def telemetry_on(lasting: bool) -> Deferred | None:
     """Claude Code's OpenTelemetry export when CLAUDE_CODE_ENABLE_TELEMETRY=1 (the SDK imported
-    only then); without the otel extra that is said and the translation goes on."""
+    only then); without the otel extra that is said and the translation goes on. `lasting`: a
+    --follow or --listen, which a Prometheus scrape can find alive."""
     from translator import telemetry
 
-    return telemetry.start_or_say(os.environ, lambda message: _stderr([f"translator: {message}"], "warning"))
+    return telemetry.start_or_say(os.environ, lambda message: _stderr([f"translator: {message}"], "warning"),
+                                  lasting)
 
 
 def telemetry_variables() -> tuple[tuple[str, str], ...]:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 ENABLE = "CLAUDE_CODE_ENABLE_TELEMETRY"
 PREFIXES = ("CLAUDE_CODE_", "OTEL_")  # the variables a batch's workers are given
+PACKAGES = {"http/json": "json.http", "http/protobuf": "proto.http", "grpc": "proto.grpc"}  # of the otel extra
 _worker: tuple[int, Telemetry | None] | None = None  # a batch worker's exporter, made once per process
 
 
@@ -31,19 +32,29 @@ def enabled(environ: Mapping[str, str]) -> bool:
     return environ.get(ENABLE, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
-def settings(environ: Mapping[str, str], terminal: str = "non-interactive") -> Settings | None:
-    """What is to be exported, when telemetry is on and something is; the otel extra is looked
-    for (not imported): a missing one raises extras.MissingExtra."""
+def settings(environ: Mapping[str, str], terminal: str = "non-interactive", lasting: bool = True) -> Settings | None:
+    """What is to be exported, when telemetry is on and something is; what was asked and cannot
+    be done is said here, one line each, even when nothing is left to export; the otel extra is
+    looked for (not imported): a missing one raises extras.MissingExtra."""
     if not enabled(environ):
         return None
-    found = Settings.read(environ, terminal)
+    found = Settings.read(environ, terminal, lasting)
+    from translator.diagnostics import stderr
+
+    for note in found.notes:
+        stderr([f"translator: telemetry: {note}"], "warning")
     if not found.exports_anything:
         return None
     import importlib.util
+    import logging
+
+    sdk_log = logging.getLogger("opentelemetry")  # the SDK warns as it loads (a malformed OTEL_RESOURCE_ATTRIBUTES):
+    sdk_log.propagate = False  # from before its import, its log lines go nowhere near stderr (exporter.Losses
+    sdk_log.addHandler(logging.NullHandler())  # counts them once it is made)
 
     from translator.extras import MissingExtra, install
 
-    modules = ["opentelemetry.sdk", *{"opentelemetry.exporter.otlp." + ("json" if s.protocol == "http/json" else "proto")
+    modules = ["opentelemetry.sdk", *{"opentelemetry.exporter.otlp." + PACKAGES[s.protocol]
                                       for s in found.signals.values() if s.exporter == "otlp"}]
     for module in modules:
         try:
@@ -55,9 +66,9 @@ def settings(environ: Mapping[str, str], terminal: str = "non-interactive") -> S
     return found
 
 
-def start(environ: Mapping[str, str], terminal: str = "non-interactive") -> Telemetry | None:
+def start(environ: Mapping[str, str], terminal: str = "non-interactive", lasting: bool = True) -> Telemetry | None:
     """The process's exporter, made now (the SDK imported here, only then), or None."""
-    found = settings(environ, terminal)
+    found = settings(environ, terminal, lasting)
     if found is None:
         return None
     from translator.telemetry.exporter import Telemetry
@@ -65,14 +76,14 @@ def start(environ: Mapping[str, str], terminal: str = "non-interactive") -> Tele
     return Telemetry(found)
 
 
-def start_or_say(environ: Mapping[str, str], warn: Callable[[str], None]) -> Deferred | None:
+def start_or_say(environ: Mapping[str, str], warn: Callable[[str], None], lasting: bool = True) -> Deferred | None:
     """The process's exporter, made on a thread of its own (a live stream's first frames do not
     wait for the SDK's import), or None; a missing otel extra said with `warn` (the command goes
-    on without it)."""
+    on without it). `lasting`: the process outlives its input (a scrape endpoint can be read)."""
     from translator.extras import MissingExtra
 
     try:
-        found = settings(environ)
+        found = settings(environ, lasting=lasting)
     except MissingExtra as exc:
         warn(f"telemetry: {exc}; not exported")
         return None
@@ -103,7 +114,7 @@ def for_worker(given: tuple[tuple[str, str], ...]) -> Telemetry | None:
         from translator.extras import MissingExtra
 
         try:
-            made = start(os.environ)
+            made = start(os.environ, lasting=False)  # (a scrape endpoint per worker: nobody knows where)
         except MissingExtra:
             made = None  # the command said it already, where it runs
         _worker = (os.getpid(), made)

@@ -34,11 +34,12 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
     PeriodicExportingMetricReader,
 )
-from opentelemetry.sdk.resources import OTELResourceDetector, Resource
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter, SpanExportResult
 
 from translator.diagnostics import stderr as _stderr
+from translator.telemetry import otlp
 from translator.telemetry.names import CLAUDE_CODE_VERSION, EVENTS_SCOPE, METER_SCOPE, TRACER_SCOPE, TRACER_VERSION
 from translator.telemetry.session import Instruments, Session
 from translator.telemetry.settings import Settings, Signal
@@ -139,24 +140,30 @@ def temporality(preference: str) -> dict[type, AggregationTemporality]:
     return {Counter: CUMULATIVE if preference == "cumulative" else DELTA}
 
 
-def _otlp(signal: str, protocol: str) -> Any:
-    """The OTLP/HTTP exporter class of a signal, protobuf or JSON (both the SDK's packages)."""
-    from translator.extras import need
-
-    base = "opentelemetry.exporter.otlp." + ("json.http" if protocol == "http/json" else "proto.http")
-    module, name = {"metrics": ("metric_exporter", "OTLPMetricExporter"), "logs": ("_log_exporter", "OTLPLogExporter"),
-                    "traces": ("trace_exporter", "OTLPSpanExporter")}[signal]
-    return getattr(need(f"{base}.{module}", "otel"), name)
-
-
-def resource() -> Resource:
+def resource(settings: Settings) -> Resource:
     """Claude Code's resource attributes, with OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME
-    over them (a dashboard that filters on service.name "claude-code" sees caliban's runs)."""
+    over them, as settings.py read them (a dashboard that filters on service.name "claude-code"
+    sees caliban's runs)."""
     machine = platform.machine().lower()
     own = {"host.arch": {"x86_64": "amd64", "aarch64": "arm64"}.get(machine, machine),
            "os.type": sys.platform if sys.platform != "linux2" else "linux", "os.version": platform.release(),
            "service.name": "claude-code", "service.version": __version__}
-    return Resource(own).merge(OTELResourceDetector().detect())
+    return Resource(own | dict(settings.resource))
+
+
+def _quiet_threads(losses: Losses) -> None:
+    """An SDK thread that dies (a reader's timer, a processor's worker) is counted, not printed:
+    its traceback would be the only thing on stderr of a run that went well otherwise."""
+    earlier = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        name = args.thread.name if args.thread is not None else ""
+        if not name.startswith(("Otel", "telemetry", "Thread-")) or args.exc_type is SystemExit:
+            earlier(args)
+            return
+        losses.first = losses.first or f"{name}: {args.exc_type.__name__}: {args.exc_value}"[:160]
+
+    threading.excepthook = hook
 
 
 class Telemetry:
@@ -168,26 +175,18 @@ class Telemetry:
         sdk_log = logging.getLogger("opentelemetry")
         sdk_log.addHandler(self.losses)
         sdk_log.propagate = False  # its warnings counted here, not printed on stderr
-        for note in settings.notes:
-            _stderr([f"translator: telemetry: {note}"], "warning")
-        res = resource()
-        signals = settings.signals
-        self.meters = self.logs = self.traces = None
-        if "metrics" in signals:
-            exporter = CountedMetrics(self._exporter("metrics", signals["metrics"]), self.losses,
-                                      temporality(settings.temporality))
-            reader = PeriodicExportingMetricReader(exporter, export_interval_millis=signals["metrics"].interval_ms)
-            self.meters = MeterProvider(metric_readers=[reader], resource=res, shutdown_on_exit=False)
-        if "logs" in signals:
-            self.logs = LoggerProvider(resource=res, shutdown_on_exit=False)
-            self.logs.add_log_record_processor(BatchLogRecordProcessor(
-                CountedLogs(self._exporter("logs", signals["logs"]), self.losses),
-                schedule_delay_millis=signals["logs"].interval_ms))
-        if "traces" in signals:
-            self.traces = TracerProvider(resource=res, shutdown_on_exit=False)
-            self.traces.add_span_processor(BatchSpanProcessor(
-                CountedSpans(self._exporter("traces", signals["traces"]), self.losses),
-                schedule_delay_millis=signals["traces"].interval_ms))
+        _quiet_threads(self.losses)
+        res = resource(settings)
+        self.meters: MeterProvider | None = None
+        self.logs: LoggerProvider | None = None
+        self.traces: TracerProvider | None = None
+        for name, how in settings.signals.items():
+            try:
+                self._provide(name, how, res)
+            except Exception as exc:  # one line, that signal off: the run goes on without it
+                _stderr([f"translator: telemetry: {name}: {how.exporter} cannot start: "
+                         f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]
+                         + f"; {name} not exported"], "warning")
         self.instruments = Instruments(
             meter=None if self.meters is None else self.meters.get_meter(METER_SCOPE, CLAUDE_CODE_VERSION),
             logger=None if self.logs is None else self.logs.get_logger(EVENTS_SCOPE, CLAUDE_CODE_VERSION),
@@ -196,12 +195,33 @@ class Telemetry:
         )
         self.closed = self.slow = self.said = False
 
+    def _provide(self, name: str, how: Signal, res: Resource) -> None:
+        """One signal's provider, its exporter and its bounded queue, from what settings.py read."""
+        if name == "metrics":
+            exporter = CountedMetrics(self._exporter("metrics", how), self.losses, temporality(self.settings.temporality))
+            reader = PeriodicExportingMetricReader(exporter, export_interval_millis=how.interval_ms,
+                                                   export_timeout_millis=how.timeout_ms)
+            self.meters = MeterProvider(metric_readers=[reader], resource=res, shutdown_on_exit=False)
+        elif name == "logs":
+            logs = LoggerProvider(resource=res, shutdown_on_exit=False)
+            logs.add_log_record_processor(BatchLogRecordProcessor(
+                CountedLogs(self._exporter("logs", how), self.losses), schedule_delay_millis=how.interval_ms,
+                max_queue_size=how.queue, max_export_batch_size=how.batch, export_timeout_millis=how.timeout_ms))
+            self.logs = logs
+        else:
+            traces = TracerProvider(resource=res, shutdown_on_exit=False)
+            traces.add_span_processor(BatchSpanProcessor(
+                CountedSpans(self._exporter("traces", how), self.losses), schedule_delay_millis=how.interval_ms,
+                max_queue_size=how.queue, max_export_batch_size=how.batch, export_timeout_millis=how.timeout_ms))
+            self.traces = traces
+
     def _exporter(self, signal: str, how: Signal) -> Any:
         if how.exporter == "console":  # stdout is data: the console goes to stderr
             console = {"metrics": ConsoleMetricExporter, "logs": ConsoleLogRecordExporter,
                        "traces": ConsoleSpanExporter}[signal]
             return console(out=sys.stderr)
-        return _otlp(signal, how.protocol)()
+        assert how.otlp is not None
+        return otlp.exporter(signal, how.protocol, how.otlp)
 
     def stream(self, source: str, session_id: str, t: float, resumed: bool = False) -> Session:
         """A stream's session (`resumed`: the shim's --resume, Claude Code's start_type resume)."""
