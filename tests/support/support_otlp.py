@@ -16,6 +16,7 @@ import json
 import os
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections import defaultdict
@@ -31,6 +32,8 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from support_fixtures import FIXTURES
+from support_processes import fake_caliban
 
 REQUESTS: dict[str, type[Message]] = {
     "/v1/metrics": ExportMetricsServiceRequest,
@@ -226,3 +229,28 @@ def by_name(items: list[dict[str, Any]], key: str) -> dict[str, list[dict[str, A
     for item in items:
         out[item[key]].append(item)
     return out
+
+
+# caliban-claude's export, for the shim's telemetry tests (on the fake caliban)
+SHIM = str(Path(sys.executable).with_name("caliban-claude"))
+PROMPT = "how many files are here?"
+# caliban -p's headless output reports the run's tokens once, without the cache split: all input
+HEADLESS = {"input": 6376, "output": 57, "cacheRead": 0, "cacheCreation": 0}
+NOT_MADE = {"claude_code.managed_settings_resolved", "claude_code.plugin_loaded"}
+
+
+def caliban_env(root: Path) -> dict[str, str]:
+    fake_caliban(root)
+    return {"CALIBAN_BIN": str(root / "caliban"), "CALIBAN_SESSIONS_DIR": str(root / "sessions"),
+            "CLAUDE_CONFIG_DIR": str(root / "claude"),
+            "FAKE_CALIBAN_SCRIPTS": json.dumps([{"file": str(FIXTURES / "caliban" / "tool_use_two_turns.jsonl")}])}
+
+
+def same_keys_as_claude_code(logs: list[dict[str, Any]], metrics: list[dict[str, Any]]) -> None:
+    cc = recorded("otel_one_shot_bash")
+    ours, theirs = by_name(logs, "body"), by_name(cc["/v1/logs"], "body")
+    assert set(theirs) - set(ours) == NOT_MADE and set(ours) <= set(theirs)
+    for body, records in ours.items():
+        assert [sorted(r["attributes"]) for r in records] == [sorted(r["attributes"]) for r in theirs[body]], body
+    shape = {(p["name"], p["unit"], p["temporality"], tuple(sorted(p["attributes"]))) for p in metrics}
+    assert shape == {(p["name"], p["unit"], p["temporality"], tuple(sorted(p["attributes"]))) for p in cc["/v1/metrics"]}

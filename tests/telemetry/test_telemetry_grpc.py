@@ -18,10 +18,19 @@ from typing import Any
 
 import orjson
 import pytest
-from support_otlp import by_name, receiver, telemetry_env, token_sums
+from support_otlp import (
+    HEADLESS,
+    PROMPT,
+    SHIM,
+    by_name,
+    caliban_env,
+    receiver,
+    same_keys_as_claude_code,
+    telemetry_env,
+    token_sums,
+)
 from support_otlp_grpc import GrpcReceiver, ca, grpc_receiver, metadata_of
 from support_processes import TRANSLATOR, Follower, append, fixture
-from test_telemetry_shim import HEADLESS, PROMPT, SHIM, caliban_env, same_keys_as_claude_code
 
 FIXTURE = fixture("tool_use_two_turns")
 TWO_TURNS = {"input": 64, "output": 57, "cacheRead": 5144, "cacheCreation": 1168}

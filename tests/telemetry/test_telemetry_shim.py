@@ -8,37 +8,23 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, query
 from support_fixtures import FIXTURES
-from support_otlp import by_name, receiver, recorded, telemetry_env, token_sums
-from support_processes import fake_caliban
-
-SHIM = str(Path(sys.executable).with_name("caliban-claude"))
-PROMPT = "how many files are here?"
-# caliban -p's headless output reports the run's tokens once, without the cache split: all input
-HEADLESS = {"input": 6376, "output": 57, "cacheRead": 0, "cacheCreation": 0}
-NOT_MADE = {"claude_code.managed_settings_resolved", "claude_code.plugin_loaded"}
-
-
-def caliban_env(root: Path) -> dict[str, str]:
-    fake_caliban(root)
-    return {"CALIBAN_BIN": str(root / "caliban"), "CALIBAN_SESSIONS_DIR": str(root / "sessions"),
-            "CLAUDE_CONFIG_DIR": str(root / "claude"),
-            "FAKE_CALIBAN_SCRIPTS": json.dumps([{"file": str(FIXTURES / "caliban" / "tool_use_two_turns.jsonl")}])}
-
-
-def same_keys_as_claude_code(logs: list[dict[str, Any]], metrics: list[dict[str, Any]]) -> None:
-    cc = recorded("otel_one_shot_bash")
-    ours, theirs = by_name(logs, "body"), by_name(cc["/v1/logs"], "body")
-    assert set(theirs) - set(ours) == NOT_MADE and set(ours) <= set(theirs)
-    for body, records in ours.items():
-        assert [sorted(r["attributes"]) for r in records] == [sorted(r["attributes"]) for r in theirs[body]], body
-    shape = {(p["name"], p["unit"], p["temporality"], tuple(sorted(p["attributes"]))) for p in metrics}
-    assert shape == {(p["name"], p["unit"], p["temporality"], tuple(sorted(p["attributes"]))) for p in cc["/v1/metrics"]}
+from support_otlp import (
+    HEADLESS,
+    NOT_MADE,
+    PROMPT,
+    SHIM,
+    by_name,
+    caliban_env,
+    receiver,
+    recorded,
+    same_keys_as_claude_code,
+    telemetry_env,
+    token_sums,
+)
 
 
 async def test_an_sdk_session_exports_as_claude_code_does(tmp_path: Path) -> None:

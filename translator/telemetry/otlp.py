@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -99,23 +100,45 @@ def read_otlp(environ: Mapping[str, str], signal: str, protocol: str) -> Otlp:
                 files["CLIENT_CERTIFICATE"], cleartext, tuple(notes))
 
 
-def _bounded_session() -> Any:
-    """A requests session that reads at most RESPONSE_MAX bytes of any answer, and trusts the CA
-    it was given (requests would take REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE over a session's)."""
+def _bounded_transport(otlp: Otlp) -> Any:
+    """The HTTP exporters' client (their own transport interface): each answer read to
+    RESPONSE_MAX bytes at most, and the CA it was given trusted (requests would take
+    REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE over a session's)."""
     import requests
+    from opentelemetry.exporter.http.transport._base import BaseHTTPResult, BaseHTTPTransport
 
-    class Bounded(requests.Session):
-        def request(self, method: str, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
-            kwargs["stream"] = True
-            if isinstance(self.verify, str):  # OTEL_EXPORTER_OTLP_CERTIFICATE over REQUESTS_CA_BUNDLE
-                kwargs["verify"] = self.verify
-            response = super().request(method, url, *args, **kwargs)
-            try:  # what requests itself sets when it reads a body whole
-                response._content = response.raw.read(RESPONSE_MAX, decode_content=True) or b""
-                response._content_consumed = True
-            finally:
-                response.close()
-            return response
+    @dataclass(frozen=True, slots=True)
+    class Answer(BaseHTTPResult):
+        body: bytes = b""
+        found: Mapping[str, str] = field(default_factory=dict)
+
+        def content(self) -> bytes:
+            return self.body
+
+        def headers(self) -> Mapping[str, str]:
+            return self.found
+
+    class Bounded(BaseHTTPTransport):
+        def __init__(self) -> None:
+            self.session = requests.Session()
+            key, cert = otlp.client_key, otlp.client_certificate
+            self.cert = (cert, key) if key and cert else None
+
+        def request(self, method: str, url: str, *, headers: dict[str, str] | None = None,
+                    timeout: float | None = None, data: bytes | None = None) -> BaseHTTPResult:
+            try:
+                with self.session.request(method, url, headers=headers, data=data, timeout=timeout, stream=True,
+                                          allow_redirects=False, verify=otlp.certificate, cert=self.cert) as got:
+                    body = got.raw.read(RESPONSE_MAX, decode_content=True) or b""
+            except Exception as error:  # the exporter's to judge (is_connection_error), as with its own client
+                return Answer(error=error)
+            return Answer(status_code=got.status_code, reason=got.reason, body=body, found=got.headers)
+
+        def is_connection_error(self, exception: Exception | None) -> bool:
+            return isinstance(exception, (requests.ConnectionError, requests.Timeout))
+
+        def close(self) -> None:
+            self.session.close()
 
     return Bounded()
 
@@ -145,9 +168,7 @@ def exporter(signal: str, protocol: str, otlp: Otlp) -> Any:
     base = "opentelemetry.exporter.otlp." + ("json.http" if protocol == "http/json" else "proto.http")
     made = getattr(need(f"{base}.{module}", "otel"), name)
     common = need("opentelemetry.exporter.otlp.common.http", "otel")
-    transport = need("opentelemetry.exporter.http.transport._requests", "otel").RequestsHTTPTransport(
-        verify=otlp.certificate or True, session=_bounded_session(),
-        cert=(otlp.client_certificate, otlp.client_key) if otlp.client_key else None)
+    transport = _bounded_transport(otlp)
     compression = common.Compression.GZIP if otlp.gzip else common.Compression.NONE
     # (`_transport`: the exporters' own hook for the HTTP client, the one way to bound what it reads)
     return made(endpoint=otlp.endpoint, headers=dict(otlp.headers), timeout=timeout, compression=compression,
