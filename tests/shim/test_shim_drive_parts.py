@@ -9,10 +9,10 @@ import orjson
 import pytest
 
 from translator.api import Stream
-from translator.shim.drive.hooks import Hooks, blocked, pre_tool_verdict
-from translator.shim.drive.policy import Policy
-from translator.shim.drive.segments import Segments
-from translator.shim.initialize import read
+from translator.shim.backends.drive.segments import Segments
+from translator.shim.permissions.hooks import Hooks, blocked, pre_tool_verdict
+from translator.shim.permissions.policy import Policy
+from translator.shim.protocol.initialize import read
 
 
 def turn(index: int, text: str, usage: dict[str, int]) -> list[dict[str, Any]]:

@@ -9,8 +9,8 @@ import orjson
 from claude_agent_sdk._internal.message_parser import parse_message
 from support_fixtures import FIXTURES
 
-from translator.shim.completion import MAX_LINE
-from translator.shim.oneshot.conversation import Conversation
+from translator.shim.backends.completion import MAX_LINE
+from translator.shim.backends.oneshot.conversation import Conversation
 
 RECORDED = FIXTURES / "caliban"
 

@@ -11,10 +11,11 @@ import pytest
 from fake_caliban import check
 from support_fixtures import FIXTURES
 
-from translator.shim import configure, control
+from translator.shim import configure
 from translator.shim.flags import parse
-from translator.shim.initialize import HookMatcher, Initialize, read
 from translator.shim.mapping import plan, run_argv
+from translator.shim.protocol import frames
+from translator.shim.protocol.initialize import HookMatcher, Initialize, read
 
 WIRES = FIXTURES / "cc-2.1.333" / "sdk-ts"
 
@@ -102,7 +103,7 @@ def test_hooks_are_read_and_said_to_be_unbridged() -> None:
     assert init.hooks_sent and not init.blocking_hooks
     _, applied, warnings = caliban_for("hooks_pretooluse")
     assert applied == {} and warnings == [configure.HOOKS]
-    answer = control.initialize("default", init.hooks_sent, applied)
+    answer = frames.initialize("default", init.hooks_sent, applied)
     assert answer["hooks_applied"] is False and answer["hook_on_failure_supported"] is False
 
 

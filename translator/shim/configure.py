@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from translator.shim.initialize import Initialize
 from translator.shim.mapping import AGENTS, Plan, convert_rule, mcp_overlay, merge, settings_overlay, system_flags
+from translator.shim.protocol.initialize import Initialize
 
 HOOKS = "SDK hook callbacks cannot be bridged: caliban -p will not call them"
 

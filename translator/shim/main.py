@@ -14,10 +14,11 @@ from translator import stdio, telemetry
 from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text
 from translator.exits import EX_USAGE
-from translator.shim import control, printing
-from translator.shim.drive.policy import Policy
+from translator.shim import printing
 from translator.shim.flags import parse
 from translator.shim.mapping import plan
+from translator.shim.permissions.policy import Policy
+from translator.shim.protocol.frames import CLI_VERSION
 from translator.shim.say import PROG, say, warn
 from translator.shim.session import ShimSession
 from translator.shim.sessions import Session
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     asked = {given.split(" ")[0] for given in args.unknown}  # flags, not values that look like them
     if asked & {"-v", "--version"}:
-        return stdout_text(f"{control.CLI_VERSION} (Claude Code; {PROG} {__version__})\n", PROG)
+        return stdout_text(f"{CLI_VERSION} (Claude Code; {PROG} {__version__})\n", PROG)
     if asked & {"-h", "--help"}:
         return stdout_text(USAGE, PROG)
     text_input = args.get("--input-format") in (None, "text")

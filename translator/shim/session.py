@@ -21,15 +21,16 @@ from typing import TYPE_CHECKING, Any
 from translator import stdio
 from translator.encoders.observed import Observer, StreamId, observer_of
 from translator.exits import EX_IOERR
-from translator.shim import configure, control, initialize, sessions, transcript
-from translator.shim.backend import Backend
-from translator.shim.channel import Channel, Inbound
-from translator.shim.drive.backend import DriveBackend
-from translator.shim.drive.gate import BEYOND_PRINT, Gate
-from translator.shim.drive.hooks import Hooks
-from translator.shim.drive.policy import Policy
+from translator.shim import configure, sessions, transcript
+from translator.shim.backends.base import Backend
+from translator.shim.backends.drive.backend import DriveBackend
+from translator.shim.backends.oneshot.backend import OneshotBackend
 from translator.shim.mapping import PERMISSION_MODES, Plan, merge, model_choices, resolve_model
-from translator.shim.oneshot.backend import OneshotBackend
+from translator.shim.permissions.gate import BEYOND_PRINT, Gate
+from translator.shim.permissions.hooks import Hooks
+from translator.shim.permissions.policy import Policy
+from translator.shim.protocol import frames, initialize
+from translator.shim.protocol.channel import Channel, Inbound
 from translator.shim.say import PROG, say, warn
 from translator.shim.tools.servers import SdkServers
 from translator.shim.tools.uses import ToolUses
@@ -44,8 +45,8 @@ if TYPE_CHECKING:
     from translator.telemetry.deferred import Deferred
 
 
-def _unchanged(frames: list[bytes]) -> list[bytes]:
-    return frames
+def _unchanged(lines: list[bytes]) -> list[bytes]:
+    return lines
 
 
 def prompt_text(message: dict[str, Any]) -> tuple[str, int]:
@@ -124,35 +125,35 @@ class ShimSession:
             for message in warnings:
                 warn(message)
             hooks_unapplied = init.hooks_sent and self.drive is None
-            answer = control.success(rid, control.initialize(self.mode, hooks_unapplied, applied, model_choices()))
+            answer = frames.success(rid, frames.initialize(self.mode, hooks_unapplied, applied, model_choices()))
             tools = self.tools
             if tools is not None and tools.unshaken():  # (Claude Code's handshake with them comes first)
                 threading.Thread(target=tools.handshake, args=(lambda: send(answer),), daemon=True).start()
             else:
                 send(answer)
         elif subtype == "interrupt":
-            send(control.success(rid, {"still_queued": []}))
+            send(frames.success(rid, {"still_queued": []}))
             if self.observer is not None:
                 self.observer.interrupted(time.time())
             self.backend.interrupt()
         elif subtype == "set_permission_mode":
             mode = request.get("mode")
             if not isinstance(mode, str) or mode not in PERMISSION_MODES:
-                send(control.error(rid, f"caliban shim: unknown permission mode {mode!r}"))
+                send(frames.error(rid, f"caliban shim: unknown permission mode {mode!r}"))
                 return
             self.mode = str(mode)
-            send(control.success(rid, {"mode": self.mode}), control.status(self.mode, self.files.id))
+            send(frames.success(rid, {"mode": self.mode}), frames.status(self.mode, self.files.id))
         elif subtype == "set_model":
             model = request.get("model")
             if model is not None and not isinstance(model, str):
-                send(control.error(rid, f"caliban shim: model {model!r} is not a name"))
+                send(frames.error(rid, f"caliban shim: model {model!r} is not a name"))
                 return
             self.model = resolve_model(model)
-            send(control.success(rid, self.backend.answer(request) or {}))
+            send(frames.success(rid, self.backend.answer(request) or {}))
         elif (body := self.backend.answer(request)) is not None:
-            send(control.success(rid, body))
+            send(frames.success(rid, body))
         else:
-            send(control.unsupported(rid, str(subtype)))
+            send(frames.unsupported(rid, str(subtype)))
 
     # ------------------------------------------------------------------ the backend
 
@@ -241,7 +242,7 @@ class ShimSession:
         if self.prefix:
             prompt, self.prefix = f"{self.prefix}\n\n{prompt}", ""
         if self.plan.replay_user:
-            self.channel.send(control.user_echo(msg, self.files.id))
+            self.channel.send(frames.user_echo(msg, self.files.id))
         if self.observer is not None:  # the message as the app sent it
             body = msg.get("message")
             self.observer.prompt(body.get("content", "") if isinstance(body, dict) else "", time.time())

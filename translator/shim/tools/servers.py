@@ -25,8 +25,8 @@ from typing import Any
 
 import orjson
 
-from translator.shim import control
-from translator.shim.channel import Channel
+from translator.shim.protocol.channel import Channel
+from translator.shim.protocol.frames import CLI_VERSION
 from translator.shim.tools.uses import ToolUses
 
 Decide = Callable[[str, Any, str], tuple[bool, str]]  # (tool name, input, tool_use_id) → allow, reason
@@ -109,7 +109,7 @@ class SdkServers:
     def _handshake(self) -> None:
         for name in [n for n in self.names if n not in self.manifests]:
             hello = {"method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                     "clientInfo": {"name": "claude-code", "title": "Claude Code", "version": control.CLI_VERSION}},
+                     "clientInfo": {"name": "claude-code", "title": "Claude Code", "version": CLI_VERSION}},
                      "jsonrpc": "2.0", "id": 0}  # fmt: skip
             init = self._relay(name, hello)
             self._relay(name, {"jsonrpc": "2.0", "method": "notifications/initialized"})

@@ -12,11 +12,11 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from translator.shim.channel import Channel, Unanswered
-from translator.shim.drive import outputs as outputs_
-from translator.shim.drive import requests
-from translator.shim.drive.hooks import Hooks, pre_tool_verdict
-from translator.shim.drive.policy import Policy
+from translator.shim.permissions import outputs as outputs_
+from translator.shim.permissions.hooks import Hooks, pre_tool_verdict
+from translator.shim.permissions.policy import Policy
+from translator.shim.protocol import frames
+from translator.shim.protocol.channel import Channel, Unanswered
 
 DEFERRED = "deferred by a PreToolUse hook: the turn stops here, the call pending"
 CHANGED_INPUT = "caliban cannot run a tool with an input changed by the app (updatedInput); denied instead"
@@ -96,7 +96,7 @@ class Gate:
             return False, f"Claude requested permissions to use {name}, but you haven't granted it yet."
         self.app_state("requires_action")
         try:
-            answer = self.app.ask(requests.can_use_tool(name, tool_input, tid))
+            answer = self.app.ask(frames.can_use_tool(name, tool_input, tid))
         except Unanswered as exc:
             return False, str(exc)
         finally:
@@ -114,7 +114,7 @@ class Gate:
         return False, str(answer.get("message") or "denied by the user")
 
     def app_state(self, state: str) -> None:
-        self.app.notify(requests.session_state(state, self.session_id))
+        self.app.notify(frames.session_state(state, self.session_id))
 
     def post_tool(self, name: str, tool_input: Any, tid: str, end: dict[str, Any]) -> None:
         blocks = end.get("content")
@@ -129,7 +129,7 @@ class Gate:
         outputs = []
         for callback, timeout in self.hooks.callbacks(event, tool):
             try:
-                answer = self.app.ask(requests.hook_callback(callback, event, base, fields, tid), timeout)
+                answer = self.app.ask(frames.hook_callback(callback, event, base, fields, tid), timeout)
             except Unanswered as exc:  # (Claude Code's hook that fails or times out: no decision, what follows goes on)
                 self.warn(f"{event} hook {callback}: {exc}; it decides nothing")
                 continue

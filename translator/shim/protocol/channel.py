@@ -21,7 +21,8 @@ from typing import Any
 import orjson
 
 from translator.core.feed import CHUNK
-from translator.shim import control, stdin
+from translator.shim.protocol import stdin
+from translator.shim.protocol.frames import error
 from translator.shim.say import PROG, warn
 
 Answer = dict[str, Any] | None  # the response body; None: cancelled, or the app answered an error
@@ -120,7 +121,7 @@ class Channel:
                 self._on_request(rid, request if isinstance(request, dict) else {})
             except Exception as exc:  # answered all the same: the SDK waits on every request
                 subtype = request.get("subtype") if isinstance(request, dict) else None
-                self.send(control.error(rid, f"caliban shim: malformed {subtype} request: {exc}"))
+                self.send(error(rid, f"caliban shim: malformed {subtype} request: {exc}"))
         elif kind == "user":
             self._on_user(msg)
         elif kind == "control_response":
@@ -135,7 +136,7 @@ class Channel:
         if line.kind == "user":
             self._on_user(why)
         elif line.kind == "control_request" and line.request_id is not None:
-            self.send(control.error(line.request_id, why))
+            self.send(error(line.request_id, why))
 
     # ------------------------------------------------------------------ the shim's requests
 

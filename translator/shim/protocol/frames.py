@@ -1,4 +1,7 @@
-"""The control protocol's answers and frames (spec §2.1), as Claude Code writes them.
+"""Every frame the shim writes itself (spec §2.1), as Claude Code writes them: the
+answers to the app's control requests, the shim's own requests to the app (`can_use_tool`,
+`hook_callback`, with the bodies Claude Code sends: shared/reference/cc-2.1.333/sdk-ts/
+can_use_tool*.wire.jsonl, hooks_pretooluse, sdk-wire/query_callbacks), and the session's frames.
 
 The SDK waits up to 60 s for an answer to each request, so every request is answered at once;
 what caliban cannot do is answered with an error, which the app sees as an exception.
@@ -56,7 +59,7 @@ def initialize(mode: str, hooks_sent: bool, applied: dict[str, bool] | None = No
     }
 
 
-def _now() -> str:
+def now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds")[:-6] + "Z"
 
 
@@ -66,22 +69,43 @@ def status(mode: str, session_id: str) -> dict[str, Any]:
             "uuid": str(uuid.uuid4()), "session_id": session_id}  # fmt: skip
 
 
-def interrupted(session_id: str) -> dict[str, Any]:
-    """The user frame Claude Code prints before the result of an interrupted run."""
-    return {
-        "type": "user",
-        "message": {"role": "user", "content": [{"type": "text", "text": INTERRUPTED}]},
-        "parent_tool_use_id": None,
-        "session_id": session_id,
-        "uuid": str(uuid.uuid4()),
-        "timestamp": _now(),
-    }
-
-
 def user_echo(message: dict[str, Any], session_id: str) -> dict[str, Any]:
     """An SDK user message echoed back (`--replay-user-messages`)."""
-    return {**message, "session_id": session_id, "uuid": message.get("uuid") or str(uuid.uuid4()), "timestamp": _now()}
+    return {**message, "session_id": session_id, "uuid": message.get("uuid") or str(uuid.uuid4()), "timestamp": now()}
 
 
 def unsupported(request_id: str, subtype: str) -> dict[str, Any]:
     return error(request_id, f"caliban shim: {subtype} is not supported")
+
+
+def can_use_tool(tool: str, tool_input: Any, tool_use_id: str) -> dict[str, Any]:
+    """Claude Code's permission request for a built-in tool."""
+    rule: dict[str, Any] = {"toolName": tool}
+    request: dict[str, Any] = {"subtype": "can_use_tool", "tool_name": tool, "display_name": tool, "input": tool_input}
+    if tool == "Bash" and isinstance(tool_input, dict) and isinstance(tool_input.get("command"), str):
+        request["description"] = rule["ruleContent"] = tool_input["command"]
+    request["permission_suggestions"] = [
+        {"type": "addRules", "rules": [rule], "behavior": "allow", "destination": "localSettings"}
+    ]
+    request["tool_use_id"] = tool_use_id
+    return request
+
+
+def hook_callback(callback_id: str, event: str, base: dict[str, Any], fields: dict[str, Any],
+                  tool_use_id: str | None = None) -> dict[str, Any]:  # fmt: skip
+    """Claude Code's hook call: the session's common input, the event's own fields."""
+    return {"subtype": "hook_callback", "callback_id": callback_id,
+            "input": {**base, "hook_event_name": event, **fields}, "tool_use_id": tool_use_id}  # fmt: skip
+
+
+def session_state(state: str, session_id: str) -> dict[str, Any]:
+    """`running`, `requires_action` or `idle`: the SDK ends a callback run at `idle` after a result."""
+    return {"type": "system", "subtype": "session_state_changed", "state": state, "sdk_host_only": True,
+            "uuid": str(uuid.uuid4()), "session_id": session_id, "written_at": now()}  # fmt: skip
+
+
+def interrupted(session_id: str, for_tool: bool = False) -> dict[str, Any]:
+    """The user frame Claude Code prints before the result of an interrupted run."""
+    text = INTERRUPTED[:-1] + " for tool use]" if for_tool else INTERRUPTED
+    return {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": text}]},
+            "parent_tool_use_id": None, "session_id": session_id, "uuid": str(uuid.uuid4()), "timestamp": now()}  # fmt: skip

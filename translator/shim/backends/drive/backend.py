@@ -19,15 +19,16 @@ import orjson
 
 from translator.encoders.observed import Observer
 from translator.shim import limits
-from translator.shim.channel import Channel
-from translator.shim.drive import outputs, requests
-from translator.shim.drive.frames import DriveFrames
-from translator.shim.drive.gate import Gate
-from translator.shim.drive.hooks import Hooks, blocked
-from translator.shim.drive.mcp import McpServer, ServerGone, ToolError
-from translator.shim.drive.policy import Policy
-from translator.shim.drive.segments import Segments
-from translator.shim.initialize import HookMatcher
+from translator.shim.backends.drive.frames import DriveFrames
+from translator.shim.backends.drive.mcp import McpServer, ServerGone, ToolError
+from translator.shim.backends.drive.segments import Segments
+from translator.shim.permissions import outputs
+from translator.shim.permissions.gate import Gate
+from translator.shim.permissions.hooks import Hooks, blocked
+from translator.shim.permissions.policy import Policy
+from translator.shim.protocol.channel import Channel
+from translator.shim.protocol.frames import interrupted, session_state
+from translator.shim.protocol.initialize import HookMatcher
 
 POLL_MIN_S = 0.002  # while events flow, and right after a status change or an answer
 POLL_MAX_S = 0.025  # the backoff's ceiling while a message runs (a prompt waits at most this)
@@ -145,7 +146,7 @@ class DriveBackend:
         self.active, self.interrupted = True, None
         self.frames.begin(self._mode())
         self.gate.begin(self._mode(), str(uuid.uuid4()))
-        self.send(requests.session_state("running", self.session_id))
+        self.send(session_state("running", self.session_id))
         self.segments.begin()
         stopped: Any = "EndOfTurn"
         said = self.gate.hook("UserPromptSubmit", {"prompt": prompt})
@@ -175,7 +176,7 @@ class DriveBackend:
             self.frames.overrides = {"result": "", "stop_reason": "tool_use", "terminal_reason": "hook_stopped"}
         elif self.interrupted:
             self._drop()
-            self.frames.before_result = requests.interrupted(self.session_id, self.interrupted == "tool")
+            self.frames.before_result = interrupted(self.session_id, self.interrupted == "tool")
             stopped = "Cancelled"
             if self.interrupted == "tool":
                 self.frames.terminal_reason = "aborted_tools"
@@ -183,7 +184,7 @@ class DriveBackend:
         self.gate.hook("Stop", {"stop_hook_active": False})  # (before the result, as Claude Code calls it)
         self.emit(self.segments.close(stopped))
         self.active = False
-        self.send(requests.session_state("idle", self.session_id))
+        self.send(session_state("idle", self.session_id))
 
     def _send(self, prompt: str) -> bool:
         """Start the run, or give it the message. True: the status that follows is this message's."""

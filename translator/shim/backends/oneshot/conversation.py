@@ -20,8 +20,8 @@ import orjson
 from translator.api import Stream
 from translator.encoders.claude_code.frames import mcp_servers
 from translator.encoders.observed import Observer
-from translator.shim import control
-from translator.shim.completion import complete
+from translator.shim.backends.completion import complete
+from translator.shim.protocol.frames import CLI_VERSION, api_key_source, interrupted
 
 MAX_CALIBAN_LINE = 16 << 20  # bytes of one caliban line read: longer is skipped, said (its tools cap theirs at 30 KB to 10 MB)
 WATCHED = 48  # bytes at the head of a caliban line that say whether it is an init or a result
@@ -141,7 +141,7 @@ class Conversation:
             if not self._deferred_shown:  # (caliban was stopped before its turn's message: the call, as Claude Code shows it)
                 before.append(orjson.dumps(self._call_frame(self.deferred)) + b"\n")
         self.last_is_error = frame.get("is_error") is True
-        return before + ([orjson.dumps(control.interrupted(self.session_id)) + b"\n"] if self.interrupted else [])
+        return before + ([orjson.dumps(interrupted(self.session_id)) + b"\n"] if self.interrupted else [])
 
     def _call_frame(self, call: dict[str, Any]) -> dict[str, Any]:
         block = {"type": "tool_use", "id": call["id"], "name": call["name"], "input": call["input"]}
@@ -157,8 +157,8 @@ class Conversation:
         got = self.caliban_init
         cwd = got.get("cwd")
         cwd = os.path.abspath(cwd) if isinstance(cwd, str) and cwd else os.getcwd()
-        frame.update(cwd=cwd, original_cwd=cwd, permissionMode=self.mode, claude_code_version=control.CLI_VERSION,
-                     apiKeySource=control.api_key_source())  # fmt: skip
+        frame.update(cwd=cwd, original_cwd=cwd, permissionMode=self.mode, claude_code_version=CLI_VERSION,
+                     apiKeySource=api_key_source())  # fmt: skip
         if isinstance(got.get("tools"), list):
             frame["tools"] = got["tools"]
         frame["mcp_servers"] = self.mcp_servers() + (self.sdk_servers() if self.sdk_servers is not None else [])

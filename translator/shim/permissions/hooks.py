@@ -12,8 +12,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from translator.shim.initialize import HookMatcher
 from translator.shim.limits import HOOK_S
+from translator.shim.protocol.initialize import HookMatcher
 
 FIRED = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop")
 Decision = Literal["deny", "unknown", "defer", "ask", "allow"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from translator.shim.drive.requests import now
+from translator.shim.protocol.frames import now
 
 
 def informational(content: str, level: str, session_id: str, **extra: Any) -> dict[str, Any]:

@@ -10,11 +10,11 @@ from typing import Any
 import orjson
 
 from translator.encoders.observed import Observer
-from translator.shim.drive import requests
+from translator.shim.backends.oneshot.conversation import Conversation
+from translator.shim.backends.oneshot.group import LADDER, TICK
+from translator.shim.backends.oneshot.process import CalibanRun
 from translator.shim.mapping import Plan, run_argv
-from translator.shim.oneshot.conversation import Conversation
-from translator.shim.oneshot.group import LADDER, TICK
-from translator.shim.oneshot.process import CalibanRun
+from translator.shim.protocol.frames import session_state
 from translator.shim.say import say
 from translator.shim.sessions import Session
 from translator.shim.tools.servers import SdkServers
@@ -38,7 +38,7 @@ class OneshotBackend:
         conv = self.conversation
         conv.mode = self._mode()
         if self.tools is not None:  # (the TS SDK ends a callback's run only at the idle after its result)
-            self._write([orjson.dumps(requests.session_state("running", self.session.id)) + b"\n"])
+            self._write([orjson.dumps(session_state("running", self.session.id)) + b"\n"])
         conv.start_run()
         argv = run_argv(self.binary, self.plan, self._model(), conv.mode, self.session.args())
         run = CalibanRun(self.session.argfiles.fit(argv))
@@ -52,7 +52,7 @@ class OneshotBackend:
         for line in conv.diagnostics():
             say(line)
         if self.tools is not None:
-            self._write([orjson.dumps(requests.session_state("idle", self.session.id)) + b"\n"])
+            self._write([orjson.dumps(session_state("idle", self.session.id)) + b"\n"])
 
     def refuse(self, why: str) -> None:
         self._write(self.conversation.refused(why))

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import IO
 
 from translator.core.feed import CHUNK
-from translator.shim.oneshot.group import LADDER, LEFTOVERS, TICK, ProcessGroup
+from translator.shim.backends.oneshot.group import LADDER, LEFTOVERS, TICK, ProcessGroup
 from translator.shim.say import say
 
 NOT_FOUND = 127  # the shell's status for a command it cannot find

@@ -13,9 +13,9 @@ import orjson
 
 from translator.api import Stream
 from translator.encoders.observed import Observer
-from translator.shim import control
-from translator.shim.completion import complete
+from translator.shim.backends.completion import complete
 from translator.shim.mapping import CALIBAN_TOOLS
+from translator.shim.protocol.frames import CLI_VERSION, api_key_source
 
 
 class DriveFrames:
@@ -51,7 +51,7 @@ class DriveFrames:
     def _init(self, frame: dict[str, Any]) -> None:
         cwd = os.getcwd()  # the server's workspace: its cwd, which is ours
         frame.update(cwd=cwd, original_cwd=cwd, tools=list(CALIBAN_TOOLS), permissionMode=self.mode,
-                     claude_code_version=control.CLI_VERSION, apiKeySource=control.api_key_source())  # fmt: skip
+                     claude_code_version=CLI_VERSION, apiKeySource=api_key_source())  # fmt: skip
 
     def _result(self, frame: dict[str, Any]) -> list[bytes]:
         """This message's denials and terminal reason; the interrupted-by-user frame before it."""
