@@ -15,8 +15,9 @@ from tqdm import tqdm
 
 from translator.core.rates import RateCard
 from translator.core.translator import Options
-from translator.shell import batch, ledger
+from translator.shell import batch, ledger, pool
 from translator.shell.local_disk import LocalStore
+from translator.shell.outcomes import Outcomes
 from translator.shell.packing import CHUNK_FILES, pack
 from translator.shell.replay import Job, shown, translate_many
 
@@ -39,15 +40,15 @@ class Counting(ProcessPoolExecutor):
 
 
 def scheduled(tmp_path: Path, files: int, workers: int, monkeypatch: pytest.MonkeyPatch,
-              bundled_rates: RateCard) -> tuple[list[Job], batch.Outcomes]:
+              bundled_rates: RateCard) -> tuple[list[Job], Outcomes]:
     src = fleet(tmp_path / f"logs-{files}", files)
     template = Job(format="enriched", partial=False, results_only=False, rates=bundled_rates,
                    rates_digest=bundled_rates.fingerprint(), options=Options(), clock="auto")
     jobs = batch.plan([str(src)], LocalStore(), str(tmp_path / f"out-{files}"), template)
     Counting.submitted = Counting.most = Counting._open = 0
-    monkeypatch.setattr(batch, "ProcessPoolExecutor", Counting)
+    monkeypatch.setattr(pool, "ProcessPoolExecutor", Counting)
     with tqdm(disable=True) as bar:
-        done, interrupted = batch.run_local(jobs, workers, bar)
+        done, interrupted = pool.run_local(jobs, workers, bar)
     assert not interrupted
     return jobs, done
 
@@ -60,7 +61,7 @@ def test_tasks_are_chunks_of_files_and_only_a_window_of_them_is_in_flight(
         assert (done.files, done.translated, done.failed) == (len(jobs), len(jobs), [])
         assert all(Path(j.target or "").is_file() for j in jobs)
         assert Counting.submitted == len(pack(jobs, 2))
-        assert Counting.most <= batch.WINDOW * 2  # never a wait over everything pending
+        assert Counting.most <= pool.WINDOW * 2  # never a wait over everything pending
         counts[files] = Counting.submitted
     # 4x the files, 4x the tasks (a chunk's worth either way), far fewer tasks than files.
     assert counts[1600] <= 4 * counts[400] + 1 and counts[1600] <= 1600 // CHUNK_FILES + 8 * 2 + 1

@@ -222,9 +222,9 @@ def build_parser() -> Parser:
     )
     fleet.add_argument(
         "--task-timeout", type=float, metavar="S",
-        help="with --cluster: a worker that holds a task this long without finishing any is given up on, "
-        "its tasks run on the other workers (twice at most, then their files fail, 74) (default: 300, "
-        "Dask's worker-ttl)",
+        help="a worker that holds a task this long without finishing any (the local pool: without "
+        "getting on with it) is given up on, its tasks run on the other workers (twice at most, then "
+        "their files fail, 74) (default: 300, Dask's worker-ttl)",
     )
     p.add_argument("--version", action=Version, version=f"translator {__version__}")
     p.add_argument(

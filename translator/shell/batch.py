@@ -2,23 +2,18 @@
 
 Inputs are files, directories searched for `*.ndjson` / `*.jsonl` (optionally gzipped), or
 globs; each output mirrors its input's relative path (selection.py). Files are translated by
-replay.py in a pool of worker processes (one per core by default) that die with this process;
-object storage and a Dask cluster go through fleet.py instead, with the same per-file work.
+replay.py in a pool of worker processes (pool.py); object storage and a Dask cluster go
+through fleet.py instead, with the same per-file work.
 """
 
 from __future__ import annotations
 
-import ctypes
 import errno
-import multiprocessing
 import os
-import queue
 import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
@@ -27,21 +22,19 @@ from typing import Any
 
 from tqdm import tqdm
 
-from translator.diagnostics import formatted, stderr
+from translator.diagnostics import stderr
 from translator.exits import EX_CANTCREAT, EX_DATAERR, EX_IOERR, EX_OSERR
-from translator.object_store import TIMEOUT
+from translator.object_store import TIMEOUT, faults, filesystem
 from translator.shell import ledger
 from translator.shell.ledger import Ledger
 from translator.shell.local_disk import LocalStore, sweep_temporaries
 from translator.shell.outcomes import Outcomes
-from translator.shell.packing import pack
-from translator.shell.replay import Done, Job, Store, shown, translate_many
+from translator.shell.pool import run_local
+from translator.shell.replay import Done, Job, shown
 from translator.shell.selection import Input, SelectionError, check_distinct, select, target_name
 from translator.shell.sink import SCARCE
+from translator.shell.stalls import TASK_TIMEOUT
 from translator.stdio import stop_signals
-
-PR_SET_PDEATHSIG = 1
-WINDOW = 2  # chunks in flight per worker: one translating, one queued behind it
 
 
 def plan(names: list[str], lister: Any, out_dir: str | None, template: Job,
@@ -79,7 +72,7 @@ def up_to_date(jobs: list[Job], records: Ledger | None) -> tuple[list[Job], list
         if job.force or not records.recorded(relative, job.target, job.key):
             todo.append(job)
         else:
-            skipped.append(Done(job.relative, job.size, skipped=True, source=source))
+            skipped.append(Done(job.relative, job.size, skipped=True, source=source, tabled=records.in_table(relative)))
     if clashes:
         more = f" (and {len(clashes) - 1} more)" if len(clashes) > 1 else ""
         raise SelectionError(f"--out-dir: {clashes[0]}: not overwritten{more}; give these logs another --out-dir", EX_CANTCREAT)
@@ -103,9 +96,58 @@ def summary(done: Outcomes, elapsed: float, interrupted: bool = False, signum: i
     return EX_DATAERR if failed else 0
 
 
-def prepare_out_dir(out_dir: str) -> Ledger:
+def table_name(results_table: str) -> str:
+    """A results table's full path or URL: what its mark in an output directory names."""
+    return results_table if "://" in results_table else os.path.abspath(results_table)
+
+
+def tabled(folder: str, results_table: str | None, timeout: float = TIMEOUT) -> bool | ledger.Tabled:
+    """What the output directory's records folder (path or URL) knows of `results_table`: False
+    (no table this run), what its mark says, or True (a table, nothing known of it)."""
+    if results_table is None:
+        return False
+    from translator.table import parquet as table
+
+    name = table_name(results_table)
+    try:
+        identity = table.identity(name, timeout)
+        if "://" in folder:
+            with faults(folder, timeout):
+                fs, bare = filesystem(folder, timeout)
+                data = bytes(fs.cat_file(ledger.mark_name(bare, name)))
+        else:
+            data = Path(ledger.mark_name(folder, name)).read_bytes()
+    except OSError:  # none yet, or it cannot be read: nothing known, every row written again
+        return True
+    return ledger.tabled(data, name, identity) or True
+
+
+def _mark(records: Ledger, results_table: str, timeout: float) -> None:
+    """The table's mark, once it is written: the rows of this run's records and of every record
+    before it are there (not written, its next run writes them again: no harm)."""
+    from translator.table import parquet as table
+
+    name = table_name(results_table)
+    with suppress(OSError):
+        identity = table.identity(name, timeout)
+        if identity is None:
+            return
+        data = ledger.mark(name, identity, records, time.time_ns())
+        path = ledger.mark_name(records.folder, name)
+        if "://" in path:
+            with faults(path, timeout):
+                fs, bare = filesystem(path, timeout)
+                fs.pipe_file(bare, data)
+            return
+        tmp = f"{path}.{os.getpid()}.tmp"
+        Path(tmp).write_bytes(data)
+        os.replace(tmp, path)
+
+
+def prepare_out_dir(out_dir: str, results_table: str | None = None) -> Ledger:
     """Create the output directory (a user error, 73, if it cannot be) and clear the
-    temporaries a killed run left; what its records say (its dead records removed)."""
+    temporaries a killed run left; what its records say (its dead records removed), and of
+    what `results_table` holds of them."""
     try:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -114,100 +156,13 @@ def prepare_out_dir(out_dir: str) -> Ledger:
     store = LocalStore()
     folder = f"{out_dir.rstrip('/')}/{ledger.FOLDER}"
     now = time.time_ns()
+    table = tabled(folder, results_table)
     try:
-        found = ledger.read(folder, store.records(paths), now, os.getpid(), outputs)
+        found = ledger.read(folder, store.records(paths), now, os.getpid(), outputs, table)
     except OSError:  # a record that cannot be read: nothing is known, everything is made again
         return ledger.read(folder, {}, now, os.getpid(), outputs)
     store.remove(found.dead)
     return found
-
-
-_progress: Any = None  # a worker's shared byte counter (set by _worker_init)
-_store: Store = LocalStore()  # where a worker reads and writes (set by _worker_init)
-
-
-def _worker_init(counter: Any, parent: int, store: Store) -> None:
-    """Die with the parent (Linux: the kernel sends SIGKILL when it goes), leave Ctrl-C to
-    it, and report progress through the shared counter."""
-    global _progress, _store
-    _progress, _store = counter, store
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for signum in stop_signals():  # SIGTERM, SIGHUP: the parent's handlers are not theirs
-        if signum != signal.SIGINT:
-            signal.signal(signum, signal.SIG_DFL)
-    with suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the parent went before prctl took effect
-        os._exit(1)
-
-
-def _advance(n: int) -> None:
-    with _progress.get_lock():
-        _progress.value += n
-
-
-def _work(chunk: list[Job], record: str | None) -> list[Done]:
-    return translate_many(chunk, _store, _advance, record)
-
-
-def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = None,
-              records: Ledger | None = None, came: list[int] | None = None,
-              done: Outcomes | None = None) -> tuple[Outcomes, bool]:
-    """Translate `jobs` in a process pool, a chunk of files per task (packing.py); at most
-    WINDOW chunks per worker are in flight, and each completion is taken as it comes (a queue
-    fed by the futures' callbacks), so the cost of scheduling grows with the chunks, never with
-    their square. The bar follows the bytes read inside each file. A stop signal comes as a
-    KeyboardInterrupt, or (`came`, from stopping(came, raising=False)) noted, seen within 0.1 s."""
-    context = multiprocessing.get_context("fork")
-    counter = context.Value("q", 0)
-    done = Outcomes() if done is None else done
-    workers = max(1, min(workers, len(jobs) or 1))
-    chunks = iter(enumerate(pack(jobs, workers)))
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                               initializer=_worker_init, initargs=(counter, os.getpid(), store or LocalStore()))
-    finished: queue.SimpleQueue[tuple[list[Job], Future[list[Done]]]] = queue.SimpleQueue()
-    in_flight = 0
-
-    def submit() -> bool:
-        n, chunk = next(chunks, (0, None))
-        if chunk is None:
-            return False
-        try:
-            future = pool.submit(_work, chunk, None if records is None else records.path(n))
-        except BrokenProcessPool:  # a worker died: what is left fails as the chunks in flight did
-            future = Future()
-            future.set_exception(BrokenProcessPool())
-        future.add_done_callback(lambda f: finished.put((chunk, f)))
-        return True
-
-    try:
-        while in_flight < WINDOW * workers and not came and submit():
-            in_flight += 1
-        while in_flight and not came:
-            try:
-                chunk, future = finished.get(timeout=0.1)
-            except queue.Empty:
-                bar.update(counter.value - bar.n)
-                continue
-            in_flight -= 1
-            try:
-                results = future.result()
-            except BrokenProcessPool:
-                results = [Done(job.relative, job.size, error="its worker process died") for job in chunk]
-            for result in results:
-                report_done(result, done, len(jobs), bar)
-            bar.update(counter.value - bar.n)
-            in_flight += submit()
-        if came:
-            raise KeyboardInterrupt
-    except KeyboardInterrupt:
-        pool.shutdown(wait=False, cancel_futures=True)
-        for worker in multiprocessing.active_children():  # the files in hand abandoned: one stuck held the exit
-            worker.kill()
-            worker.join()
-        return done, True
-    pool.shutdown()
-    return done, False
 
 
 def drawn() -> bool:
@@ -216,19 +171,11 @@ def drawn() -> bool:
     return sys.stderr is not None and sys.stderr.isatty()
 
 
-def report_done(result: Done, done: Outcomes, total: int, bar: tqdm) -> None:
-    """A file is done (on a local pool or a cluster): its reports, in the log format asked
-    for, above the bar; then it counts."""
-    if result.diagnostics and sys.stderr is not None:  # (None: started without stderr, `2>&-`)
-        bar.write(formatted(result.diagnostics, "warning"), file=sys.stderr, end="")
-    bar.set_description(f"{done.files - done.skipped + 1}/{total} files")
-    done.add(result)
-
-
-def run(names: list[str], out_dir: str | None, workers: int, template: Job, results_table: str | None = None) -> int:
+def run(names: list[str], out_dir: str | None, workers: int, template: Job, results_table: str | None = None,
+        task_timeout: float = TASK_TIMEOUT) -> int:
     """Translate every local file under `names` as `template` says; the exit status."""
     try:
-        records = None if out_dir is None else prepare_out_dir(out_dir)
+        records = None if out_dir is None else prepare_out_dir(out_dir, results_table)
         todo, skipped = up_to_date(plan(names, LocalStore(), out_dir, template), records)
     except SelectionError as exc:
         stderr([f"translator: {exc}"])
@@ -242,7 +189,7 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job, resu
     try:
         with stopping(came, raising=False), tqdm(total=sum(job.size for job in todo), unit="B", unit_scale=True,
                                                  file=sys.stderr, disable=not drawn(), desc=f"0/{len(todo)} files") as bar:
-            _, interrupted = run_local(todo, workers, bar, records=records, came=came, done=done)
+            _, interrupted = run_local(todo, workers, bar, records=records, came=came, done=done, task_timeout=task_timeout)
     except OSError as exc:  # the pool's pipes or processes: the system's resources (ulimit)
         done.close()
         if exc.errno not in (*SCARCE, errno.EAGAIN):
@@ -291,9 +238,14 @@ def finish(done: Outcomes, elapsed: float, results_table: str | None, interrupte
             if records is not None and done.up_to_date:
                 for rows in records.rows(done.up_to_date):
                     done.stage(rows)
-                records.release()
                 done.up_to_date.clear()
+            if records is not None:
+                records.release()
+            if not done.changes:  # every file up to date, its rows in the table: nothing written
+                return status
             table.write(results_table, done.staged(), done.replaced, timeout)
+            if records is not None:
+                _mark(records, results_table, timeout)
         except OSError as exc:
             stderr([f"translator: --results-table {results_table}: {exc.strerror or exc}"])
             return EX_IOERR

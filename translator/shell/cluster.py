@@ -25,7 +25,7 @@ from translator.extras import need
 from translator.object_store import StoreError
 from translator.shell import batch
 from translator.shell.ledger import Ledger
-from translator.shell.outcomes import Outcomes
+from translator.shell.outcomes import Outcomes, report_done
 from translator.shell.packing import pack
 from translator.shell.replay import Done, Job, Store, translate_file, translate_many
 from translator.shell.stalls import TASK_TIMEOUT, Stalls
@@ -133,7 +133,7 @@ def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: tqd
                 n = tries.get(key, 0) + 1
                 if n > RETRIES or not left:
                     for job in [work] if isinstance(work, Job) else work:
-                        batch.report_done(Done(job.relative, job.size, error=f"no result from a worker in "
+                        report_done(Done(job.relative, job.size, error=f"no result from a worker in "
                                                f"{task_timeout:g} s (--task-timeout), {n} tries"), done, len(jobs), bar)
                     continue
                 again = f"{key.partition('-late')[0]}-late{n}"
@@ -151,7 +151,7 @@ def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: tqd
                             digest = hashlib.sha1(result.source.encode()).hexdigest()
                             submit(result, f"translate-{os.getpid()}-alone-{digest}", digest)
                             continue
-                        batch.report_done(result, done, len(jobs), bar)
+                        report_done(result, done, len(jobs), bar)
                         bar.update(result.size)
                 if time.monotonic() - polled >= POLL:
                     polled = time.monotonic()

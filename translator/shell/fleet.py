@@ -31,6 +31,7 @@ from translator.shell.cluster import Unreachable, run_dask
 from translator.shell.ledger import Ledger
 from translator.shell.local_disk import LocalStore, sweep_temporaries
 from translator.shell.outcomes import Outcomes
+from translator.shell.pool import run_local
 from translator.shell.replay import Job, Store
 from translator.shell.selection import Found, SelectionError
 from translator.shell.stalls import TASK_TIMEOUT
@@ -202,8 +203,8 @@ class FsspecStore:
             fs.pipe_file(bare, data)
 
 
-def plan(names: list[str], out_dir: str | None, template: Job,
-         timeout: float = TIMEOUT) -> tuple[list[Job], Store, Ledger | None]:
+def plan(names: list[str], out_dir: str | None, template: Job, timeout: float = TIMEOUT,
+         results_table: str | None = None) -> tuple[list[Job], Store, Ledger | None]:
     """The jobs, the store that reads and writes them, and what the output's records say. The
     local folders a worker writes (--out-dir, --transcripts) are named absolute: a cluster's
     workers write them from their own working directory (a relative --out-dir put every output
@@ -228,11 +229,12 @@ def plan(names: list[str], out_dir: str | None, template: Job,
     store: Store = LocalStore() if not remote and "://" not in (out_dir or "") else FsspecStore(timeout)
     records = None
     if out_dir is not None:
-        records = batch.prepare_out_dir(out_dir) if "://" not in out_dir else _records(out_dir, timeout)
+        records = batch.prepare_out_dir(out_dir, results_table) if "://" not in out_dir \
+            else _records(out_dir, timeout, results_table)
     return batch.plan(names, lister, out_dir, template, url), store, records
 
 
-def _records(out_dir: str, timeout: float) -> Ledger:
+def _records(out_dir: str, timeout: float, results_table: str | None = None) -> Ledger:
     """What the records under an object-store prefix say: one listing of it (paginated by the
     store, not a walk of its "folders"), then the records read together, the dead removed. If
     it cannot be listed or read, nothing is known: everything is made again (and a fault of
@@ -240,6 +242,7 @@ def _records(out_dir: str, timeout: float) -> Ledger:
     scheme = out_dir.split("://", 1)[0]
     folder = f"{out_dir.rstrip('/')}/{ledger.FOLDER}"
     now, pid = time.time_ns(), os.getpid()
+    table = batch.tabled(folder, results_table, timeout)
     try:
         with faults(out_dir, timeout):
             fs, path = filesystem(out_dir, timeout)
@@ -251,7 +254,7 @@ def _records(out_dir: str, timeout: float) -> Ledger:
                 data = fs.cat([p.split("://", 1)[1] for p in batch])
             return {f"{scheme}://{name}": bytes(value) for name, value in data.items()}
 
-        got = ledger.read(folder, ledger.Lazy(paths, fetch), now, pid, set(found) - set(paths))
+        got = ledger.read(folder, ledger.Lazy(paths, fetch), now, pid, set(found) - set(paths), table)
     except FileNotFoundError:  # nothing written there yet
         return ledger.read(folder, {}, now, pid, set())
     except OSError:
@@ -275,7 +278,7 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
     started = time.monotonic()
     with batch.stopping(came):
         try:
-            jobs, store, records = plan(names, out_dir, template, timeout)
+            jobs, store, records = plan(names, out_dir, template, timeout, results_table)
             todo, skipped = batch.up_to_date(jobs, records)
             if cluster is not None:
                 need("distributed")
@@ -325,7 +328,7 @@ def _translate(jobs: list[Job], store: Store, cluster: str | None, workers: int,
             # The signal only noted here (the workers do the store's waiting): one raised in the
             # parent is lost, the batch running on, if it lands while the pool forks.
             with batch.stopping(came, raising=False):
-                _, interrupted = batch.run_local(jobs, workers, bar, store, records, came, done)
+                _, interrupted = run_local(jobs, workers, bar, store, records, came, done, task_timeout)
     except KeyboardInterrupt:  # starting or leaving the engine
         interrupted = True
     if interrupted:

@@ -11,10 +11,17 @@ commit, then the process and chunk), and a file's latest record decides: an entr
 its output there, is up to date; a head with no entry after it (a run stopped between its
 commit and its entries, or whose entries were lost in a crash) means the output may be anything
 and is redone. A record that is no file's latest is dead, and removed.
+
+Beside the records, a results table's mark (`table-<digest>`, one per table written from this
+folder: `tabled`) says which records' rows that table holds: every record before the generation
+of the run that last wrote it, and that run's own. Those files are up to date in the table too:
+their rows are neither read again nor written again (an unchanged rerun writes no table file),
+and are not checked against the table's columns (they were when they got there).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -41,6 +48,21 @@ class Entry:
     record: str
 
 
+@dataclass(frozen=True)
+class Tabled:
+    """What a table's mark says: it holds the rows of every record before `before` and of the
+    records of process `pid` up to `until` (the run that wrote it: its start and its mark; a
+    later run of the same pid, as in a container, commits after)."""
+
+    before: int
+    pid: int
+    until: int
+
+    def holds(self, record: str) -> bool:
+        generation, pid, _ = _order(record)
+        return generation < self.before or (pid == self.pid and generation <= self.until)
+
+
 @dataclass
 class Ledger:
     """What an output directory's records say, and where this run writes its own."""
@@ -52,6 +74,12 @@ class Ledger:
     outputs: set[str] | None = None  # the output files there are (None: not listed, taken as there)
     dead: list[str] = field(default_factory=list)  # record files that are no file's latest
     records: Mapping[str, bytes] = field(default_factory=dict)  # the record files (read when looked up)
+    tabled: Tabled | None = None  # which records' rows the results table of this run holds
+
+    def in_table(self, relative: str) -> bool:
+        """Whether the results table holds the rows of the file's latest entry already."""
+        entry = self.latest.get(relative)
+        return entry is not None and self.tabled is not None and self.tabled.holds(entry.record)
 
     def path(self, chunk: int | str) -> str:
         """The record file of one chunk (an int) or of a file retried alone (a hex digest,
@@ -147,10 +175,38 @@ def is_record(name: str) -> bool:
     return NAME.match(name.rpartition("/")[2]) is not None
 
 
-def read(folder: str, records: Mapping[str, bytes], now_ns: int, pid: int, outputs: set[str] | None) -> Ledger:
+def mark_name(folder: str, table: str) -> str:
+    """Where the mark of the results table `table` (its full path or URL) is kept."""
+    return f"{folder}/table-{hashlib.sha256(table.encode()).hexdigest()[:24]}"
+
+
+def mark(table: str, identity: str, ledger: Ledger, now_ns: int) -> bytes:
+    """The mark of a table just written (at `now_ns`) by the run of `ledger`."""
+    return orjson.dumps({"table": table, "id": identity, "before": ledger.generation, "pid": ledger.pid,
+                         "until": now_ns}) + b"\n"
+
+
+def tabled(data: bytes | None, table: str, identity: str | None) -> Tabled | None:
+    """What a mark says of `table`, as it is now (`identity`: None, no table there); None when
+    nothing is known: no mark, another table's, or a table made anew since (deleted, replaced)."""
+    try:
+        value = orjson.loads(data or b"")
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(value, dict) or identity is None or value.get("table") != table or value.get("id") != identity:
+        return None
+    before, pid, until = value.get("before"), value.get("pid"), value.get("until")
+    return Tabled(before, pid, until) if type(before) is int and type(pid) is int and type(until) is int else None
+
+
+def read(folder: str, records: Mapping[str, bytes], now_ns: int, pid: int, outputs: set[str] | None,
+         table: bool | Tabled = False) -> Ledger:
     """The ledger of the record files found (path -> bytes, each read when looked up: one at a
     time, never all at once), for a run starting at `now_ns` (its generation: that, or after
-    the latest found if the clock went back)."""
+    the latest found if the clock went back). With a results table (`table`: True, or what its
+    mark says), the rows of the records it does not hold are checked against its columns: an
+    entry whose rows it cannot take is no entry (its file is made again); without one, no row
+    is looked at."""
     latest: dict[str, tuple[str, Entry | None]] = {}
     last = 0
     for path in sorted(records, key=_order):
@@ -163,13 +219,14 @@ def read(folder: str, records: Mapping[str, bytes], now_ns: int, pid: int, outpu
         files = {name for name in listed if isinstance(name, str)} if isinstance(listed, list) else set()
         for name in files:
             latest[name] = (path, None)
+        checked = table is False or (isinstance(table, Tabled) and table.holds(path))
         for line in lines[1:]:
-            found = _entry(line)
+            found = _entry(line, checked)
             if found is not None and found[0] in files:
                 latest[found[0]] = (path, Entry(found[1], found[3], path))
     live = {path for path, _ in latest.values()}
     return Ledger(folder, max(now_ns, last + 1), pid, {name: e for name, (_, e) in latest.items()}, outputs,
-                  [path for path in records if path not in live], records)
+                  [path for path in records if path not in live], records, table if isinstance(table, Tabled) else None)
 
 
 def _entry(line: bytes, checked: bool = False) -> tuple[str, str, list[dict[str, Any]], str | None] | None:

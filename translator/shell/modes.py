@@ -106,4 +106,4 @@ def out_dir(names: list[str], out_dir: str | None, workers: int, template: Job,
                          *([] if task_timeout is None else [task_timeout]))
     from translator.shell import batch
 
-    return batch.run(names, out_dir, workers, template, results_table)
+    return batch.run(names, out_dir, workers, template, results_table, *([] if task_timeout is None else [task_timeout]))

@@ -6,8 +6,12 @@ the batch's memory: ~1 GB in the parent at 100,000 sessions, ~2 GB with the tabl
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
+from tqdm import tqdm
+
+from translator.diagnostics import formatted
 from translator.shell.replay import Done, shown
 from translator.table.parquet import Staged
 
@@ -36,6 +40,8 @@ class Outcomes:
             return
         if done.skipped:
             self.skipped += 1
+            if done.tabled:  # its rows are in the table: neither read nor written again
+                return
             if self.table:
                 self.up_to_date.add(shown(done.relative))
         if self.table:
@@ -58,6 +64,11 @@ class Outcomes:
         self._staged.add(self._rows)
         self._rows = []
 
+    @property
+    def changes(self) -> bool:
+        """Whether the table has anything to be told: rows staged, or logs whose rows it replaces."""
+        return bool(self.replaced or self._rows or (self._staged is not None and self._staged.groups))
+
     def staged(self) -> Staged:
         """Every row staged so far (a new, empty stage if none)."""
         self._flush()
@@ -68,3 +79,12 @@ class Outcomes:
         if self._staged is not None:
             self._staged.close()
             self._staged = None
+
+
+def report_done(result: Done, done: Outcomes, total: int, bar: tqdm) -> None:
+    """A file is done (on a local pool or a cluster): its reports, in the log format asked
+    for, above the bar; then it counts."""
+    if result.diagnostics and sys.stderr is not None:  # (None: started without stderr, `2>&-`)
+        bar.write(formatted(result.diagnostics, "warning"), file=sys.stderr, end="")
+    bar.set_description(f"{done.files - done.skipped + 1}/{total} files")
+    done.add(result)

@@ -99,6 +99,7 @@ class Done:
     error: str | None = None  # why the file failed
     data_error: bool = False  # it failed on its content, not on I/O
     source: str = ""  # the log's full path or URL (shown): whose rows a results table replaces
+    tabled: bool = False  # up to date, and its rows in the results table already (ledger.Tabled)
 
 
 class Rejected(Exception):

@@ -22,6 +22,7 @@ import fcntl
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from functools import partial
@@ -35,6 +36,7 @@ from translator.object_store import TIMEOUT, faults, filesystem
 PART = "part-0.parquet"
 STAGING = "translator-table-"  # the staging folders' prefix, then the writer's pid
 LOCK = ".translator.lock"  # flock'd by the writer of a local table (dot: no reader takes it for a part)
+IDENTITY = ".translator.id"  # the table's identity, made with it (identity())
 ROW_GROUP = 128 * 1024  # runs per row group: one file per partition, read in few, large groups
 NO_DATE = "__HIVE_DEFAULT_PARTITION__"  # what hive partitioning calls a null partition value
 
@@ -206,10 +208,19 @@ def write(path: str, staged: Staged, replaced: Iterable[str], timeout: float = T
     gone = pa.array(sorted(set(replaced)), pa.string())
     new = {_partition(date): date for date in staged.groups}
     with dest.locked():
+        dest.identity(make=True)
         for name in sorted(set(dest.partitions()) | set(new)):
             if name in new or _touched(dest, name, gone):
                 pieces = _pieces(dest, name, gone, staged.pieces(new[name]) if name in new else iter(()))
                 dest.replace(name, partial(_fill, pieces=pieces))
+
+
+def identity(path: str, timeout: float = TIMEOUT) -> str | None:
+    """The table's identity: made with its first write, new when the table is made anew (None:
+    no table there, or one written before identities), so that what a batch knows it wrote into
+    a table is known of that table only (ledger.Tabled). OSError if the store cannot say."""
+    local = path.removeprefix("file://")
+    return (_Local(local) if "://" not in local else _Remote(path, timeout)).identity()
 
 
 def _groups(dest: _Local | _Remote, name: str, columns: list[str] | None = None) -> Iterator[Any]:
@@ -299,6 +310,18 @@ class _Local:
             lock.flush()
             yield
 
+    def identity(self, make: bool = False) -> str | None:
+        try:
+            return (self.root / IDENTITY).read_text().strip() or None
+        except FileNotFoundError:
+            if not make:
+                return None
+        made = uuid.uuid4().hex
+        tmp = self.root / f".{IDENTITY}.{os.getpid()}.tmp"
+        tmp.write_text(made + "\n")
+        os.replace(tmp, self.root / IDENTITY)
+        return made
+
     def partitions(self) -> list[str]:
         with suppress(FileNotFoundError):
             return [e.name for e in os.scandir(self.root) if e.name.startswith("date=") and e.is_dir()]
@@ -384,6 +407,17 @@ class _Remote:
         """No lock on an object store: two writers at once each replace partitions whole, and
         where both touch one, the later write's rows are what it holds."""
         yield
+
+    def identity(self, make: bool = False) -> str | None:
+        with faults(f"{self.url}/{IDENTITY}", self.timeout):
+            try:
+                return bytes(self.fs.cat_file(f"{self.root}/{IDENTITY}")).decode(errors="replace").strip() or None
+            except FileNotFoundError:
+                if not make:
+                    return None
+            made = uuid.uuid4().hex
+            self.fs.pipe_file(f"{self.root}/{IDENTITY}", f"{made}\n".encode())
+        return made
 
     def partitions(self) -> list[str]:
         with faults(self.url, self.timeout):
