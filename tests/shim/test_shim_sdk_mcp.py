@@ -109,10 +109,11 @@ async def test_an_sdk_tool_is_called_and_its_result_reaches_the_next_turn(tmp_pa
         assert status == {"mcpServers": [{"name": "calc", "status": "connected", "serverInfo": {"name": "calc", "version": "1.0.0"},
                                           "transport": "sdk", "scope": "dynamic", "source": "sdk",
                                           "tools": [{"name": "add", "annotations": {}}]}]}  # fmt: skip
-    (run_argv,) = [json.loads(line)["argv"] for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    (logged,) = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    run_argv, settings = logged["argv"], logged["settings"]  # (the settings read from their file: argfiles.py)
     allowed = [run_argv[n + 1] for n, arg in enumerate(run_argv) if arg == "--allow"]
-    assert "mcp__calc__*" in allowed  # caliban calls the relay; the relay settles the call (as Claude Code would)
-    settings = json.loads(run_argv[run_argv.index("--settings") + 1])
+    assert "mcp__calc__add" in allowed  # caliban calls the relay; the relay settles the call (as Claude Code would)
+    assert not [rule for rule in allowed if "*" in rule]  # each tool by its name: no pattern another server matches
     assert settings["mcp_servers"]["calc"]["args"][:2] == ["-m", "translator.shim.tools.relay"]
 
 

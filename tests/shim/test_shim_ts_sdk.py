@@ -61,8 +61,9 @@ def drive(sdk: Path, tmp_path: Path) -> Any:
                    "FAKE_CALIBAN_LOG": str(tmp_path / "calls.jsonl"), "CALIBAN_CLAUDE_ARGS": "",
                    "FAKE_CALIBAN_SCRIPTS": json.dumps([script(s) for s in scripts]),
                    **(env or {})}  # fmt: skip
-        done = subprocess.run(["node", str(DRIVE), str(sdk), json.dumps(spec)], capture_output=True, env=environ,
-                              timeout=90, check=False)  # fmt: skip
+        (tmp_path / "spec.json").write_text(json.dumps(spec))  # (in a file: a command line is anyone's to read)
+        done = subprocess.run(["node", str(DRIVE), str(sdk), f"@{tmp_path / 'spec.json'}"], capture_output=True,
+                              env=environ, timeout=90, check=False)  # fmt: skip
         events = [json.loads(line) for line in done.stdout.splitlines()]
         assert events and events[-1]["kind"] == "done", done.stderr.decode()
         log = tmp_path / "calls.jsonl"
@@ -119,8 +120,50 @@ def test_an_external_mcp_server_in_the_default_delivery(drive: Any) -> None:
     assert got.kinds == ["system/init", "assistant", "result/success"] and got.of("exception") == []
     assert got.of("init_result")[0]["mcp_servers_applied"] is True
     argv = got.argv()
-    assert json.loads(argv[argv.index("--settings") + 1]) == {"mcp_servers": {"ext": server}}
+    assert got.calls[0]["settings"] == {"mcp_servers": {"ext": server}}  # (read from its file: argfiles.py)
     assert has(argv, "--allow", "mcp__ext__echo")
+
+
+# An external MCP server that looks, once caliban has started it, for its own API token on every
+# command line of the machine (`/proc/*/cmdline`), and at the file caliban's settings came in.
+PEEKER = """
+import json, os, stat, sys
+token, hits = os.environ["API_TOKEN"].encode(), []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            argv = fh.read()
+            if token in argv:
+                hits.append(argv.decode()[:300])
+    except OSError:
+        pass
+with open(f"/proc/{os.getppid()}/cmdline", "rb") as fh:
+    argv = fh.read().decode().split("\\0")
+path = argv[argv.index("--settings") + 1]
+modes = [oct(stat.S_IMODE(os.stat(p).st_mode)) for p in (path, os.path.dirname(path))]
+with open(sys.argv[1], "w") as fh:
+    json.dump({"hits": hits, "settings": path, "modes": modes, "read": token.decode() in open(path).read()}, fh)
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" in msg:
+        result = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "p", "version": "1"}}
+        result = {"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]} if msg["method"] == "tools/list" else result
+        print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"""
+
+
+def test_no_secret_of_an_mcp_server_is_on_any_command_line(drive: Any, tmp_path: Path) -> None:
+    (tmp_path / "peeker.py").write_text(PEEKER)
+    token = "sk-secret-" + os.urandom(8).hex()
+    server = {"type": "stdio", "command": sys.executable, "args": [str(tmp_path / "peeker.py"), str(tmp_path / "seen.json")],
+              "env": {"API_TOKEN": token}}  # fmt: skip
+    got = drive({"prompt": "hi", "options": {"mcpServers": {"ext": server}}},
+                {"file": "benign_text.jsonl", "mcp_calls": [], "text": "Hi."})  # fmt: skip
+    assert got.kinds[-1] == "result/success" and got.of("exception") == []
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    assert seen["hits"] == [] and seen["read"] is True  # caliban read it from its file, nobody's argv holds it
+    assert seen["modes"] == ["0o600", "0o700"] and not Path(seen["settings"]).exists()  # private, and gone at the end
+    assert token not in json.dumps(got.argv())
 
 
 def test_persist_session_false_leaves_no_session(drive: Any, tmp_path: Path) -> None:
@@ -144,7 +187,7 @@ def test_settings_and_disallowed_tools_by_initialize(drive: Any) -> None:
     init = got.of("init_result")[0]
     assert init["settings_applied"] is True and init["disallowed_tools_applied"] is True
     argv = got.argv()
-    assert json.loads(argv[argv.index("--settings") + 1]) == {"permissions": {"allow": ["Bash(touch d.txt)"]}}
+    assert got.calls[0]["settings"] == {"permissions": {"allow": ["Bash(touch d.txt)"]}}
     assert has(argv, "--deny", "WebFetch", "--deny", "WebSearch")
 
 
@@ -160,8 +203,7 @@ def test_managed_settings_by_initialize(drive: Any) -> None:
     options = {"managedSettings": {"permissions": {"deny": ["WebFetch"]}}, "managedSettingsDelivery": "initialize"}
     got = drive({"prompt": PROMPT, "options": options}, "benign_text.jsonl")
     assert got.kinds[-1] == "result/success" and got.of("init_result")[0]["managed_settings_applied"] is True
-    argv = got.argv()
-    assert json.loads(argv[argv.index("--settings") + 1]) == {"permissions": {"deny": ["WebFetch"]}}
+    assert got.calls[0]["settings"] == {"permissions": {"deny": ["WebFetch"]}}
 
 
 def test_max_turns_ends_in_the_sdks_error(drive: Any) -> None:

@@ -133,6 +133,27 @@ def check(argv: list[str]) -> dict[str, Any]:
     return got
 
 
+def overlay(arg: str | None) -> dict[str, Any] | None:
+    """The `--settings FILE_OR_JSON` value as caliban reads it (caliban-settings loader.rs
+    `parse_cli_overlay`): inline JSON when it starts with `{`, else a file's path (TOML when it
+    ends in `.toml`, else JSON)."""
+    if arg is None:
+        return None
+    if arg.strip().startswith("{"):
+        value = json.loads(arg.strip())
+    elif arg.lower().endswith(".toml"):
+        import tomllib
+
+        value = tomllib.loads(Path(arg).read_text())
+    else:
+        if not Path(arg).exists():
+            raise ValueError(f"{arg}: file not found and not inline JSON")
+        value = json.loads(Path(arg).read_text())
+    if not isinstance(value, dict):
+        raise ValueError("not a settings object")
+    return value
+
+
 def sessions_dir(args: dict[str, Any]) -> Path:
     if "--sessions-dir" in args:
         return Path(args["--sessions-dir"])
@@ -179,7 +200,7 @@ def mcp_run(args: dict[str, Any], script: dict[str, Any], session_id: str) -> in
     "text": final answer}` — turn 1 calls each tool in turn, turn 2 answers."""
     import fake_caliban_mcp as mcp
 
-    servers = mcp.start(args.get("--settings"))
+    servers = mcp.start(overlay(args.get("--settings")))
     try:
         model = args.get("--model") or "claude-sonnet-4-5"
         emit(json.dumps({"type": "system", "subtype": "init", "session_id": session_id,
@@ -236,6 +257,11 @@ def main(argv: list[str]) -> int:
         except (OSError, UnicodeDecodeError) as exc:
             sys.stderr.write(f"Error: reading system prompt from {args['--system-file']}: {exc}\n")
             return 1
+    try:
+        settings = overlay(args.get("--settings"))
+    except (OSError, ValueError) as exc:
+        sys.stderr.write(f"[caliban] --settings: {exc}\n")
+        return 78
     log = os.environ.get("FAKE_CALIBAN_LOG")
     calls = 0
     if log:
@@ -243,7 +269,7 @@ def main(argv: list[str]) -> int:
             fh.seek(0)
             calls = sum(1 for _ in fh)
             fh.write(json.dumps({"argv": argv, "stdin": stdin, "pid": os.getpid(), "pgid": os.getpgrp(),
-                                 "system": system}) + "\n")
+                                 "system": system, "settings": settings}) + "\n")
     prompt = stdin.rstrip("\n") if inline in (None, "", "-") else inline
     if "--print" not in args and "--output-format" not in args:
         sys.stderr.write("fake caliban: only headless mode is faked\n")
@@ -251,13 +277,6 @@ def main(argv: list[str]) -> int:
     if not prompt.strip():
         sys.stderr.write("[caliban] empty prompt — pass a non-empty `--print <TEXT>`, positional arg, or stdin\n")
         return 64
-    settings = args.get("--settings", "")
-    if settings.lstrip().startswith("{"):
-        try:
-            json.loads(settings)
-        except ValueError:
-            sys.stderr.write("[caliban] --settings: not valid JSON\n")
-            return 78
     store = sessions_dir(args)
     name = args.get("--session") or args.get("--resume")
     if args.get("--resume") and not (store / f"{args['--resume']}.json").exists():

@@ -80,9 +80,9 @@ class Server:
             self.proc.kill()
 
 
-def start(settings: str | None) -> dict[str, Server]:
-    """The stdio servers of a `--settings` JSON overlay, started and shaken hands with."""
-    configured = json.loads(settings).get("mcp_servers", {}) if settings and settings.lstrip().startswith("{") else {}
+def start(settings: dict[str, Any] | None) -> dict[str, Server]:
+    """The stdio servers of a `--settings` overlay, started and shaken hands with."""
+    configured = (settings or {}).get("mcp_servers") or {}
     servers = {}
     for name, setting in configured.items():
         if (setting.get("type") or setting.get("transport") or "stdio") == "stdio":

@@ -1,12 +1,14 @@
-"""Values too long for a command line, passed to caliban in files instead.
+"""Values that must not be on caliban's command line, passed to caliban in files instead.
 
-Linux takes one argument of at most 128 KiB (MAX_ARG_STRLEN) and all of them with the
-environment of at most ARG_MAX: a 200 KB system prompt from the TypeScript SDK (which sends it
-in `initialize`, not on argv) failed every run with "Argument list too long". caliban reads
-each of these flags' values from a file too (`--system-file`, system_prompt.rs; `--settings`
-and `--json-schema` take FILE_OR_JSON, loader.rs / schema.rs): a value longer than `INLINE`
-goes in a file of the conversation's own folder (0700, made when first needed, removed at its
-end), one file per distinct value.
+A command line is readable by every local user (`/proc/PID/cmdline`): the settings overlay
+carries the MCP servers' definitions, whose `env` holds API tokens the app sent privately (in
+`initialize`), so `--settings` always goes in a file. And Linux takes one argument of at most
+128 KiB (MAX_ARG_STRLEN): a 200 KB system prompt from the TypeScript SDK failed every run with
+"Argument list too long", so a value longer than `INLINE` goes in a file too. caliban reads
+each of these flags' values from a file (`--system-file`, system_prompt.rs; `--settings` and
+`--json-schema` take FILE_OR_JSON, loader.rs `parse_cli_overlay` / schema.rs: JSON unless the
+path ends in `.toml`). The files (0600) are in a folder of the conversation's own (0700, made
+when first needed, removed at its end), one file per distinct value.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import shutil
 
 INLINE = 64 << 10  # bytes of a value kept on the command line: half the most one argument may have
 FILE_FORMS = {"--system": "--system-file", "--settings": "--settings", "--json-schema": "--json-schema"}
+PRIVATE = ("--settings",)  # flags whose value never goes on the command line, however short
 
 
 class ArgFiles:
@@ -23,11 +26,13 @@ class ArgFiles:
         self.folder: str | None = None
 
     def fit(self, argv: list[str]) -> list[str]:
-        """`argv` with each long value of a FILE_FORMS flag replaced by its file."""
+        """`argv` with each private or long value of a FILE_FORMS flag replaced by its file."""
         out = list(argv)
         for i in range(1, len(out) - 1):
             form = FILE_FORMS.get(out[i])
-            if form is not None and len(out[i + 1].encode("utf-8", "surrogateescape")) > INLINE:
+            if form is None:
+                continue
+            if out[i] in PRIVATE or len(out[i + 1].encode("utf-8", "surrogateescape")) > INLINE:
                 out[i], out[i + 1] = form, self._file(out[i + 1])
         return out
 
@@ -37,11 +42,12 @@ class ArgFiles:
         if self.folder is None:
             import tempfile
 
-            self.folder = tempfile.mkdtemp(prefix="caliban-claude-args-")
+            self.folder = tempfile.mkdtemp(prefix="caliban-claude-args-")  # (0700)
         data = value.encode("utf-8", "surrogateescape")
-        path = os.path.join(self.folder, hashlib.sha256(data).hexdigest()[:32])
+        path = os.path.join(self.folder, hashlib.sha256(data).hexdigest()[:32] + ".json")
         if not os.path.exists(path):
-            with open(path + ".tmp", "wb") as fh:
+            fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with open(fd, "wb") as fh:
                 fh.write(data)
             os.replace(path + ".tmp", path)
         return path

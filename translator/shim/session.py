@@ -25,7 +25,7 @@ from translator.shim import configure, sessions, transcript
 from translator.shim.backends.base import Backend
 from translator.shim.backends.drive.backend import DriveBackend
 from translator.shim.backends.oneshot.backend import OneshotBackend
-from translator.shim.mapping import PERMISSION_MODES, Plan, merge, model_choices, resolve_model
+from translator.shim.mapping import PERMISSION_MODES, Plan, model_choices, resolve_model
 from translator.shim.permissions.gate import BEYOND_PRINT, Gate
 from translator.shim.permissions.hooks import Hooks
 from translator.shim.permissions.policy import Policy
@@ -159,24 +159,26 @@ class ShimSession:
 
     def relay_tools(self, manifests: dict[str, dict[str, Any]]) -> None:
         """The app's SDK MCP servers (the plan's), each given to caliban as a relay of the shim's
-        (tools/): in caliban's settings, and allowed by caliban's rules (the relay settles each
-        call itself, as Claude Code would). Before the first run."""
+        (tools/): in caliban's settings, their names their own, and each of their tools allowed
+        by its exact name in caliban's rules (the relay settles each call itself, as Claude Code
+        would). Before the first run."""
         fresh = [name for name in self.plan.sdk_servers if name not in self._relayed]
-        if not fresh:
-            return
-        if self.tools is None:
+        if self.tools is not None:
+            self.tools.add(fresh, manifests)
+        elif fresh:
             self.tools = SdkServers(fresh, manifests, self.channel, self.settle, self.uses, warn)
             self.oneshot.tools = self.tools
             self.oneshot.conversation.sdk_servers = self.tools.init_entries
             self.oneshot.conversation.on_tool_use = self.uses.saw
-        else:
-            self.tools.add(fresh, manifests)
+        if self.tools is None:
+            return
+        self.tools.claim(self.plan.overlay.setdefault("mcp_servers", {}))  # (an external one may have come since)
+        if not fresh:
+            return
         self._relayed.update(fresh)
         if self._forced_drive:
             warn(f"CALIBAN_CLAUDE_BACKEND=drive: the app's SDK MCP servers ({', '.join(fresh)}) are not reached "
                  "(caliban mcp serve loads no MCP servers)")  # fmt: skip
-        merge(self.plan.overlay, {"mcp_servers": self.tools.settings()})
-        self.plan.static += [a for name in fresh for a in ("--allow", f"mcp__{name}__*")]
         if self.drive is not None and not self._forced_drive:
             self.use_drive()  # (back to caliban -p: said there)
 

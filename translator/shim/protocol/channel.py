@@ -130,13 +130,16 @@ class Channel:
             warn(f"stdin:{n}: message of type {kind!r} ignored")
 
     def too_long(self, n: int, line: stdin.TooLong) -> None:
-        """Not read: a user message gets its error result (in its turn), a request its answer."""
+        """Not read: a user message gets its error result (in its turn), a request its answer,
+        an answer to one of the shim's requests ends that request as an error (never waited for)."""
         warn(f"stdin:{n}: {line.reason}, ignored")
         why = f"{PROG}: the message was not read: {line.reason} (the most a line may have)"
         if line.kind == "user":
             self._on_user(why)
         elif line.kind == "control_request" and line.request_id is not None:
             self.send(error(line.request_id, why))
+        elif line.kind == "control_response" and line.request_id is not None:  # the request it answers ends
+            self.answer({"response": {"subtype": "error", "request_id": line.request_id, "error": why}})
 
     # ------------------------------------------------------------------ the shim's requests
 

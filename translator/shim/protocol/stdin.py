@@ -19,6 +19,8 @@ import orjson
 from translator.core.lines import LineBuffer
 
 STDIN_LINE = 64 << 20  # bytes of one stdin line (the Messages API takes requests up to 32 MB)
+HEAD = 512  # bytes at the head of an over-long line read for its type and request id (an SDK's answer
+# puts `request_id` after `type`, `response` and `subtype`, each spaced: past LineBuffer's 80)
 _TYPE = re.compile(rb'"type"\s*:\s*"([a-z_]+)"')
 _REQUEST_ID = re.compile(rb'"request_id"\s*:\s*"([^"\\]{0,200})"')
 
@@ -30,20 +32,32 @@ class TooLong:
     reason: str
     kind: str | None
     request_id: str | None
+    head: bytes = b""  # its first bytes (up to HEAD)
 
 
 def _too_long(reason: str, excerpt: bytes) -> TooLong:
     kind = _TYPE.search(excerpt)
     rid = _REQUEST_ID.search(excerpt)
     return TooLong(
-        reason, kind and kind.group(1).decode(), rid and rid.group(1).decode("utf-8", "replace")
+        reason, kind and kind.group(1).decode(), rid and rid.group(1).decode("utf-8", "replace"), excerpt
     )  # fmt: skip
 
 
 def lines(read: Callable[[], bytes], limit: int = STDIN_LINE) -> Iterator[tuple[int, bytes | TooLong]]:
     """(number, line) until `read()` gives b""; an over-long line comes as a TooLong."""
     skipped: list[TooLong] = []
-    buf = LineBuffer(limit, lambda piece: None, lambda reason, excerpt: skipped.append(_too_long(reason, excerpt)))
+    head = bytearray()  # the first HEAD bytes of the line being skipped: LineBuffer's excerpt is shorter
+
+    def rejected(piece: bytes) -> None:
+        if piece == b"\n":  # (the skipped line's end)
+            return
+        head.extend(piece[: HEAD - len(head)])
+
+    def skip(reason: str, excerpt: bytes) -> None:
+        skipped.append(_too_long(reason, bytes(head)))
+        head.clear()
+
+    buf = LineBuffer(limit, rejected, skip)
     n = 0
 
     def numbered(found: list[bytes | TooLong]) -> Iterator[tuple[int, bytes | TooLong]]:
@@ -51,7 +65,7 @@ def lines(read: Callable[[], bytes], limit: int = STDIN_LINE) -> Iterator[tuple[
         for item in found:
             n += 1
             if isinstance(item, bytes) and len(item) > limit:
-                item = _too_long(f"line longer than {limit} bytes ({len(item)} bytes)", item[:80])
+                item = _too_long(f"line longer than {limit} bytes ({len(item)} bytes)", item[:HEAD])
             yield n, item
 
     while chunk := read():

@@ -1,6 +1,7 @@
 """`python -m translator.shim.tools.relay SOCKET SERVER`: the stdio MCP server caliban starts for
 one of the app's SDK servers. A byte pump and nothing more: caliban's JSON-RPC lines go to the
-shim's socket (after one hello line naming the server), the shim's answers come back on
+shim's socket (after one hello line naming the server, with the token caliban was given for
+its relays in their environment), the shim's answers come back on
 stdout. The shim decides everything; the relay ends when either side closes."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from translator.exits import EX_UNAVAILABLE, EX_USAGE
 from translator.shim.say import say
 
 CHUNK = 1 << 16
+TOKEN_ENV = "CALIBAN_CLAUDE_RELAY_TOKEN"  # the proof that caliban started it (its settings file gives it)
 
 
 def _pump(read: int, write: int) -> None:
@@ -37,7 +39,7 @@ def main(argv: list[str]) -> int:
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         conn.connect(path)
-        conn.sendall(orjson.dumps({"server": server}) + b"\n")
+        conn.sendall(orjson.dumps({"server": server, "token": os.environ.get(TOKEN_ENV, "")}) + b"\n")
     except OSError as exc:
         say(f"MCP relay {server}: cannot reach the shim at {path}: {exc.strerror or exc}")
         return EX_UNAVAILABLE

@@ -13,9 +13,13 @@ mode and rules, `can_use_tool`); a denied call never reaches the app's handler.
 from __future__ import annotations
 
 import contextlib
+import hmac
 import os
+import re
+import secrets
 import shutil
 import socket
+import struct
 import sys
 import tempfile
 import threading
@@ -25,11 +29,15 @@ from typing import Any
 
 import orjson
 
-from translator.shim.protocol.channel import Channel
+from translator.shim.protocol import stdin
+from translator.shim.protocol.channel import Channel, Unanswered
 from translator.shim.protocol.frames import CLI_VERSION
+from translator.shim.tools.relay import TOKEN_ENV
 from translator.shim.tools.uses import ToolUses
 
 Decide = Callable[[str, Any, str], tuple[bool, str]]  # (tool name, input, tool_use_id) → allow, reason
+RELAY_LINE = 64 << 20  # bytes of one of caliban's JSON-RPC lines to a relay (the app's stdin takes as many)
+_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")')
 CLAIM_S = 2.0  # how long a call waits for caliban's `tool_use` line, to know its id
 ANNOTATIONS = {"readOnlyHint": "readOnly", "destructiveHint": "destructive", "idempotentHint": "idempotent",
                "openWorldHint": "openWorld"}  # fmt: skip
@@ -55,6 +63,7 @@ class SdkServers:
         self.app, self.decide, self.uses, self.warn = app, decide, uses, warn
         self._dir = tempfile.mkdtemp(prefix="caliban-claude-")
         self.path = os.path.join(self._dir, "relay.sock")
+        self._token = secrets.token_hex(16)
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(self.path)
         self._listener.listen(16)
@@ -65,9 +74,37 @@ class SdkServers:
         self.manifests.update(manifests)
 
     def settings(self) -> dict[str, Any]:
-        """caliban's `mcp_servers` for them: one relay each (a stdio server caliban starts)."""
-        command = [sys.executable, "-m", "translator.shim.tools.relay", self.path]
-        return {name: {"type": "stdio", "command": command[0], "args": [*command[1:], name]} for name in self.names}
+        """caliban's `mcp_servers` for them: one relay each (a stdio server caliban starts,
+        given the token it proves itself with in its environment: the settings are a private
+        file, argfiles.py, and a command line is anyone's to read)."""
+        command, env = [sys.executable, "-m", "translator.shim.tools.relay", self.path], {TOKEN_ENV: self._token}
+        return {name: {"type": "stdio", "command": command[0], "args": [*command[1:], name], "env": env}
+                for name in self.names}  # fmt: skip
+
+    def claim(self, servers: dict[str, Any]) -> None:
+        """Put the relays in caliban's `mcp_servers` (`servers`, changed): a server's name is its
+        own, so an external server named as one of them, or whose tools' names could be theirs
+        (`calc__x`'s `y` and `calc`'s `x__y` are both `mcp__calc__x__y`), is refused, said."""
+        relays = self.settings()
+        for name in [n for n in servers if servers[n] != relays.get(n)]:
+            clash = next((s for s in self.names if name == s or name.startswith(f"{s}__") or s.startswith(f"{name}__")), None)
+            if clash is not None:
+                del servers[name]
+                self.warn(f"MCP server {name!r}: refused, the app's SDK server {clash!r} has that name or its tools' "
+                          "names (a server's name is its own)")  # fmt: skip
+        servers.update(relays)
+
+    def allows(self) -> list[str]:
+        """caliban's `--allow` for each of their tools by its exact name (the relay settles each
+        call): never a pattern, which another server's tools could match."""
+        found: list[str] = []
+        for name in self.names:
+            listed = (self.manifests.get(name) or {}).get("toolsListResult") or {}
+            tools = listed.get("tools") if isinstance(listed, dict) else None
+            for tool in tools if isinstance(tools, list) else []:
+                if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+                    found += ["--allow", tool_name(name, tool["name"])]
+        return found
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -130,30 +167,54 @@ class SdkServers:
             threading.Thread(target=self._serve, args=(conn,), name="mcp-relay-conn", daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
-        lock, buffer, server = threading.Lock(), b"", None
+        """One relay's connection: its hello (its server, and the token only caliban's relays
+        were given), then caliban's JSON-RPC lines, each bounded (stdin.lines: never held past
+        RELAY_LINE, read once)."""
+        lock, server = threading.Lock(), None
 
         def send(message: dict[str, Any] | None) -> None:
-            if message is not None:
-                with lock, contextlib.suppress(OSError):
-                    conn.sendall(orjson.dumps(message) + b"\n")
+            if message is None:
+                return
+            try:
+                data = orjson.dumps(message)
+            except orjson.JSONEncodeError as exc:  # (nested past orjson's 254 levels): the call still ends
+                data = orjson.dumps(_error(message.get("id"), f"the app's answer cannot be relayed: {exc}"))
+            with lock, contextlib.suppress(OSError):
+                conn.sendall(data + b"\n")
 
         with conn:
-            while chunk := _recv(conn):
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    try:
-                        msg = orjson.loads(line)
-                    except orjson.JSONDecodeError:
-                        continue
-                    if not isinstance(msg, dict):
-                        continue
+            if not _same_user(conn):
+                return
+            for _, line in stdin.lines(lambda: _recv(conn), RELAY_LINE):
+                if isinstance(line, stdin.TooLong):
+                    if server is not None and (found := _ID.search(line.head)):
+                        send(_error(orjson.loads(found.group(1)), f"not relayed: {line.reason}"))
+                    continue
+                try:
+                    msg = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if not isinstance(msg, dict):
+                    continue
+                if server is None:
+                    server = self._hello(msg)
                     if server is None:
-                        server = str(msg.get("server", ""))
-                    elif msg.get("method") == "tools/call":  # (its own thread: calls may run side by side)
-                        threading.Thread(target=lambda m=msg, s=server: send(self.call(s, m)), daemon=True).start()
-                    else:
-                        send(self.handle(server, msg))
+                        return  # (not one of caliban's relays: never reaches the app)
+                elif msg.get("method") == "tools/call":  # (its own thread: calls may run side by side)
+                    threading.Thread(target=lambda m=msg, s=server: send(self.call(s, m)), daemon=True).start()
+                else:
+                    send(self.handle(server, msg))
+
+    def _hello(self, msg: dict[str, Any]) -> str | None:
+        """The server a relay serves, once it has shown the token; None: a stranger."""
+        token, server = msg.get("token"), msg.get("server")
+        if not isinstance(token, str) or not hmac.compare_digest(token.encode(), self._token.encode()):
+            self.warn("MCP relay socket: a connection without the relay's token refused")
+            return None
+        if server not in self.names:
+            self.warn(f"MCP relay socket: a relay for the unknown server {server!r} refused")
+            return None
+        return str(server)
 
     def handle(self, server: str, msg: dict[str, Any]) -> dict[str, Any] | None:
         """The answer to one of caliban's messages (None: a notification)."""
@@ -167,7 +228,10 @@ class SdkServers:
         if manifest is not None and isinstance(method, str) and method.startswith("notifications/"):
             return None
         answer = self._relay(server, msg)
-        return None if mid is None else answer or _error(mid, "the app did not answer")
+        if mid is None:
+            return None
+        # (caliban waits for its own id: an answer under another, or none, would never end the call)
+        return {**answer, "id": mid} if answer else _error(mid, "the app did not answer")
 
     def call(self, server: str, msg: dict[str, Any]) -> dict[str, Any] | None:
         """A `tools/call`: settled first (a denied call is the tool's error, its reason the text)."""
@@ -182,12 +246,25 @@ class SdkServers:
         return self.handle(server, {**msg, "params": {**params, "_meta": meta}})
 
     def _relay(self, server: str, message: dict[str, Any]) -> dict[str, Any] | None:
-        answer = self.app.ask({"subtype": "mcp_message", "server_name": server, "message": message})
+        try:
+            answer = self.app.ask({"subtype": "mcp_message", "server_name": server, "message": message})
+        except Unanswered as exc:  # (the app closed its input: no answer can come, the call ends now)
+            return _error(message.get("id"), str(exc)) if "id" in message else None
         if answer is None:
             errors = self.app.errors
             return _error(message.get("id"), errors.pop() if errors else "cancelled") if "id" in message else None
         response = answer.get("mcp_response")
         return response if isinstance(response, dict) else None
+
+
+def _same_user(conn: socket.socket) -> bool:
+    """The peer runs as this user (SO_PEERCRED; the socket's folder is 0700 too)."""
+    try:
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except (OSError, AttributeError):  # (no SO_PEERCRED: not Linux; the token decides)
+        return True
+    uid: int = struct.unpack("3i", creds)[1]
+    return uid == os.getuid()
 
 
 def _recv(conn: socket.socket) -> bytes:

@@ -41,6 +41,8 @@ class OneshotBackend:
             self._write([orjson.dumps(session_state("running", self.session.id)) + b"\n"])
         conv.start_run()
         argv = run_argv(self.binary, self.plan, self._model(), conv.mode, self.session.args())
+        if self.tools is not None:  # (their tools by name: known once their manifests are)
+            argv[1:1] = self.tools.allows()
         run = CalibanRun(self.session.argfiles.fit(argv))
         self.current = run
         try:
