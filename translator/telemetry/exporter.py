@@ -180,6 +180,7 @@ class Telemetry:
         self.meters: MeterProvider | None = None
         self.logs: LoggerProvider | None = None
         self.traces: TracerProvider | None = None
+        self.scrape: Any = None  # a Prometheus endpoint (prometheus.Endpoint), served until the close
         for name, how in settings.signals.items():
             try:
                 self._provide(name, how, res)
@@ -197,7 +198,12 @@ class Telemetry:
 
     def _provide(self, name: str, how: Signal, res: Resource) -> None:
         """One signal's provider, its exporter and its bounded queue, from what settings.py read."""
-        if name == "metrics":
+        if name == "metrics" and how.exporter == "prometheus":
+            from translator.telemetry.prometheus import Endpoint
+
+            self.scrape = Endpoint(*self.settings.scrape)
+            self.meters = MeterProvider(metric_readers=[self.scrape.reader], resource=res, shutdown_on_exit=False)
+        elif name == "metrics":
             exporter = CountedMetrics(self._exporter("metrics", how), self.losses, temporality(self.settings.temporality))
             reader = PeriodicExportingMetricReader(exporter, export_interval_millis=how.interval_ms,
                                                    export_timeout_millis=how.timeout_ms)
@@ -237,6 +243,8 @@ class Telemetry:
             return
         self.closed = True
         self._wait([p.shutdown for p in (self.traces, self.logs, self.meters) if p is not None], within)
+        if self.scrape is not None:
+            self.scrape.close()
         self.say()
         logging.getLogger("opentelemetry").removeHandler(self.losses)
 

@@ -1,0 +1,201 @@
+"""`OTEL_METRICS_EXPORTER=prometheus`, scraped during a live session as the CLI 2.1.333's own
+endpoint was (fixtures/cc-2.1.333/otel-prometheus/): in --follow, --listen and caliban-claude,
+the recorded names, HELP texts and label keys, the frames' values, cumulative across the runs;
+only /metrics; the host and port variables honoured, both loopbacks answering without a host.
+A one-shot replay says in one line that its endpoint would show nothing."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+import signal
+import socket
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
+from support_otlp import HEADLESS, SHIM, caliban_env, closed_port
+from support_processes import TRANSLATOR, Follower, append, exchange, fixture, poll
+
+FIXTURE = Path(fixture("tool_use_two_turns"))
+RECORDED = Path(__file__).parents[2] / "fixtures" / "cc-2.1.333" / "otel-prometheus"
+TWO_TURNS = {"input": 64, "output": 57, "cacheRead": 5144, "cacheCreation": 1168}
+SAMPLE = re.compile(r'^(\w+)\{(.*)\} (\S+)$')
+
+
+def prometheus_env(port: int, host: str | None = "127.0.0.1") -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "CLAUDE_CODE_"))}
+    return env | {"CLAUDE_CODE_ENABLE_TELEMETRY": "1", "OTEL_METRICS_EXPORTER": "prometheus",
+                  "OTEL_EXPORTER_PROMETHEUS_PORT": str(port)} | ({} if host is None else {
+                      "OTEL_EXPORTER_PROMETHEUS_HOST": host})
+
+
+def scrape(port: int, path: str = "/metrics", host: str = "127.0.0.1") -> tuple[int, list[tuple[str, str]], str]:
+    connection = http.client.HTTPConnection(host, port, timeout=10)
+    connection.request("GET", path)
+    answer = connection.getresponse()
+    status, headers, body = answer.status, answer.getheaders(), answer.read().decode()
+    connection.close()
+    return status, headers, body
+
+
+def served(port: int, host: str = "127.0.0.1") -> str:
+    """What /metrics shows now, "" while nothing listens yet (to poll on)."""
+    try:
+        return scrape(port, host=host)[2]
+    except OSError:
+        return ""
+
+
+def read(text: str) -> dict[str, Any]:
+    """An exposition text: HELP and TYPE per name, each sample's label keys (in order) and values."""
+    helps: dict[str, str] = {}
+    types: dict[str, str] = {}
+    samples: dict[str, list[tuple[dict[str, str], float]]] = defaultdict(list)
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            name, _, help_ = line[7:].partition(" ")
+            helps[name] = help_
+        elif line.startswith("# TYPE "):
+            name, _, kind = line[7:].partition(" ")
+            types[name] = kind
+        elif match := SAMPLE.match(line):
+            labels = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', match[2]))
+            samples[match[1]].append((labels, float(match[3])))
+    return {"help": helps, "type": types, "samples": samples}
+
+
+def shape(text: str) -> dict[str, Any]:
+    got = read(text)
+    return {name: (got["help"][name], got["type"][name], sorted({tuple(labels) for labels, _ in points}))
+            for name, points in got["samples"].items()}
+
+
+def tokens(text: str) -> dict[str, float]:
+    return {labels["type"]: value for labels, value in read(text)["samples"]["claude_code_token_usage_total"]}
+
+
+def check(text: str) -> None:
+    """Claude Code's names, HELP, TYPE and label keys (in its order: the attributes, then the scope)."""
+    theirs = (RECORDED / "prometheus_default.metrics.1.txt").read_text()
+    assert shape(text) == shape(theirs)
+    assert text.endswith("\n") and "# UNIT" not in text
+    assert list(read(text)["samples"]) == list(read(theirs)["samples"])  # target_info first, then the CLI's order
+
+
+def test_follow_serves_the_recorded_names_with_cumulative_values(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    port = closed_port()
+    for key, value in prometheus_env(port).items():
+        monkeypatch.setenv(key, value)
+    log = tmp_path / "agent.ndjson"
+    log.touch()
+    follower = Follower(log)
+    try:
+        poll(lambda: socket.socket().connect_ex(("127.0.0.1", port)) == 0)
+        seen, ids = [], set()
+        for _ in range(2):  # two runs of one stream: one session, its counters adding up
+            append(log, FIXTURE.read_bytes())
+            while (frame := follower.read_frames(1)[0])["type"] != "result":
+                pass
+            ids.add(frame["session_id"])
+            poll(lambda: "claude_code_active_time_total" in scrape(port)[2] and tokens(scrape(port)[2])["input"]
+                 == 64 * (len(seen) + 1))
+            seen.append(scrape(port))
+        missing = [scrape(port, path)[:3:2] for path in ("/", "/other")]
+    finally:
+        status, _, err = follower.stop()
+    assert (status, err) == (128 + signal.SIGTERM, b"")
+    (code, headers, first), (_, _, second) = seen
+    assert code == 200 and [k for k, _ in headers] == ["content-type", "Date", "Connection", "Content-Length"]
+    assert dict(headers)["content-type"] == "text/plain" and dict(headers)["Connection"] == "close"
+    check(first)
+    assert tokens(first) == TWO_TURNS
+    assert tokens(second) == {k: 2 * v for k, v in TWO_TURNS.items()}  # cumulative, as the CLI's 7 -> 16
+    sessions = {labels["session_id"] for labels, _ in read(second)["samples"]["claude_code_session_count_total"]}
+    assert sessions == ids and len(ids) == 1
+    assert missing == [(404, ""), (404, "")]
+
+
+def test_without_a_host_both_loopbacks_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the CLI's `*:<port>`: the IPv6 wildcard, dual-stack."""
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    port = closed_port()
+    for key, value in prometheus_env(port, host=None).items():
+        monkeypatch.setenv(key, value)
+    log = tmp_path / "agent.ndjson"
+    log.touch()
+    follower = Follower(log)
+    try:
+        append(log, FIXTURE.read_bytes())
+        while follower.read_frames(1)[0]["type"] != "result":
+            pass
+        poll(lambda: "claude_code_token_usage_total" in served(port))
+        v4, v6 = scrape(port)[2], scrape(port, host="::1")[2]
+    finally:
+        follower.stop()
+    assert tokens(v4) == tokens(v6) == TWO_TURNS
+
+
+def test_listen_serves_each_connection_s_session(tmp_path: Path) -> None:
+    port = closed_port()
+    address = tmp_path / "t.sock"
+    server = subprocess.Popen([TRANSLATOR, "--listen", f"unix:{address}"], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=prometheus_env(port))
+    try:
+        poll(address.exists)
+        sessions = []
+        for _ in range(2):
+            with socket.socket(socket.AF_UNIX) as sock:
+                poll(lambda s=sock: s.connect_ex(str(address)) == 0)
+                sock.settimeout(20)
+                sessions.append(orjson.loads(exchange(sock, FIXTURE.read_bytes()).splitlines()[-1])["session_id"])
+        poll(lambda: len(read(served(port))["samples"]["claude_code_session_count_total"]) == 2)
+        text = scrape(port)[2]
+    finally:
+        server.send_signal(signal.SIGTERM)
+        _, err = server.communicate(timeout=20)
+    assert err == b""
+    check(text)
+    assert {labels["session_id"] for labels, _ in read(text)["samples"]["claude_code_session_count_total"]} == set(
+        sessions)
+
+
+async def test_caliban_claude_serves_its_live_session(tmp_path: Path) -> None:
+    port = closed_port()
+    env = caliban_env(tmp_path) | prometheus_env(port)
+    (tmp_path / "work").mkdir()
+    async with ClaudeSDKClient(ClaudeAgentOptions(cli_path=SHIM, env=env, cwd=str(tmp_path / "work"))) as client:
+        await client.query("how many files are here?")
+        result = [m async for m in client.receive_response()][-1]
+        assert isinstance(result, ResultMessage)
+        poll(lambda: "claude_code_active_time_total" in served(port))  # the session still open
+        text = scrape(port)[2]
+    check(text)
+    assert tokens(text) == HEADLESS
+    assert {labels["session_id"] for labels, _ in read(text)["samples"]["claude_code_cost_usage_total"]} == {
+        result.session_id}
+    cost = sum(v for _, v in read(text)["samples"]["claude_code_cost_usage_total"])
+    assert cost == pytest.approx(result.total_cost_usd)
+
+
+def test_a_one_shot_replay_says_its_endpoint_would_show_nothing() -> None:
+    port = closed_port()
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "CLAUDE_CODE_"))}
+    sid = ["--session-id", "4f1c2d9e-0000-4000-8000-000000000004"]
+    plain = subprocess.run([TRANSLATOR, *sid, str(FIXTURE)], env=base, capture_output=True, timeout=60)
+    done = subprocess.run([TRANSLATOR, *sid, str(FIXTURE)], env=prometheus_env(port), capture_output=True, timeout=60)
+    assert done.returncode == plain.returncode == 0
+    mask = [{k: v for k, v in orjson.loads(line).items() if k not in ("uuid", "timestamp")}
+            for line in done.stdout.splitlines()]
+    assert mask == [{k: v for k, v in orjson.loads(line).items() if k not in ("uuid", "timestamp")}
+                    for line in plain.stdout.splitlines()]
+    assert done.stderr.decode().splitlines() == [
+        "translator: telemetry: OTEL_METRICS_EXPORTER=prometheus: a scrape endpoint of a process that exits at once "
+        "shows nothing; metrics not exported (export them with otlp to a collector)"]
