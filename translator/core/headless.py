@@ -200,9 +200,11 @@ class HeadlessReader:
 
     def _tool_use_moves(self, st: Dialect, ev: M.ToolUseFrame, now: float) -> None:
         st.block = (M.ToolUseFrame, st.block[1] + 1)
-        if st.streamed:
+        if st.streamed:  # its input whole, as the one delta of the call
             self.fold.tool_start(M.ToolCallStart(turn_index=0, tool_use_id=ev.id, name=ev.name), now)
-        self.fold.tool_use(ev.id, ev.name, bytes(ev.input).decode())
+            self.fold.tool_input(M.ToolCallInputDelta(turn_index=0, tool_use_id=ev.id, partial_json=bytes(ev.input).decode()), now)
+        else:
+            self.fold.tool_use(ev.id, ev.name, bytes(ev.input).decode())
 
     def _tool_result(self, ev: M.ToolResultFrame, now: float, line: bytes) -> None:
         self._frame(ev, now, line)
