@@ -205,26 +205,26 @@ async def test_partial_messages_stream_events(caliban: Caliban) -> None:
 async def test_resume_of_a_missing_session_is_an_error_result(caliban: Caliban) -> None:
     seen: list[Any] = []
     with pytest.raises(ResultError):
-        async for message in query(prompt="hi", options=caliban.options({"file": "benign_text.jsonl"}, resume="nope")):
+        async for message in query(prompt="hi", options=caliban.options({"file": "benign_text.jsonl"}, resume="a1111111-1111-4111-8111-111111111111")):
             seen.append(message)
     result = seen[-1]
-    assert isinstance(result, ResultMessage) and result.is_error and result.session_id == "nope"
-    assert "status 66" in (result.errors or [""])[0] and "session not found: nope" in result.errors[0]
-    assert flag(caliban.calls()[0]["argv"], "--resume") == "nope"
+    assert isinstance(result, ResultMessage) and result.is_error and result.session_id == "a1111111-1111-4111-8111-111111111111"
+    assert "status 66" in (result.errors or [""])[0] and "session not found: a1111111-1111-4111-8111-111111111111" in result.errors[0]
+    assert flag(caliban.calls()[0]["argv"], "--resume") == "a1111111-1111-4111-8111-111111111111"
 
 
 async def test_resume_continues_an_existing_session(caliban: Caliban) -> None:
     caliban.sessions.mkdir()
-    (caliban.sessions / "earlier.json").write_text(json.dumps({"name": "earlier", "messages": ["before"]}))
-    options = caliban.options({"file": "benign_text.jsonl"}, resume="earlier")
+    (caliban.sessions / "e1111111-1111-4111-8111-111111111111.json").write_text(json.dumps({"name": "e1111111-1111-4111-8111-111111111111", "messages": ["before"]}))
+    options = caliban.options({"file": "benign_text.jsonl"}, resume="e1111111-1111-4111-8111-111111111111")
     async with ClaudeSDKClient(options) as client:
         for prompt in ("one", "two"):
             await client.query(prompt)
             result = (await until_result(client))[-1]
-            assert result.session_id == "earlier" and result.result == "ok"
+            assert result.session_id == "e1111111-1111-4111-8111-111111111111" and result.result == "ok"
     first, second = (c["argv"] for c in caliban.calls())
-    assert flag(first, "--resume") == "earlier" and flag(second, "--session") == "earlier"
-    assert json.loads((caliban.sessions / "earlier.json").read_text())["messages"] == ["before", "one", "two"]
+    assert flag(first, "--resume") == "e1111111-1111-4111-8111-111111111111" and flag(second, "--session") == "e1111111-1111-4111-8111-111111111111"
+    assert json.loads((caliban.sessions / "e1111111-1111-4111-8111-111111111111.json").read_text())["messages"] == ["before", "one", "two"]
 
 
 async def test_set_model_and_permission_mode_apply_to_the_next_run(caliban: Caliban) -> None:

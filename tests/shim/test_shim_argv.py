@@ -79,8 +79,8 @@ CASES: list[tuple[str, dict[str, Any], list[tuple[str, ...]], list[str], list[st
      [("--model", "claude-opus-4-1"), ("--fallback-model", "claude-haiku-4-5")], [], []),
     ("full name", {"model": "claude-sonnet-4-5"}, [("--model", "claude-sonnet-4-5")], [], []),
     ("default alias", {"model": "default"}, [], ["--model"], []),
-    ("resume", {"resume": "abc-123"}, [("--resume", "abc-123")], ["--session"], []),
-    ("session id", {"session_id": "s-1"}, [("--session", "s-1")], ["--resume"], []),
+    ("resume", {"resume": "a1111111-1111-4111-8111-111111111111"}, [("--resume", "a1111111-1111-4111-8111-111111111111")], ["--session"], []),
+    ("session id", {"session_id": "51111111-1111-4111-8111-111111111111"}, [("--session", "51111111-1111-4111-8111-111111111111")], ["--resume"], []),
     ("schema", {"output_format": {"type": "json_schema", "schema": {"type": "object"}}},
      [("--json-schema", '{"type": "object"}')], [], []),
     ("partial + hooks", {"include_partial_messages": True, "include_hook_events": True},
@@ -154,33 +154,41 @@ def test_almost_every_option_at_once() -> None:
         system_prompt={"type": "preset", "preset": "claude_code", "append": "Be terse."}, tools=["Bash", "Read"],
         allowed_tools=["Bash(git status:*)", "Read"], max_turns=3, max_budget_usd=0.5, disallowed_tools=["WebFetch"],
         model="claude-sonnet-4-5", fallback_model="claude-haiku-4-5", permission_mode="acceptEdits",
-        continue_conversation=True, resume="abc-123", settings='{"permissions":{"allow":["Glob"]}}',
+        continue_conversation=True, resume="a1111111-1111-4111-8111-111111111111", settings='{"permissions":{"allow":["Glob"]}}',
         add_dirs=["/srv/extra"], mcp_servers={"ext": {"type": "stdio", "command": "echo", "args": ["x"]}},
         include_partial_messages=True, include_hook_events=True, strict_mcp_config=True, fork_session=True,
         setting_sources=["user", "project"], extra_args={"replay-user-messages": None, "debug-to-stderr": None},
         max_thinking_tokens=2000, effort="high", output_format={"type": "json_schema", "schema": {"type": "object"}},
     )  # fmt: skip
     argv, warned, session = caliban_argv(options)
-    assert has(argv, "--resume", session.id) and session.id != "abc-123"  # a fork: a new name
+    assert has(argv, "--resume", session.id) and session.id != "a1111111-1111-4111-8111-111111111111"  # a fork: a new name
     assert has(argv, "--permission-mode", "acceptEdits") and has(argv, "--max-turns", "3")
     assert any("--fork-session" in w for w in warned)  # abc-123 does not exist: nothing to copy
 
 
 def test_fork_copies_the_session_under_a_new_name(sessions: Path) -> None:
-    (sessions / "old.json").write_text(json.dumps({"name": "old", "messages": ["a"]}))
-    argv, warned, session = caliban_argv(ClaudeAgentOptions(resume="old", fork_session=True))
-    assert warned == [] and has(argv, "--resume", session.id) and session.id != "old"
+    old = "01111111-1111-4111-8111-111111111111"
+    (sessions / f"{old}.json").write_text(json.dumps({"name": old, "messages": ["a"]}))
+    argv, warned, session = caliban_argv(ClaudeAgentOptions(resume=old, fork_session=True))
+    assert warned == [] and has(argv, "--resume", session.id) and session.id != old
     assert json.loads((sessions / f"{session.id}.json").read_text()) == {"name": session.id, "messages": ["a"]}
 
 
-def test_continue_picks_the_newest_session(sessions: Path) -> None:
+def test_continue_picks_this_folders_newest_session(sessions: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    for i, name in enumerate(("older", "newest")):
-        (sessions / f"{name}.json").write_text("{}")
-        os.utime(sessions / f"{name}.json", (1000 + i, 1000 + i))
+    from translator.transcripts.files import slug
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(sessions / "claude"))
+    folder = sessions / "claude" / "projects" / slug(os.getcwd())
+    folder.mkdir(parents=True)
+    older, newest = "01111111-1111-4111-8111-111111111111", "02222222-2222-4222-8222-222222222222"
+    for i, name in enumerate((older, newest, "not-an-id")):
+        (folder / f"{name}.jsonl").write_text("{}")
+        os.utime(folder / f"{name}.jsonl", (1000 + i, 1000 + i))
+    (sessions / "03333333-3333-4333-8333-333333333333.json").write_text("{}")  # caliban's newest: no folder's
     argv, _, _ = caliban_argv(ClaudeAgentOptions(continue_conversation=True))
-    assert has(argv, "--session", "newest")
+    assert has(argv, "--session", newest)
 
 
 def test_continue_without_sessions_starts_a_new_one() -> None:

@@ -14,14 +14,13 @@ from translator import stdio, telemetry
 from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text
 from translator.exits import EX_USAGE
-from translator.shim import printing
+from translator.shim import printing, sessions
 from translator.shim.flags import parse
 from translator.shim.mapping import plan
 from translator.shim.permissions.policy import Policy
 from translator.shim.protocol.frames import CLI_VERSION
 from translator.shim.say import PROG, say, warn
 from translator.shim.session import ShimSession
-from translator.shim.sessions import Session
 from translator.version import __version__
 
 BACKENDS = ("drive", "print")  # CALIBAN_CLAUDE_BACKEND: force one (default: chosen per session)
@@ -65,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                 say(f"{flag} stream-json is required without -p (the Agent SDK's protocol); a prompt: {PROG} -p PROMPT")
                 return EX_USAGE
     prompt, refused = printing.prompt(args) if text_input else (None, None)
+    refused = refused or sessions.refusal(args)
     if refused:
         _stderr([refused])
         return 1
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     p = plan(args, keep_system_prompt=os.environ.get("CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT") == "1")
     if text_input and len(args.positional) > 1:
         p.warnings.append(f"arguments after the prompt ignored: {' '.join(map(repr, args.positional[1:]))}")
-    session = Session(args, p.warnings)
+    session = sessions.Session(args, p.warnings)
     backend = os.environ.get("CALIBAN_CLAUDE_BACKEND") or None
     if backend not in (None, *BACKENDS):
         warn(f"CALIBAN_CLAUDE_BACKEND={backend}: expected drive or print; chosen per session")

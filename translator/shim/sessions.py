@@ -1,18 +1,21 @@
 """Which caliban session each run uses: Claude Code's session options emulated (spec §4).
 
 caliban keeps a conversation as `<sessions-dir>/<name>.json`; `--session NAME` loads or creates
-it and saves it after the run. The Claude Code session id the app sees is that name.
+it and saves it after the run. The Claude Code session id the app sees is that name, a UUID as
+Claude Code's (an app's `session_id`/`resume` is often its user's input: never a path).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import uuid
 
 from translator.shim.argfiles import ArgFiles
 from translator.shim.flags import ClaudeArgs
+from translator.transcripts.files import session_path
 
 
 def sessions_dir() -> str:
@@ -26,7 +29,44 @@ def sessions_dir() -> str:
     return os.path.join(data, "caliban", "sessions")
 
 
+def config_dir() -> str:
+    """Where Claude Code keeps its files: CLAUDE_CONFIG_DIR, else `~/.claude`."""
+    return os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+
+
+def transcript_path(session_id: str) -> str:
+    """The session's Claude Code file, in the project folder of the cwd."""
+    return session_path(config_dir(), os.getcwd(), session_id)
+
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def is_id(value: str) -> bool:
+    """A session id as Claude Code takes one: a UUID written 8-4-4-4-12 (any version, any case)."""
+    return _UUID.fullmatch(value) is not None
+
+
+def refusal(args: ClaudeArgs) -> str | None:
+    """Claude Code's own line (2.1.332, `claude -p`; exit status 1) for session options it
+    refuses, or None: an id that is no UUID, or a new id for a session resumed in place."""
+    given, resume = args.get("--session-id"), args.get("--resume")
+    if given is not None and not is_id(given):
+        return "Error: Invalid session ID. Must be a valid UUID."
+    if given is not None and (resume is not None or "--continue" in args.flags) and "--fork-session" not in args.flags:
+        return "Error: --session-id with --continue or --resume also needs --fork-session."
+    if given is not None and (os.path.exists(transcript_path(given)) or os.path.exists(_file(sessions_dir(), given))):
+        return f"Error: Session ID {given} is already in use."
+    if resume is not None and not is_id(resume):
+        return ("Error: --resume requires a valid session ID or session title when used with --print. Usage: "
+                f'claude -p --resume <session-id|title>. Provided value "{resume}" is not a UUID and does not '
+                "match any session title.")  # fmt: skip
+    return None
+
+
 def _file(folder: str, name: str) -> str:
+    """A session's file in `folder`: `name` is an id (is_id), so the path stays in the folder."""
+    assert is_id(name), name
     return os.path.join(folder, f"{name}.json")
 
 
@@ -34,8 +74,9 @@ class Session:
     """The conversation's caliban session: its name, and the flags of the next run."""
 
     def __init__(self, args: ClaudeArgs, warnings: list[str]) -> None:
+        """`args` passed `refusal`: every id in them is a UUID."""
         self.dir = sessions_dir()
-        self.resume_pending = False  # the next run must find the session (--resume)
+        self.forked_from: str | None = None  # the session a fork copied (its Claude Code file too)
         self.argfiles = ArgFiles()  # the runs' long flag values, in files
         # --no-session-persistence: the runs share a session in a directory of their own,
         # removed at the end (caliban's --no-save would lose each message's turn for the next).
@@ -45,19 +86,19 @@ class Session:
 
             self.scratch = tempfile.mkdtemp(prefix="caliban-claude-")
         resume, given = args.get("--resume"), args.get("--session-id")
-        self.new = not resume and "--continue" not in args.flags  # not one resumed or continued
-        if resume:
-            self.id = resume
-            self.resume_pending = True
-            if "--fork-session" in args.flags:
-                self.id = self._fork(resume, given or str(uuid.uuid4()), warnings)
-        elif "--continue" in args.flags:
-            latest = self._latest()
-            if latest is None:
-                warnings.append("--continue: no caliban session to continue; starting a new one")
-            self.id = latest or given or str(uuid.uuid4())
+        continued = None
+        if not resume and "--continue" in args.flags:
+            continued = self._latest()
+            if continued is None:
+                warnings.append("--continue: no session of this folder to continue; starting a new one")
+        self.new = not resume and continued is None  # not one resumed or continued
+        self.resume_pending = bool(resume)  # the next run must find the session (--resume)
+        source = resume or continued
+        if source and "--fork-session" in args.flags:
+            self.forked_from = source
+            self.id = self._fork(source, given or str(uuid.uuid4()), warnings)
         else:
-            self.id = given or str(uuid.uuid4())
+            self.id = source or given or str(uuid.uuid4())
         if self.scratch is not None:
             self._copy_into_scratch()
 
@@ -89,12 +130,15 @@ class Session:
             self.resume_pending = False
 
     def _latest(self) -> str | None:
+        """The session to continue: as Claude Code, this folder's newest (its project folder's
+        newest session file), not the newest of any folder."""
         try:
-            with os.scandir(self.dir) as entries:
-                found = sorted((e.stat().st_mtime, e.name) for e in entries if e.name.endswith(".json"))
+            with os.scandir(os.path.dirname(transcript_path(str(uuid.UUID(int=0))))) as entries:
+                found = sorted((e.stat().st_mtime, e.name) for e in entries
+                               if e.name.endswith(".jsonl") and is_id(e.name[: -len(".jsonl")]))  # fmt: skip
         except OSError:
             return None
-        return found[-1][1].removesuffix(".json") if found else None
+        return found[-1][1].removesuffix(".jsonl") if found else None
 
     def _fork(self, source: str, new: str, warnings: list[str]) -> str:
         """Copy the session under a new name (the name inside the file too, or caliban would

@@ -1,7 +1,8 @@
 """The session's file where Claude Code keeps it, for the apps and tools that read it (the SDKs'
 list_sessions/get_session_messages, ccusage): `$CLAUDE_CONFIG_DIR` (default `~/.claude`)
 `/projects/<slug of the cwd>/<session id>.jsonl`, appended as the frames go out. A resumed
-session goes on in its file, its first new line after the file's last; with
+session goes on in its file, its first new line after the file's last whole one; a fork's file
+starts with a copy of its source's conversation, as Claude Code's; with
 `--no-session-persistence` (the TS SDK's `persistSession: false`) there is none."""
 
 from __future__ import annotations
@@ -11,16 +12,12 @@ import os
 import orjson
 
 from translator.shim.say import warn
-from translator.shim.sessions import Session
-from translator.transcripts.files import Written, append, session_path
+from translator.shim.sessions import Session, transcript_path
+from translator.transcripts.files import Written, append
 from translator.transcripts.lines import Transcript
 from translator.version import __version__
 
 TAIL = 1 << 20  # bytes read back from a resumed session's file to find its last line
-
-
-def config_dir() -> str:
-    return os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
 
 
 def last_uuid(path: str) -> str | None:
@@ -41,12 +38,76 @@ def last_uuid(path: str) -> str | None:
     return None
 
 
+def repair(path: str) -> None:
+    """A file whose last line was cut (a crash mid-write) made to end on a whole line before
+    more is appended, or the first new line would be lost with the fragment: the fragment goes
+    (a last line that is whole JSON only gets its newline)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return  # none yet (or none to repair: appending reports what is wrong)
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+            return
+        start = max(size - TAIL, 0)
+        tail = os.pread(fd, size - start, start)
+        cut = tail.rfind(b"\n")
+        try:
+            orjson.loads(tail[cut + 1 :])
+            whole = True
+        except orjson.JSONDecodeError:
+            whole = False
+        if whole or (cut < 0 and start > 0):  # (a fragment longer than the tail: left, ended)
+            os.pwrite(fd, b"\n", size)
+        else:
+            os.ftruncate(fd, start + cut + 1)
+    finally:
+        os.close(fd)
+
+
+def fork_copy(source: str, session_id: str, path: str) -> None:
+    """A fork's file begins as Claude Code begins it: its source's conversation lines, each
+    with the fork's `sessionId`, an assistant's with `requestSessionId` (the source's id) at its
+    end; the source's other lines (queue, cost and prompt records) are not copied. A new file,
+    never one that is there."""
+    try:
+        with open(transcript_path(source), "rb") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return  # nothing to copy: the fork starts empty
+    copied = []
+    for line in lines:
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue  # a cut line
+        if not isinstance(entry, dict) or not isinstance(entry.get("uuid"), str):
+            continue
+        entry["sessionId"] = session_id
+        if entry.get("type") == "assistant":
+            entry.pop("requestSessionId", None)
+            entry["requestSessionId"] = source
+        copied.append(orjson.dumps(entry) + b"\n")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        warn(f"--fork-session: cannot copy the session's transcript to {path}: {exc.strerror or exc}")
+        return
+    with open(fd, "wb") as fh:
+        fh.write(b"".join(copied))
+
+
 def open_transcript(session: Session) -> Written | None:
     """The session's file, as an observer of its runs; None when the session must not persist."""
     if session.scratch is not None:
         return None
     cwd = os.getcwd()
-    path = session_path(config_dir(), cwd, session.id)
+    path = transcript_path(session.id)
+    if session.forked_from is not None:
+        fork_copy(session.forked_from, session.id, path)
+    repair(path)
     transcript = Transcript(cwd=cwd, version=__version__, entrypoint="caliban-claude", session_id=session.id,
                             parent=last_uuid(path))  # fmt: skip
     failed: list[str] = []

@@ -1,0 +1,118 @@
+"""Session ids are ids, and sessions behave as Claude Code's (issues 37 and 40): an id that is
+no UUID is refused with the CLI's own line (recorded from the real CLI, 2.1.332's bundled
+binary, offline) and no path made from one leaves the sessions folders; a resumed file whose
+last line was cut reads back whole; `continue` takes this folder's newest session; a fork's
+file starts with its source's conversation, as the CLI's does."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+from claude_agent_sdk import get_session_messages, list_sessions
+from test_shim_transcripts import PROMPT, SHIM, TOOL_TURN, App, ask, blocks
+
+from translator.transcripts.files import slug
+
+OTHER = "21111111-1111-4111-8111-111111111111"
+INVALID = "Error: Invalid session ID. Must be a valid UUID."
+NEEDS_FORK = "Error: --session-id with --continue or --resume also needs --fork-session."
+
+
+def not_resumable(value: str) -> str:
+    return ("Error: --resume requires a valid session ID or session title when used with --print. Usage: "
+            f'claude -p --resume <session-id|title>. Provided value "{value}" is not a UUID and does not match '
+            "any session title.")  # fmt: skip
+
+
+@pytest.fixture
+def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> App:
+    made = App(tmp_path)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(made.config))
+    return made
+
+
+def shim(app: App, *argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**app.options().env, "PATH": os.environ["PATH"], "HOME": str(app.root)}
+    return subprocess.run([SHIM, "-p", *argv, "hi"], cwd=cwd or app.work, env=env, capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
+
+
+def everything(root: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    (["--session-id", "../x"], INVALID),
+    (["--session-id", "/tmp/abs"], INVALID),
+    (["--session-id", "{11111111-1111-4111-8111-111111111111}"], INVALID),
+    (["--session-id", "11111111111141118111111111111111"], INVALID),
+    (["--resume", "../victim"], not_resumable("../victim")),
+    (["--resume", "../victim", "--fork-session"], not_resumable("../victim")),
+    (["--resume", OTHER, "--session-id", "../../victim", "--fork-session"], INVALID),
+    (["--resume", OTHER, "--session-id", str(uuid.uuid4())], NEEDS_FORK),
+    (["--continue", "--session-id", str(uuid.uuid4())], NEEDS_FORK),
+])  # fmt: skip
+def test_an_id_that_is_no_uuid_is_refused_as_claude_code_refuses_it(app: App, argv: list[str], line: str) -> None:
+    (app.root / "victim.json").write_text('{"name": "victim"}')
+    (app.root / "sessions").mkdir()
+    before = everything(app.root)
+    done = shim(app, *argv)
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", line + "\n")
+    assert everything(app.root) == before  # nothing written, nothing overwritten
+
+
+def test_an_id_in_use_is_refused(app: App) -> None:
+    first = shim(app, "--output-format", "json")
+    sid = json.loads(first.stdout)["session_id"]
+    done = shim(app, "--session-id", sid)
+    assert (done.returncode, done.stderr) == (1, f"Error: Session ID {sid} is already in use.\n")
+
+
+def test_any_uuid_is_an_id(app: App) -> None:
+    for sid in ("00000000-0000-0000-0000-000000000000", "ABCDEF01-2345-6789-ABCD-EF0123456789"):
+        done = shim(app, "--session-id", sid, "--output-format", "json")
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["session_id"] == sid
+
+
+async def test_a_session_whose_last_line_was_cut_reads_back_whole_after_a_resume(app: App) -> None:
+    first = await ask(PROMPT, app.options())
+    (path,) = app.files()
+    data = path.read_bytes()
+    path.write_bytes(data + data.splitlines(keepends=True)[-1][:40])  # a crash mid-line
+    await ask("and now?", app.options(resume=first.session_id))
+    messages = get_session_messages(first.session_id)
+    assert blocks(messages) == TOOL_TURN + TOOL_TURN  # 4 of 10 before: the first new line went with the cut one
+    assert all(json.loads(line) for line in path.read_bytes().splitlines())
+
+
+async def test_continue_takes_this_folders_newest_session(app: App) -> None:
+    here = await ask(PROMPT, app.options())
+    elsewhere = app.root / "elsewhere"
+    elsewhere.mkdir()
+    options = app.options()
+    options.cwd = str(elsewhere)
+    there = await ask(PROMPT, options)  # newer, but another folder's
+    again = await ask("and now?", app.options(continue_conversation=True))
+    assert again.session_id == here.session_id != there.session_id
+    assert blocks(get_session_messages(here.session_id, directory=str(app.work))) == TOOL_TURN + TOOL_TURN
+
+
+async def test_a_fork_starts_with_its_sources_conversation(app: App) -> None:
+    first = await ask(PROMPT, app.options())
+    fork = await ask("and now?", app.options(resume=first.session_id, fork_session=True))
+    assert fork.session_id != first.session_id
+    folder = app.config / "projects" / slug(str(app.work))
+    lines = [json.loads(line) for line in (folder / f"{fork.session_id}.jsonl").read_bytes().splitlines()]
+    assert {line["sessionId"] for line in lines if "sessionId" in line} == {fork.session_id}
+    copied = [line for line in lines if line.get("type") == "assistant" and "requestSessionId" in line]
+    assert copied and all(line["requestSessionId"] == first.session_id for line in copied)
+    assert list(copied[0])[-1] == "requestSessionId"  # at the end, as the CLI adds it
+    assert blocks(get_session_messages(fork.session_id)) == TOOL_TURN + TOOL_TURN
+    assert blocks(get_session_messages(first.session_id)) == TOOL_TURN  # the source is left as it was
+    assert {info.session_id for info in list_sessions()} == {first.session_id, fork.session_id}
