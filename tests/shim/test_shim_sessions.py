@@ -9,14 +9,21 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
-from claude_agent_sdk import get_session_messages, list_sessions
-from test_shim_transcripts import PROMPT, SHIM, TOOL_TURN, App, ask, blocks
+from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, get_session_messages, list_sessions, query
+from support_fixtures import FIXTURES
+from support_processes import fake_caliban
 
 from translator.transcripts.files import slug
+
+SHIM = str(Path(sys.executable).with_name("caliban-claude"))
+PROMPT = "how many files are here?"
+TOOL_TURN = [("user", "text"), ("assistant", "text"), ("assistant", "tool_use"), ("user", "tool_result"), ("assistant", "text")]
 
 OTHER = "21111111-1111-4111-8111-111111111111"
 INVALID = "Error: Invalid session ID. Must be a valid UUID."
@@ -27,6 +34,35 @@ def not_resumable(value: str) -> str:
     return ("Error: --resume requires a valid session ID or session title when used with --print. Usage: "
             f'claude -p --resume <session-id|title>. Provided value "{value}" is not a UUID and does not match '
             "any session title.")  # fmt: skip
+
+
+class App:
+    """An SDK app in its own working directory, on a fake caliban, with its own config dir."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.work, self.config = root, root / "work", root / "claude"
+        self.work.mkdir()
+        fake_caliban(root)
+
+    def options(self, **kw: Any) -> ClaudeAgentOptions:
+        env = {"CALIBAN_BIN": str(self.root / "caliban"), "CALIBAN_SESSIONS_DIR": str(self.root / "sessions"),
+               "CLAUDE_CONFIG_DIR": str(self.config),
+               "FAKE_CALIBAN_SCRIPTS": json.dumps([{"file": str(FIXTURES / "caliban" / "tool_use_two_turns.jsonl")}])}  # fmt: skip
+        return ClaudeAgentOptions(cli_path=SHIM, env=env, cwd=str(self.work), **kw)
+
+    def files(self) -> list[Path]:
+        return sorted(self.config.rglob("*.jsonl")) if self.config.exists() else []
+
+
+async def ask(prompt: str, options: ClaudeAgentOptions) -> ResultMessage:
+    messages = [m async for m in query(prompt=prompt, options=options)]
+    assert isinstance(messages[-1], ResultMessage)
+    return messages[-1]
+
+
+def blocks(messages: list[Any]) -> list[tuple[str, str]]:
+    return [(m.type, b["type"]) for m in messages
+            for b in (m.message["content"] if isinstance(m.message["content"], list) else [{"type": "text"}])]  # fmt: skip
 
 
 @pytest.fixture
