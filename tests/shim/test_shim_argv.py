@@ -22,6 +22,7 @@ from translator.shim.sessions import Session
 @pytest.fixture(autouse=True)
 def sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("CALIBAN_SESSIONS_DIR", str(tmp_path))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))  # (continue reads this folder's sessions)
     monkeypatch.delenv("CALIBAN_CLAUDE_MODELS", raising=False)
     monkeypatch.delenv("CALIBAN_CLAUDE_ARGS", raising=False)
     return tmp_path
@@ -174,12 +175,11 @@ def test_fork_copies_the_session_under_a_new_name(sessions: Path) -> None:
     assert json.loads((sessions / f"{session.id}.json").read_text()) == {"name": session.id, "messages": ["a"]}
 
 
-def test_continue_picks_this_folders_newest_session(sessions: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_continue_picks_this_folders_newest_session(sessions: Path) -> None:
     import os
 
     from translator.transcripts.files import slug
 
-    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(sessions / "claude"))
     folder = sessions / "claude" / "projects" / slug(os.getcwd())
     folder.mkdir(parents=True)
     older, newest = "01111111-1111-4111-8111-111111111111", "02222222-2222-4222-8222-222222222222"
