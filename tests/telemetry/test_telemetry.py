@@ -210,3 +210,21 @@ def test_an_unreachable_collector_changes_nothing_and_costs_little_at_exit(proto
     assert took < 5 + 1.5  # the translation itself takes well under a second
     said = done.stderr.decode().splitlines()
     assert len(said) == 1 and said[0].startswith("translator: telemetry: not exported: "), said
+
+
+@pytest.mark.parametrize(("name", "status"), [("api_error", "500"), ("api_error_400", "400"),
+                                              ("api_error_overloaded", "529")])
+def test_a_provider_error_is_claude_code_s_api_error_event(name: str, status: str) -> None:
+    """Claude Code's `claude_code.api_error` (error, status_code, duration_ms, attempt, model), its
+    error the result frame's `API Error: …` text."""
+    with receiver() as (got, endpoint):
+        done = translate(telemetry_env(endpoint, "http/protobuf"), "--format", "claude-code", fixture(name))
+        assert (done.returncode, done.stderr) == (0, b"")
+    result = frames(done.stdout)[-1]
+    errors = by_name(got.logs, "body")["claude_code.api_error"]
+    assert len(errors) == 1
+    attributes = errors[0]["attributes"]
+    assert {k: attributes[k] for k in ("error", "status_code", "attempt")} == {
+        "error": result["result"].removeprefix("API Error: "), "status_code": status, "attempt": 1}
+    assert attributes["model"] and isinstance(attributes["duration_ms"], int)
+    assert attributes["session.id"] == result["session_id"] and attributes["event.name"] == "api_error"

@@ -25,6 +25,7 @@ from opentelemetry.metrics import Meter
 from opentelemetry.trace import Span, Tracer
 
 from translator.encoders import RunSummary
+from translator.encoders.provider_errors import api_error
 from translator.model import ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 from translator.telemetry import names as N
 from translator.telemetry.settings import Settings
@@ -178,6 +179,7 @@ class Session:
         self.prompt_id, self.run_t = str(uuid.uuid5(self.namespace, str(self.runs))), t
         self.prompt_number = next(self.i.events)  # the prompt comes first, as in Claude Code, told at the end
         self.told = False
+        self.model = model or self.model
         self.interaction = self._span("claude_code.interaction", "interaction", t, None, {
             "gen_ai.operation.name": "invoke_agent", "user_prompt": N.REDACTED,
             "interaction.sequence": next(self.i.interactions), "parent.source": "none", "queued_sends": 0})
@@ -289,6 +291,16 @@ class Session:
         for event in turn.tools if turn is not None else []:
             self._event(*event)
 
+    def api_error(self, message: str, ms: int, t: float) -> None:
+        """Claude Code's `api_error` event of a provider error: its message, the HTTP status where
+        the error kind implies or states one ("undefined" where none, as the CLI writes it), the
+        request's time, and the attempt (caliban's retries are its own: the one it reported)."""
+        error = api_error(message)
+        self._event("api_error", t, {
+            "model": self.model, "error": error.text.removeprefix("API Error: "),
+            "status_code": "undefined" if error.status is None else str(error.status), "duration_ms": ms,
+            "attempt": 1})
+
     def history_prompt(self, run: RunSummary) -> None:
         """`user_prompt`, once the run's prompt is known (a raw log has it only in RunEnd's
         history): stamped at the run's start, where Claude Code writes it."""
@@ -360,6 +372,7 @@ class Session:
         self.counted = [0.0, 0, 0, 0, 0]
 
     def run_end(self, run: RunSummary, t: float) -> None:
+        began = self.turn.start if self.turn is not None else self.run_t  # the failed request's, at most
         if self.turn is not None:  # a run closed inside a turn (cut off, cancelled): its span ends here
             if self.turn.span is not None:
                 self.turn.span.end(end_time=_ns(t))
@@ -367,6 +380,8 @@ class Session:
                 self._event(*event)
             self.turn = None
         self.history_prompt(run)
+        if run.stop_kind == "ProviderError" and self.i.detailed:
+            self.api_error(str(run.stop_value), _ms(t - began), t)
         self.reconcile(run, t)
         self.add_pending(t)
         self.i.add(N.ACTIVE, run.duration_ms / 1000, {**self.common, "type": "cli"})
