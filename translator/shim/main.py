@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     prompt_tool = args.get("--permission-prompt-tool") == "stdio"
     policy = Policy(args.get("--allowedTools"), args.get("--disallowedTools"))
     # Claude Code's OpenTelemetry export, when asked (-p: one message, a scrape endpoint would show nothing)
-    exporter = telemetry.start_or_say(os.environ, warn, lasting=prompt is None)
+    text = prompt is not None and (args.get("--output-format") or "text") == "text"  # console only then, on stderr
+    exporter = telemetry.start_or_say(os.environ, warn, lasting=prompt is None, formatted=not text)
     sdk = ShimSession(binary, p, session, policy=policy, backend=backend, prompt_tool=prompt_tool,
                       telemetry=exporter) if prompt is None else None
     drive = sdk is not None and (backend == "drive" or (backend is None and prompt_tool)) and sdk.use_drive()

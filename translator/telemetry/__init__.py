@@ -32,13 +32,14 @@ def enabled(environ: Mapping[str, str]) -> bool:
     return environ.get(ENABLE, "").strip().lower() in {"1", "true", "yes", "on"}
 
 
-def settings(environ: Mapping[str, str], terminal: str = "non-interactive", lasting: bool = True) -> Settings | None:
+def settings(environ: Mapping[str, str], terminal: str = "non-interactive", lasting: bool = True,
+             formatted: bool = True) -> Settings | None:
     """What is to be exported, when telemetry is on and something is; what was asked and cannot
     be done is said here, one line each, even when nothing is left to export; the otel extra is
     looked for (not imported): a missing one raises extras.MissingExtra."""
     if not enabled(environ):
         return None
-    found = Settings.read(environ, terminal, lasting)
+    found = Settings.read(environ, terminal, lasting, formatted)
     from translator.diagnostics import stderr
 
     for note in found.notes:
@@ -76,14 +77,16 @@ def start(environ: Mapping[str, str], terminal: str = "non-interactive", lasting
     return Telemetry(found)
 
 
-def start_or_say(environ: Mapping[str, str], warn: Callable[[str], None], lasting: bool = True) -> Deferred | None:
+def start_or_say(environ: Mapping[str, str], warn: Callable[[str], None], lasting: bool = True,
+                 formatted: bool = True) -> Deferred | None:
     """The process's exporter, made on a thread of its own (a live stream's first frames do not
     wait for the SDK's import), or None; a missing otel extra said with `warn` (the command goes
-    on without it). `lasting`: the process outlives its input (a scrape endpoint can be read)."""
+    on without it). `lasting`: the process outlives its input (a scrape endpoint can be read);
+    `formatted`: stdout is json or stream-json (no console exporter, as in Claude Code)."""
     from translator.extras import MissingExtra
 
     try:
-        found = settings(environ, lasting=lasting)
+        found = settings(environ, lasting=lasting, formatted=formatted)
     except MissingExtra as exc:
         warn(f"telemetry: {exc}; not exported")
         return None

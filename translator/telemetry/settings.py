@@ -32,6 +32,8 @@ MAX_MS = 2**31 - 1  # the longest a timer holds in Claude Code (JavaScript's set
 BATCH = {"logs": "OTEL_BLRP_", "traces": "OTEL_BSP_"}
 QUEUE_MAX = 65_536
 BATCH_DEFAULTS = {"MAX_QUEUE_SIZE": 2048, "MAX_EXPORT_BATCH_SIZE": 512, "EXPORT_TIMEOUT": 30_000}
+CONSOLE_OFF = ("console: Claude Code prints it only beside text output, never beside json or stream-json "
+               "(here stdout is data)")
 PROMETHEUS_PORT = 9464  # Claude Code's scrape endpoint: *:9464 unless OTEL_EXPORTER_PROMETHEUS_HOST/PORT say
 
 
@@ -71,9 +73,11 @@ class Settings(msgspec.Struct, frozen=True):
         return bool(self.signals)
 
     @classmethod
-    def read(cls, environ: Mapping[str, str], terminal: str = "non-interactive", lasting: bool = True) -> Settings:
+    def read(cls, environ: Mapping[str, str], terminal: str = "non-interactive", lasting: bool = True,
+             formatted: bool = True) -> Settings:
         """`lasting`: the process lives on after its input (--follow, --listen, the shim), so a
-        scrape endpoint can be scraped; a one-shot replay says it cannot."""
+        scrape endpoint can be scraped; a one-shot replay says it cannot. `formatted`: stdout
+        carries json or stream-json, beside which Claude Code prints no console exporter."""
         notes: list[str] = []
         off: dict[str, list[str]] = {}  # what turned signals off: one line for all it turned off
         signals: dict[str, Signal] = {}
@@ -85,6 +89,9 @@ class Settings(msgspec.Struct, frozen=True):
             exporter = next((e for e in asked if e in EXPORTERS[name]), None)
             if exporter is None or (name == "traces" and not _true(environ.get(BETA))):
                 continue  # Claude Code sends spans only with the beta flag
+            if exporter == "console" and formatted:
+                off.setdefault(CONSOLE_OFF, []).append(name)
+                continue
             if exporter == "prometheus" and not lasting:
                 notes.append("OTEL_METRICS_EXPORTER=prometheus: a scrape endpoint of a process that exits at once "
                              "shows nothing; metrics not exported (export them with otlp to a collector)")
