@@ -2,16 +2,23 @@
 (caliban-ai/caliban f33a2d0), so that what the relay tests see is what caliban would do: tool
 names (`crates/caliban-mcp-client/src/tool.rs` `normalize_tool_name`, `full_tool_name` and its
 tests), an `isError` result and a JSON-RPC error as the tool's error text (`format_server_error`,
-`McpTool::invoke`, `ToolError::Execution`'s Display, `stream/hook_dispatch.rs`), and the deny
-of a tool no rule allows (`permissions.rs` `non_interactive_deny_message`)."""
+`McpTool::invoke`, `ToolError::Execution`'s Display, `stream/hook_dispatch.rs`), the deny
+of a tool no rule allows (`permissions.rs` `non_interactive_deny_message`), and a call's
+`tool_use` line written only once the call has returned (`caliban/src/headless/encoder.rs`,
+`StreamJsonEncoder::tool_call`: the deferred `tool_use` with its `tool_result`, at ToolCallEnd)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import fake_caliban_mcp as mcp
 import pytest
+from support_processes import Frames, fake_caliban
 
 SERVER = '''
 import json, sys
@@ -63,3 +70,45 @@ def test_a_tool_no_rule_allows_is_denied_as_caliban_p_denies_an_ask() -> None:
     assert mcp.permitted("mcp__s__ok", [], []) == (
         "permission denied: 'mcp__s__ok' requires interactive approval (no TTY); re-run with `--allow '<Tool>'` "
         "to allow this tool, or `--auto-allow` to allow all Ask-rule tools (dangerous)")
+
+
+# A server whose one tool, `wait`, answers only once the file its argument names exists.
+WAITING = """
+import json, os, sys, time
+for line in sys.stdin:
+    msg = json.loads(line)
+    if "id" not in msg:
+        continue
+    result = {"initialize": {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "w", "version": "1"}},
+              "tools/list": {"tools": [{"name": "wait"}]}}.get(msg["method"])
+    if msg["method"] == "tools/call":
+        while not os.path.exists(msg["params"]["arguments"]["until"]):
+            time.sleep(0.02)
+        result = {"content": [{"type": "text", "text": "done"}]}
+    print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+"""
+
+
+def test_a_calls_tool_use_line_comes_once_the_call_has_returned(tmp_path: Path) -> None:
+    (tmp_path / "waiting.py").write_text(WAITING)
+    (tmp_path / "settings.json").write_text(json.dumps({"mcp_servers": {"w": {"command": sys.executable,
+                                                                            "args": [str(tmp_path / "waiting.py")]}}}))
+    go = tmp_path / "go"
+    script = {"mcp_calls": [{"tool": "mcp__w__wait", "input": {"until": str(go)}, "id": "toolu_w"}], "text": "ok"}
+    env = {**os.environ, "FAKE_CALIBAN_SCRIPTS": json.dumps([script])}
+    proc = subprocess.Popen([str(fake_caliban(tmp_path)), "-p", "hi", "--output-format", "stream-json", "--settings",
+                             str(tmp_path / "settings.json"), "--allow", "mcp__w__wait"], stdout=subprocess.PIPE,
+                            env=env)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        frames = Frames(proc.stdout.fileno())
+        assert frames.until(lambda f: f.get("subtype") == "init", 10)
+        time.sleep(0.5)  # the call is under way: nothing of it is written yet
+        with pytest.raises(AssertionError, match="not within"):
+            frames.until(lambda f: f["type"] == "tool_use", 0.3)
+        go.touch()
+        after = frames.until(lambda f: f["type"] == "result", 10)
+        assert [f["type"] for f in after][:2] == ["tool_use", "tool_result"]
+    finally:
+        proc.kill()
+        proc.wait()

@@ -86,6 +86,13 @@ async def run(opts: ClaudeAgentOptions, prompt: str = "add 2 and 3") -> tuple[li
     return messages, dict(before), dict(after)
 
 
+def uses(messages: list[Any]) -> list[ToolUseBlock]:
+    """The calls the app was shown, in order. A relayed call's id is the one its hooks,
+    `can_use_tool` and handler were told: the relay's (caliban names a call only once it has
+    returned, tools/uses.py), not the fake's script's."""
+    return [b for m in messages if isinstance(m, AssistantMessage) for b in m.content if isinstance(b, ToolUseBlock)]
+
+
 def results(messages: list[Any]) -> dict[str, ToolResultBlock]:
     return {b.tool_use_id: b for m in messages if isinstance(m, UserMessage) and isinstance(m.content, list)
             for b in m.content if isinstance(b, ToolResultBlock)}  # fmt: skip
@@ -96,7 +103,8 @@ async def test_an_sdk_tool_is_called_and_its_result_reaches_the_next_turn(tmp_pa
     opts = options(tmp_path, [ADD], {"calc": calc.server}, allowed_tools=["mcp__calc__add"])
     messages, before, after = await run(opts)
     assert calc.calls == [{"a": 2, "b": 3}]
-    block = results(messages)["toolu_add"]  # Claude Code's shape for an MCP tool: the blocks, no is_error
+    (add,) = uses(messages)
+    block = results(messages)[add.id]  # Claude Code's shape for an MCP tool: the blocks, no is_error
     assert (block.content, block.is_error) == ([{"type": "text", "text": "5"}], None)
     (user,) = [m for m in messages if isinstance(m, UserMessage)]
     assert user.tool_use_result == [{"type": "text", "text": "5"}]
@@ -121,7 +129,7 @@ async def test_an_sdk_tool_is_called_and_its_result_reaches_the_next_turn(tmp_pa
 async def test_an_is_error_result_and_a_thrown_handler_are_the_tools_error(tmp_path: Path, mode: str, text: str) -> None:
     calc = Calc(mode)
     messages, _, _ = await run(options(tmp_path, [ADD], {"calc": calc.server}, allowed_tools=["mcp__calc__add"]))
-    block = results(messages)["toolu_add"]  # as Claude Code's: the text, is_error; "Error: <text>"
+    block = results(messages)[uses(messages)[0].id]  # as Claude Code's: the text, is_error; "Error: <text>"
     assert (block.content, block.is_error) == (text, True)
     (user,) = [m for m in messages if isinstance(m, UserMessage)]
     assert user.tool_use_result == f"Error: {text}"
@@ -143,9 +151,10 @@ async def test_two_sdk_servers_and_an_external_one_at_once(tmp_path: Path) -> No
              {"tool": "mcp__ext__echo", "input": {"x": 1}, "id": "toolu_ext"}]  # fmt: skip
     opts = options(tmp_path, calls, servers, allowed_tools=["mcp__calc__add", "mcp__words", "mcp__ext__echo"])
     messages, before, _ = await run(opts)
-    got = {tid: block.content for tid, block in results(messages).items()}
-    assert got == {"toolu_add": [{"type": "text", "text": "5"}], "toolu_up": [{"type": "text", "text": "HI"}],
-                   "toolu_ext": [{"type": "text", "text": 'echo {"x": 1}'}]}  # fmt: skip
+    got = {use.name: results(messages)[use.id].content for use in uses(messages)}
+    assert got == {"mcp__calc__add": [{"type": "text", "text": "5"}], "mcp__words__upper": [{"type": "text", "text": "HI"}],
+                   "mcp__ext__echo": [{"type": "text", "text": 'echo {"x": 1}'}]}  # fmt: skip
+    assert uses(messages)[2].id == "toolu_ext"  # (an external server's call is caliban's, named by its id)
     assert [s["name"] for s in before["mcpServers"]] == ["calc", "words"]
 
 
@@ -153,7 +162,7 @@ async def test_without_allowed_tools_or_a_callback_the_call_is_denied_unasked(tm
     calc = Calc()
     messages, _, _ = await run(options(tmp_path, [ADD], {"calc": calc.server}))
     assert calc.calls == []  # the handler never ran
-    block = results(messages)["toolu_add"]
+    block = results(messages)[uses(messages)[0].id]
     assert (block.content, block.is_error) == (
         "Claude requested permissions to use mcp__calc__add, but you haven't granted it yet.", True)
 
@@ -167,11 +176,12 @@ async def test_can_use_tool_is_asked_first_with_the_calls_id_and_a_deny_never_ru
 
     calls = [ADD, {**ADD, "id": "toolu_add2", "input": {"a": 1, "b": 1}}]
     messages, _, _ = await run(options(tmp_path, calls, {"calc": calc.server}, can_use_tool=can_use_tool))
-    assert asked == [("mcp__calc__add", {"a": 2, "b": 3}, "toolu_add"), ("mcp__calc__add", {"a": 1, "b": 1}, "toolu_add2")]
-    assert calc.calls == [{"a": 2, "b": 3}]
+    first, second = uses(messages)  # asked with the ids the app is shown the calls by
+    assert asked == [("mcp__calc__add", {"a": 2, "b": 3}, first.id), ("mcp__calc__add", {"a": 1, "b": 1}, second.id)]
+    assert calc.calls == [{"a": 2, "b": 3}] and first.id != second.id
     got = results(messages)
-    assert got["toolu_add"].content == [{"type": "text", "text": "5"}]
-    assert (got["toolu_add2"].content, got["toolu_add2"].is_error) == ("not today", True)  # the app's message
+    assert got[first.id].content == [{"type": "text", "text": "5"}]
+    assert (got[second.id].content, got[second.id].is_error) == ("not today", True)  # the app's message
 
 
 async def test_a_pretooluse_hook_settles_the_call_before_the_handler(tmp_path: Path) -> None:
@@ -185,8 +195,9 @@ async def test_a_pretooluse_hook_settles_the_call_before_the_handler(tmp_path: P
     hooks = {"PreToolUse": [HookMatcher(matcher="mcp__calc__.*", hooks=[hook])]}
     opts = options(tmp_path, [ADD], {"calc": calc.server}, allowed_tools=["mcp__calc__add"], hooks=hooks)
     messages, _, _ = await run(opts)
-    assert seen == [("mcp__calc__add", "toolu_add")] and calc.calls == []
-    assert (results(messages)["toolu_add"].content, results(messages)["toolu_add"].is_error) == ("hook says no", True)
+    (add,) = uses(messages)
+    assert seen == [("mcp__calc__add", add.id)] and calc.calls == []
+    assert (results(messages)[add.id].content, results(messages)[add.id].is_error) == ("hook says no", True)
 
 
 async def test_a_deferring_hook_stops_the_run_with_the_call_pending(tmp_path: Path) -> None:
@@ -201,12 +212,12 @@ async def test_a_deferring_hook_stops_the_run_with_the_call_pending(tmp_path: Pa
     opts = options(tmp_path, [ADD], {"calc": calc.server}, allowed_tools=["mcp__calc__add"], hooks=hooks)
     messages, _, _ = await run(opts)
     assert calc.calls == [] and results(messages) == {}  # pending: no result
-    call = next(b for m in messages if isinstance(m, AssistantMessage) for b in m.content if isinstance(b, ToolUseBlock))
-    assert (call.id, call.name, call.input) == ("toolu_add", "mcp__calc__add", {"a": 2, "b": 3})
+    (call,) = uses(messages)
+    assert (call.name, call.input) == ("mcp__calc__add", {"a": 2, "b": 3})
     result = messages[-1]
     assert isinstance(result, ResultMessage) and (result.subtype, result.is_error, result.stop_reason) == (
         "success", False, "tool_deferred")  # fmt: skip
-    assert result.deferred_tool_use is not None and result.deferred_tool_use.id == "toolu_add"
+    assert result.deferred_tool_use is not None and result.deferred_tool_use.id == call.id
 
 
 async def test_a_forced_drive_backend_says_the_sdk_servers_are_not_reached(tmp_path: Path) -> None:

@@ -44,12 +44,20 @@ def tool_results(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             for b in m["message"]["content"] if b.get("type") == "tool_result"}  # fmt: skip
 
 
+def uses(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The calls the app was shown, in order: a relayed call by the relay's id, the one its
+    `canUseTool` and handler were told (caliban names a call only once it has returned)."""
+    return [b for m in of(events, "msg") if m["type"] == "assistant" for b in m["message"]["content"]
+            if b.get("type") == "tool_use"]  # fmt: skip
+
+
 def test_an_sdk_tool_is_called_and_mcp_server_status_lists_it(sdk: Path, tmp_path: Path) -> None:
     events = session(sdk, tmp_path, [ADD], {"options": {"allowedTools": ["mcp__calc__add"]}})
     (handler,) = of(events, "handler")
-    assert handler["args"] == {"a": 2, "b": 3} and handler["meta"]["claudecode/toolUseId"] == "toolu_add"
-    block = tool_results(events)["toolu_add"]  # as in sdk-mcp/sdk_mcp_tool: the blocks, no is_error key
-    assert block == {"tool_use_id": "toolu_add", "type": "tool_result", "content": [{"type": "text", "text": "5"}]}
+    (add,) = uses(events)
+    assert handler["args"] == {"a": 2, "b": 3} and handler["meta"]["claudecode/toolUseId"] == add["id"]
+    block = tool_results(events)[add["id"]]  # as in sdk-mcp/sdk_mcp_tool: the blocks, no is_error key
+    assert block == {"tool_use_id": add["id"], "type": "tool_result", "content": [{"type": "text", "text": "5"}]}
     init = next(m for m in of(events, "msg") if m["type"] == "system" and m["subtype"] == "init")
     assert init["mcp_servers"] == [{"name": "calc", "status": "connected", "source": "sdk"}]
     before, after = of(events, "status")
@@ -63,15 +71,17 @@ def test_an_sdk_tool_is_called_and_mcp_server_status_lists_it(sdk: Path, tmp_pat
 @pytest.mark.parametrize(("mode", "text"), [("is_error", "add refused: demo error"), ("throw", "add exploded")])
 def test_is_error_and_a_thrown_handler(sdk: Path, tmp_path: Path, mode: str, text: str) -> None:
     events = session(sdk, tmp_path, [ADD], {"mode": mode, "options": {"allowedTools": ["mcp__calc__add"]}})
-    block = tool_results(events)["toolu_add"]  # as in sdk-mcp/sdk_mcp_is_error_always_load, sdk_mcp_throw
-    assert list(block.items()) == [("type", "tool_result"), ("content", text), ("is_error", True), ("tool_use_id", "toolu_add")]
+    (add,) = uses(events)
+    block = tool_results(events)[add["id"]]  # as in sdk-mcp/sdk_mcp_is_error_always_load, sdk_mcp_throw
+    assert list(block.items()) == [("type", "tool_result"), ("content", text), ("is_error", True), ("tool_use_id", add["id"])]
     (user,) = [m for m in of(events, "msg") if m["type"] == "user"]
     assert user["tool_use_result"] == f"Error: {text}"
 
 
 def test_can_use_tool_is_asked_and_its_deny_never_runs_the_handler(sdk: Path, tmp_path: Path) -> None:
     calls = [ADD, {**ADD, "id": "toolu_add2", "input": {"a": 1, "b": 1}}]
-    events = session(sdk, tmp_path, calls, {"canUseTool": True, "deny": ["toolu_add2"]})
-    assert [(a["toolName"], a["toolUseID"]) for a in of(events, "asked")] == [("mcp__calc__add", "toolu_add"), ("mcp__calc__add", "toolu_add2")]
+    events = session(sdk, tmp_path, calls, {"canUseTool": True, "deny": [1]})
+    first, second = uses(events)
+    assert [(a["toolName"], a["toolUseID"]) for a in of(events, "asked")] == [("mcp__calc__add", first["id"]), ("mcp__calc__add", second["id"])]
     assert [h["args"] for h in of(events, "handler")] == [{"a": 2, "b": 3}]
-    assert tool_results(events)["toolu_add2"]["is_error"]
+    assert tool_results(events)[second["id"]]["is_error"]

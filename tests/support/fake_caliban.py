@@ -211,10 +211,12 @@ def mcp_run(args: dict[str, Any], script: dict[str, Any], session_id: str) -> in
         blocks: list[dict[str, Any]] = [{"text": "Calling.", "type": "text"}]
         for n, wanted in enumerate(script["mcp_calls"]):
             tid, tool, tool_input = wanted.get("id", f"toolu_{n:02d}"), wanted["tool"], wanted["input"]
-            emit(json.dumps({"type": "tool_use", "id": tid, "name": tool, "input": tool_input}))
             why = mcp.permitted(tool, args.get("--allow", []), args.get("--deny", []))
             is_error, content = (True, [{"text": f"Tool call denied: {why}", "type": "text"}]) if why else mcp.call(
                 servers, tool, tool_input)  # fmt: skip
+            # caliban's stream-json encoder writes a call's `tool_use` once the call has returned, with
+            # its `tool_result` (headless/encoder.rs `StreamJsonEncoder::tool_call`, at ToolCallEnd)
+            emit(json.dumps({"type": "tool_use", "id": tid, "name": tool, "input": tool_input}))
             emit(json.dumps({"type": "tool_result", "tool_use_id": tid, "is_error": is_error, "content": content}))
             blocks.append({"id": tid, "input": tool_input, "name": tool, "type": "tool_use"})
         text = script.get("text", "Done.")

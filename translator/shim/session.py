@@ -169,7 +169,7 @@ class ShimSession:
             self.tools = SdkServers(fresh, manifests, self.channel, self.settle, self.uses, warn)
             self.oneshot.tools = self.tools
             self.oneshot.conversation.sdk_servers = self.tools.init_entries
-            self.oneshot.conversation.on_tool_use = self.uses.saw
+            self.oneshot.conversation.on_tool_use = self.uses.named
         if self.tools is None:
             return
         self.tools.claim(self.plan.overlay.setdefault("mcp_servers", {}))  # (an external one may have come since)

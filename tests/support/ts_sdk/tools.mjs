@@ -2,7 +2,7 @@
 // tool() with a zod schema) against caliban-claude, for tests/test_shim_sdk_mcp_ts.py.
 // Usage: node tools.mjs SDK_ENTRY SPEC_JSON
 //   SPEC_JSON: {"prompt": text, "options": {...}, "mode": "ok" | "is_error" | "throw", "canUseTool": bool,
-//               "deny": [toolUseID...]}
+//               "deny": [n...] (the calls asked about, counted from 0, that are denied)}
 // stdout: one JSON object a line, {"kind": "msg" | "handler" | "asked" | "status" | "exception" | "done", "data": ...}
 const [entry, specText] = process.argv.slice(2);
 const { query, createSdkMcpServer, tool } = await import(entry);
@@ -22,9 +22,10 @@ const options = {
   stderr: (d) => emit('stderr', String(d)),
 };
 if (spec.canUseTool) {
+  let asked = 0;
   options.canUseTool = async (toolName, input, { toolUseID }) => {
     emit('asked', { toolName, input, toolUseID });
-    return (spec.deny ?? []).includes(toolUseID) ? { behavior: 'deny', message: 'not today' } : { behavior: 'allow', updatedInput: input };
+    return (spec.deny ?? []).includes(asked++) ? { behavior: 'deny', message: 'not today' } : { behavior: 'allow', updatedInput: input };
   };
 }
 let done;

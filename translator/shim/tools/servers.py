@@ -23,7 +23,6 @@ import struct
 import sys
 import tempfile
 import threading
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -38,7 +37,6 @@ from translator.shim.tools.uses import ToolUses
 Decide = Callable[[str, Any, str], tuple[bool, str]]  # (tool name, input, tool_use_id) → allow, reason
 RELAY_LINE = 64 << 20  # bytes of one of caliban's JSON-RPC lines to a relay (the app's stdin takes as many)
 _ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")')
-CLAIM_S = 2.0  # how long a call waits for caliban's `tool_use` line, to know its id
 ANNOTATIONS = {"readOnlyHint": "readOnly", "destructiveHint": "destructive", "idempotentHint": "idempotent",
                "openWorldHint": "openWorld"}  # fmt: skip
 
@@ -238,7 +236,7 @@ class SdkServers:
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         assert isinstance(params, dict)
         name, arguments = tool_name(server, str(params.get("name", ""))), params.get("arguments") or {}
-        tid = self.uses.claim(name, arguments, CLAIM_S) or f"toolu_{uuid.uuid4().hex[:24]}"
+        tid = self.uses.relayed(name, arguments)  # (caliban names its call only once it has returned: uses.py)
         allow, reason = self.decide(name, arguments, tid)
         if not allow:
             return _reply(msg.get("id"), {"content": [{"type": "text", "text": reason}], "isError": True})

@@ -1,36 +1,43 @@
-"""The tool calls caliban announced (its `tool_use` lines), for the relay to name a call by the
-model's `tool_use_id`: caliban's MCP client sends `tools/call` with the tool's name and input
-only, and the app's hooks, `can_use_tool` and handler (`_meta`) are told the id."""
+"""The relayed calls, for the frames to name each by the id its hooks, `can_use_tool` and
+handler (`_meta`) were told. caliban's MCP client sends `tools/call` with the tool's name and
+input only, and its stream-json encoder writes the call's `tool_use` line only once the call
+has returned (headless/encoder.rs, at ToolCallEnd): the relay cannot learn the model's id in
+time, so it gives each call an id of its own at once, and when caliban's line comes, the
+frames' id for it (caliban's, the provider's) is renamed to the relay's."""
 
 from __future__ import annotations
 
 import threading
-import time
+import uuid
 from typing import Any
+
+KEPT = 256  # relayed calls remembered until caliban's line names them (others' lines never do)
 
 
 class ToolUses:
     def __init__(self) -> None:
-        self._seen: list[tuple[str, str, Any]] = []  # (id, name, input), not yet claimed
-        self._changed = threading.Condition()
+        self._relayed: list[tuple[str, str, Any]] = []  # (the relay's id, name, input), not yet named by caliban
+        self._lock = threading.Lock()
 
-    def saw(self, tool_use_id: str, name: str, tool_input: Any) -> None:
-        with self._changed:
-            self._seen.append((tool_use_id, name, tool_input))
-            del self._seen[:-256]  # (the calls of other servers and tools are never claimed here)
-            self._changed.notify_all()
+    def clear(self) -> None:
+        """A new run: a call of the last that caliban never named (it was stopped) names none of this one's."""
+        with self._lock:
+            self._relayed.clear()
 
-    def claim(self, name: str, tool_input: Any, wait: float) -> str | None:
-        """The id of the oldest unclaimed call of `name` with this input, waiting up to `wait`
-        seconds for caliban's line (it may reach the shim after the call)."""
-        deadline = time.monotonic() + wait
-        with self._changed:
-            while True:
-                for n, (tid, seen_name, seen_input) in enumerate(self._seen):
-                    if seen_name == name and seen_input == tool_input:
-                        del self._seen[n]
-                        return tid
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self._changed.wait(left)
+    def relayed(self, name: str, tool_input: Any) -> str:
+        """A call reached the relay: its id, made now."""
+        tid = f"toolu_{uuid.uuid4().hex[:24]}"
+        with self._lock:
+            self._relayed.append((tid, name, tool_input))
+            del self._relayed[:-KEPT]
+        return tid
+
+    def named(self, name: str, tool_input: Any) -> str | None:
+        """caliban's `tool_use` line for a call of `name` with this input: the id the relay gave
+        the oldest such call it relayed (None: not one of the relay's)."""
+        with self._lock:
+            for n, (tid, relayed_name, relayed_input) in enumerate(self._relayed):
+                if relayed_name == name and relayed_input == tool_input:
+                    del self._relayed[n]
+                    return tid
+        return None

@@ -43,6 +43,7 @@ class OneshotBackend:
         argv = run_argv(self.binary, self.plan, self._model(), conv.mode, self.session.args())
         if self.tools is not None:  # (their tools by name: known once their manifests are)
             argv[1:1] = self.tools.allows()
+            self.tools.uses.clear()
         run = CalibanRun(self.session.argfiles.fit(argv))
         self.current = run
         try:

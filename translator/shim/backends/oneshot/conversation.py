@@ -44,7 +44,10 @@ class Conversation:
         self._line: list[bytes] = []  # the start of a line of caliban's not ended yet
         self._held = 0  # its size; -1: the rest of it is not kept
         self._head = b""  # its first bytes, up to WATCHED
-        self.on_tool_use: Callable[[str, str, Any], None] | None = None  # each tool call caliban announces
+        # Each tool call caliban announces (name, input): the id the frames give it instead of
+        # caliban's, when the relay named it first (tools/uses.py); None: caliban's.
+        self.on_tool_use: Callable[[str, Any], str | None] | None = None
+        self._renamed: dict[bytes, bytes] = {}  # caliban's id → the relay's, both as JSON strings
         self.deferred: dict[str, Any] | None = None  # the call a PreToolUse hook deferred: {id, name, input}
         self._deferred_shown = False
         self.sdk_servers: Callable[[], list[dict[str, Any]]] | None = None  # the app's, in the init frame
@@ -54,6 +57,7 @@ class Conversation:
         self.run_result = None
         self.deferred = None
         self._deferred_shown = False  # its call went out in an assistant frame
+        self._renamed.clear()
 
     def caliban_output(self, chunk: bytes) -> list[bytes]:
         """A chunk of caliban's stdout (split anywhere) → the Claude Code frames it completed."""
@@ -84,7 +88,9 @@ class Conversation:
             elif isinstance(frame, dict) and frame.get("type") == "result":
                 self.run_result = frame
             elif isinstance(frame, dict) and frame.get("type") == "tool_use" and self.on_tool_use is not None:
-                self.on_tool_use(str(frame.get("id", "")), str(frame.get("name", "")), frame.get("input"))
+                relayed = self.on_tool_use(str(frame.get("name", "")), frame.get("input"))
+                if relayed is not None:
+                    self._renamed[orjson.dumps(str(frame.get("id", "")))] = orjson.dumps(relayed)
         if start < len(chunk):
             self._hold(chunk[start:])
 
@@ -124,6 +130,8 @@ class Conversation:
         return self.translation.take_diagnostics()
 
     def _complete(self, frames: list[bytes]) -> list[bytes]:
+        for caliban_id, relayed in self._renamed.items():  # (ids are the provider's random tokens)
+            frames = [f.replace(caliban_id, relayed) if caliban_id in f else f for f in frames]
         if self.deferred is not None:  # (the deferred call stays pending: caliban's denied result is not shown)
             pending = orjson.dumps(self.deferred["id"])
             frames = [f for f in frames if not (f.startswith(b'{"type":"user"') and pending in f)]
