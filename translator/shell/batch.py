@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
@@ -41,24 +41,35 @@ def plan(names: list[str], lister: Any, out_dir: str | None, template: Job,
          url: Callable[[str], str] = lambda p: p) -> list[Job]:
     """One job per selected input (raises SelectionError); `url` turns a store path into what
     the store opens."""
+    return list(planned(names, lister, out_dir, template, url))
+
+
+def planned(names: list[str], lister: Any, out_dir: str | None, template: Job,
+            url: Callable[[str], str] = lambda p: p) -> Iterator[Job]:
+    """plan()'s jobs, each made as it is taken (the listing raises SelectionError first): a
+    rerun holds a job only for a file to do, not one per file (~0.5 KB each)."""
     picked: list[Input] = select(names, lister)
     check_distinct(picked, template.format)
     if not picked:
         stderr([f"translator: warning: no *.ndjson or *.jsonl files (optionally .gz) under {' '.join(names)}"])
-    return [
-        replace(template, source=url(item.path), relative=item.relative, size=item.size, mtime=item.mtime,
-                target=None if out_dir is None else f"{out_dir.rstrip('/')}/{target_name(item.relative, template.format)}")
-        for item in picked
-    ]
+    out = None if out_dir is None else out_dir.rstrip("/")
+
+    def jobs() -> Iterator[Job]:
+        for item in picked:
+            yield replace(template, source=url(item.path), relative=item.relative, size=item.size, mtime=item.mtime,
+                          target=None if out is None else f"{out}/{target_name(item.relative, template.format)}")
+
+    return jobs()
 
 
-def up_to_date(jobs: list[Job], records: Ledger | None) -> tuple[list[Job], list[Done]]:
+def up_to_date(jobs: Iterable[Job], records: Ledger | None, done: Outcomes | None = None) -> tuple[list[Job], list[Done]]:
     """The jobs to do, and the files the output directory's records find up to date (done
-    here: no worker reads anything for them; their rows stay in their records). An output that is
-    another log's (a same-named log under another root, by an earlier run) is never replaced:
-    a SelectionError (73) before anything is written, even with --force."""
+    here: no worker reads anything for them; their rows stay in their records), or, given
+    `done`, counted there as they are found (none held). An output that is another log's (a
+    same-named log under another root, by an earlier run) is never replaced: a SelectionError
+    (73) before anything is written, even with --force."""
     if records is None:
-        return jobs, []
+        return list(jobs), []
     todo, skipped = [], []
     clashes = []
     for job in jobs:
@@ -72,7 +83,11 @@ def up_to_date(jobs: list[Job], records: Ledger | None) -> tuple[list[Job], list
         if job.force or not records.recorded(relative, job.target, job.key):
             todo.append(job)
         else:
-            skipped.append(Done(job.relative, job.size, skipped=True, source=source, tabled=records.in_table(relative)))
+            file = Done(job.relative, job.size, skipped=True, source=source, tabled=records.in_table(relative))
+            if done is None:
+                skipped.append(file)
+            else:
+                done.add(file)
     if clashes:
         more = f" (and {len(clashes) - 1} more)" if len(clashes) > 1 else ""
         raise SelectionError(f"--out-dir: {clashes[0]}: not overwritten{more}; give these logs another --out-dir", EX_CANTCREAT)
@@ -174,16 +189,14 @@ def drawn() -> bool:
 def run(names: list[str], out_dir: str | None, workers: int, template: Job, results_table: str | None = None,
         task_timeout: float = TASK_TIMEOUT) -> int:
     """Translate every local file under `names` as `template` says; the exit status."""
+    done = Outcomes(table=results_table is not None)
     try:
         records = None if out_dir is None else prepare_out_dir(out_dir, results_table)
-        todo, skipped = up_to_date(plan(names, LocalStore(), out_dir, template), records)
+        todo, _ = up_to_date(planned(names, LocalStore(), out_dir, template), records, done)
     except SelectionError as exc:
+        done.close()
         stderr([f"translator: {exc}"])
         return exc.status
-    done = Outcomes(table=results_table is not None)
-    for file in skipped:
-        done.add(file)
-    del skipped
     started = time.monotonic()
     came: list[int] = []
     try:
@@ -196,6 +209,7 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job, resu
             raise
         stderr([f"translator: cannot start the worker processes: {exc.strerror}"])
         return EX_OSERR
+    del todo  # the jobs are done: not held while the table is written
     if interrupted and out_dir is not None:  # the ended workers' temporaries
         sweep_temporaries(out_dir)
     return finish(done, time.monotonic() - started, results_table, interrupted, came[0] if came else signal.SIGINT,

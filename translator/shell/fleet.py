@@ -204,7 +204,7 @@ class FsspecStore:
 
 
 def plan(names: list[str], out_dir: str | None, template: Job, timeout: float = TIMEOUT,
-         results_table: str | None = None) -> tuple[list[Job], Store, Ledger | None]:
+         results_table: str | None = None) -> tuple[Iterator[Job], Store, Ledger | None]:
     """The jobs, the store that reads and writes them, and what the output's records say. The
     local folders a worker writes (--out-dir, --transcripts) are named absolute: a cluster's
     workers write them from their own working directory (a relative --out-dir put every output
@@ -231,7 +231,7 @@ def plan(names: list[str], out_dir: str | None, template: Job, timeout: float = 
     if out_dir is not None:
         records = batch.prepare_out_dir(out_dir, results_table) if "://" not in out_dir \
             else _records(out_dir, timeout, results_table)
-    return batch.plan(names, lister, out_dir, template, url), store, records
+    return batch.planned(names, lister, out_dir, template, url), store, records
 
 
 def _records(out_dir: str, timeout: float, results_table: str | None = None) -> Ledger:
@@ -278,8 +278,10 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
     started = time.monotonic()
     with batch.stopping(came):
         try:
+            done = Outcomes(table=results_table is not None)
             jobs, store, records = plan(names, out_dir, template, timeout, results_table)
-            todo, skipped = batch.up_to_date(jobs, records)
+            todo, _ = batch.up_to_date(jobs, records, done)
+            del jobs
             if cluster is not None:
                 need("distributed")
         except KeyboardInterrupt:  # listing: nothing done yet
@@ -294,11 +296,8 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
             stderr([f"translator: {' '.join(names)}: {exc.strerror or exc}"])
             return EX_IOERR
         try:
-            done = Outcomes(table=results_table is not None)
-            for file in skipped:
-                done.add(file)
-            del skipped
             interrupted = _translate(todo, store, cluster, workers, records, came, task_timeout, done)
+            del todo  # done: not held while the table is written
         except Unreachable as exc:
             done.close()
             stderr([f"translator: {exc}"])

@@ -92,10 +92,10 @@ def out_dir(names: list[str], out_dir: str | None, workers: int, template: Job,
     """`--out-dir`/`--results-table`: translate everything under `names` as `template` says;
     the exit status."""
     if results_table is not None:
-        from translator.extras import MissingExtra, need
+        from translator.extras import MissingExtra, available
 
         try:
-            need("pyarrow")
+            available("pyarrow")
         except MissingExtra as exc:
             stderr([f"translator: --results-table: {exc}"])
             return exc.status

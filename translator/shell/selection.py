@@ -30,7 +30,7 @@ class SelectionError(Exception):
         self.status = status
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # (slots: a listing holds one a file, ~0.1 KB less each)
 class Found:
     path: str  # the store's own path (absolute, no protocol)
     size: int
@@ -39,7 +39,7 @@ class Found:
     link: bool = False  # found through a symbolic link
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Input:
     path: str
     relative: str
