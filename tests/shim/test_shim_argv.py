@@ -116,8 +116,10 @@ def test_mapping(
 
 
 def test_every_flag_the_shim_knows_is_mapped_or_warned() -> None:
+    from translator.shim.restricting import REFUSED  # (the run refused: test_shim_flags)
+
     known = {CANONICAL.get(flag, flag) for flag in VALUE_FLAGS | BOOL_FLAGS}  # (one spelling each)
-    assert known == MAPPED | set(IGNORED) | {"--permission-prompt-tool"}
+    assert known == MAPPED | set(IGNORED) | set(REFUSED) | {"--permission-prompt-tool"}
     for flag in [*IGNORED, "--permission-prompt-tool"]:
         given = [flag, "x"] if flag in VALUE_FLAGS else [flag]
         assert any(flag in w or "can_use_tool" in w for w in plan(parse(given)).warnings), flag

@@ -25,6 +25,8 @@ VALUE_FLAGS = frozenset(
         "--thinking-display", "--max-thinking-tokens", "--effort", "--json-schema", "--agents",
         "--agent", "--append-system-prompt-file", "--debug-file", "--managed-settings", "--initialize-fields",
         "--permission-prompts", "--channels", "--project-config-root", "--plugin-dir-no-mcp",
+        "--name", "--autocompact", "--system-prompt-snapshot", "--file", "--plugin-url", "--environment",
+        "--remote-control-session-name-prefix",
     }
 )  # fmt: skip
 # Flags that may be given more than once (every value kept).
@@ -36,12 +38,16 @@ BOOL_FLAGS = frozenset(
         "--strict-mcp-config", "--fork-session", "--session-mirror", "--replay-user-messages",
         "--debug-to-stderr", "--print", "--debug", "--dangerously-skip-permissions",
         "--allow-dangerously-skip-permissions", "--no-session-persistence", "--await-initialize",
-        "--managed-settings-in-initialize",
+        "--managed-settings-in-initialize", "--bare", "--restricted", "--safe-mode", "--disable-slash-commands",
+        "--exclude-dynamic-system-prompt-sections", "--brief", "--forward-subagent-text", "--prompt-suggestions",
+        # Claude Code's interactive and cloud features (some take an optional value: `--flag=value`)
+        "--chrome", "--no-chrome", "--ide", "--ax-screen-reader", "--background", "--desktop", "--tmux",
+        "--worktree", "--teleport", "--remote-control", "--cloud", "--from-pr",
     }
 )  # fmt: skip
-SHORT = {"-p": "--print", "-c": "--continue", "-r": "--resume", "-d": "--debug"}
+SHORT = {"-p": "--print", "-c": "--continue", "-r": "--resume", "-d": "--debug", "-n": "--name", "-w": "--worktree"}
 # Spellings Claude Code accepts for the same option.
-CANONICAL = {"--allowed-tools": "--allowedTools", "--disallowed-tools": "--disallowedTools"}
+CANONICAL = {"--allowed-tools": "--allowedTools", "--disallowed-tools": "--disallowedTools", "--bg": "--background"}
 
 
 @dataclass

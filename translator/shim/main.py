@@ -14,7 +14,7 @@ from translator import stdio, telemetry
 from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text
 from translator.exits import EX_USAGE
-from translator.shim import printing, sessions
+from translator.shim import printing, restricting, sessions
 from translator.shim.flags import parse
 from translator.shim.mapping import plan
 from translator.shim.permissions.policy import Policy
@@ -72,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     if (cannot := unrunnable(os.environ.get("CALIBAN_BIN") or "")) is not None:
         say(f"{cannot}; every message will get an error result")
     p = plan(args, keep_system_prompt=os.environ.get("CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT") == "1")
+    flagged = restricting.refusal(args, p.permission_mode, os.geteuid() == 0, os.environ.get("IS_SANDBOX"))
+    if flagged is not None:
+        line, claudes = flagged
+        _stderr([line])  # (the CLI's own line: its status; ours: a usage error)
+        return 1 if claudes else EX_USAGE
     if text_input and len(args.positional) > 1:
         p.warnings.append(f"arguments after the prompt ignored: {' '.join(map(repr, args.positional[1:]))}")
     session = sessions.Session(args, p.warnings)

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from translator.shim.flags import ClaudeArgs
+from translator.shim.restricting import OWN_SETTINGS, RESTRICTED_TOOLS, restricting
 
 # Claude Code's model aliases; caliban has none. CALIBAN_CLAUDE_MODELS (a JSON object) adds
 # or replaces entries, e.g. {"sonnet": "openai/gpt-5"}. "default" drops --model.
@@ -64,6 +65,16 @@ IGNORED = {
     "--permission-prompts": "caliban -p asks no permission prompts",
     "--channels": "caliban has no channels",
     "--project-config-root": "caliban finds its own project configuration",
+    "--name": "caliban-claude keeps no session titles",
+    "--autocompact": "caliban compacts by its own window",
+    "--system-prompt-snapshot": "caliban composes its system prompt itself",
+    "--exclude-dynamic-system-prompt-sections": "caliban composes its system prompt itself",
+    "--brief": "caliban has no SendUserMessage tool",
+    "--forward-subagent-text": "caliban reports no sub-agent turns",
+    "--prompt-suggestions": "caliban makes no prompt suggestions",
+    "--file": "caliban-claude downloads no files",
+    "--plugin-url": "caliban loads its own plugins",
+    **dict.fromkeys(("--chrome", "--no-chrome", "--ide", "--ax-screen-reader"), "a feature of Claude Code's terminal UI"),
 }
 # Flags the shim maps (onto caliban's command line, the session, or its own behaviour).
 MAPPED = frozenset(
@@ -75,6 +86,7 @@ MAPPED = frozenset(
         "--model", "--fallback-model", "--permission-mode", "--dangerously-skip-permissions",
         "--allow-dangerously-skip-permissions", "--replay-user-messages", "--resume",
         "--session-id", "--continue", "--fork-session", "--no-session-persistence",
+        "--bare", "--restricted", "--safe-mode", "--disable-slash-commands",
         # initialize is read before any run whatever these say: they need nothing more
         "--await-initialize", "--initialize-fields", "--managed-settings-in-initialize",
     }
@@ -282,11 +294,14 @@ def plan(args: ClaudeArgs, keep_system_prompt: bool = False) -> Plan:
     if p.prefix:
         p.warnings.append("--append-system-prompt: caliban has no appended system prompt; it goes before the first message")
     tools = args.get("--tools")
+    wanted = {TOOL_NAMES.get(t, t) for t in split_rules(tools or "")}
     if tools == "":
         static.append("--no-tools")
     elif tools is not None and tools != "default":
-        wanted = {TOOL_NAMES.get(t, t) for t in split_rules(tools)}
         static += [a for t in CALIBAN_TOOLS if t not in wanted for a in ("--deny", t)]
+    elif "--restricted" in args.flags:
+        static += [a for t in RESTRICTED_TOOLS if t not in wanted for a in ("--deny", t)]
+    restricting(args, static, p.warnings)
     for rule in split_rules(args.get("--allowedTools") or ""):
         static += ["--allow", convert_rule(rule)]
     for rule in split_rules(args.get("--disallowedTools") or ""):
@@ -295,7 +310,9 @@ def plan(args: ClaudeArgs, keep_system_prompt: bool = False) -> Plan:
         if args.get(flag) is not None:
             static += [flag, args.values[flag]]
     p.json_schema = args.get("--json-schema")
-    if args.get("--setting-sources"):
+    if args.has("--restricted") or args.has("--safe-mode"):
+        static += ["--setting-sources", OWN_SETTINGS]
+    elif args.get("--setting-sources"):
         static += ["--setting-sources", args.values["--setting-sources"]]
     p.partial = "--include-partial-messages" in args.flags
     if p.partial:

@@ -31,6 +31,7 @@ from translator.shim.permissions.hooks import Hooks
 from translator.shim.permissions.policy import Policy
 from translator.shim.protocol import frames, initialize
 from translator.shim.protocol.channel import Channel, Inbound
+from translator.shim.restricting import bypass_refused
 from translator.shim.say import PROG, say, warn
 from translator.shim.tools.servers import SdkServers
 from translator.shim.tools.uses import ToolUses
@@ -140,6 +141,11 @@ class ShimSession:
             mode = request.get("mode")
             if not isinstance(mode, str) or mode not in PERMISSION_MODES:
                 send(frames.error(rid, f"caliban shim: unknown permission mode {mode!r}"))
+                return
+            refused = bypass_refused(mode, "--restrict-paths" in self.plan.static, os.geteuid() == 0,
+                                     os.environ.get("IS_SANDBOX"))  # fmt: skip
+            if refused is not None:  # as the CLI, later as at the start
+                send(frames.error(rid, refused))
                 return
             self.mode = str(mode)
             send(frames.success(rid, {"mode": self.mode}), frames.status(self.mode, self.files.id))
