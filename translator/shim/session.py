@@ -36,6 +36,12 @@ from translator.shim.say import PROG, say, warn
 from translator.shim.tools.servers import SdkServers
 from translator.shim.tools.uses import ToolUses
 
+# caliban's drive surface takes each prompt as text and keeps its sessions in memory: a
+# conversation's history cannot reach it (caliban-drive-surface.md, "What the surface does not carry").
+DRIVE_NO_HISTORY = ("resume/continue/fork on caliban mcp serve (for can_use_tool and hooks): the conversation's "
+                    "earlier messages do not reach caliban, which starts this one without them (its drive surface "
+                    "takes a prompt as text only); caliban -p carries them: CALIBAN_CLAUDE_BACKEND=print, where "
+                    "can_use_tool and hooks are not called")  # fmt: skip
 RELAYED_HOOKS = "SDK hook callbacks: caliban -p calls PreToolUse for the app's own MCP tools only (relayed); no other"
 NO_DRIVE_FOR_TOOLS = ("the app's SDK MCP servers need caliban -p (caliban mcp serve loads no MCP servers): can_use_tool "
                       "and PreToolUse hooks are asked for the app's own tools; caliban's own tools are settled by its "
@@ -223,6 +229,8 @@ class ShimSession:
             warn(f"caliban mcp serve is not available ({why}); permission callbacks and hooks fall back to caliban -p")
             return False
         self.drive = self.backend = drive
+        if not self.files.new:
+            warn(DRIVE_NO_HISTORY)
         return True
 
     # ------------------------------------------------------------------ messages
