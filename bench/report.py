@@ -2,7 +2,7 @@
 
     python bench/report.py [--rows 1000000] [--days 90] [--keep DIR]
 
-The table is drawn with a fixed seed in the results table's own schema (translator.table.parquet):
+The table is drawn with a fixed seed in the results table's own schema (translator.table.parquet), as a Delta table:
 a fleet of sessions of ~6.5 runs each over `--days` days, eight models with their own costs,
 ~4% failed runs (three provider errors behind most of them, as a real fleet's are), one
 partition a day. Then the installed `translator report` over it, in each format and with an
@@ -34,13 +34,15 @@ DAY_MS = 86_400_000
 START_MS = 1_756_684_800_000  # 2025-09-01
 
 
-def synthetic(path: Path, rows: int, days: int, seed: int = 31) -> None:
-    """`rows` runs in the results table's layout at `path` (a partition a day)."""
+def synthetic(path: Path, rows: int, days: int, seed: int = 31, legacy: bool = False) -> None:
+    """`rows` runs as the results table holds them at `path`: a Delta table partitioned by day, one
+    commit (`legacy`: the writer before's Parquet dataset, `date=.../part-0.parquet`)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
+    from deltalake import write_deltalake
 
-    from translator.table.parquet import PART, ROW_GROUP, schema
+    from translator.table.parquet import schema
 
     rng = np.random.default_rng(seed)
     day = np.sort(rng.integers(0, days, rows))
@@ -73,11 +75,15 @@ def synthetic(path: Path, rows: int, days: int, seed: int = 31) -> None:
         "last_ts": pa.array(first + duration, pa.timestamp("ms", tz="UTC")),
         "log_mtime": pa.array(first + duration, pa.timestamp("ms", tz="UTC")),
     }, schema=schema().remove(len(schema()) - 1))
+    dates = [time.strftime("%Y-%m-%d", time.gmtime((START_MS + d * DAY_MS) / 1000)) for d in range(days)]
+    if not legacy:
+        write_deltalake(str(path), table.append_column("date", pa.array(dates).take(pa.array(day))), partition_by=["date"])
+        return
     bounds = np.searchsorted(day, np.arange(days + 1))
     for d in range(days):
-        folder = path / f"date={time.strftime('%Y-%m-%d', time.gmtime((START_MS + d * DAY_MS) / 1000))}"
+        folder = path / f"date={dates[d]}"
         folder.mkdir(parents=True, exist_ok=True)
-        pq.write_table(table.slice(bounds[d], bounds[d + 1] - bounds[d]), folder / PART, row_group_size=ROW_GROUP)
+        pq.write_table(table.slice(bounds[d], bounds[d + 1] - bounds[d]), folder / "part-0.parquet", row_group_size=131_072)
 
 
 def measured(args: list[str]) -> tuple[float, float, str]:

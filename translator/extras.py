@@ -11,6 +11,7 @@ from translator.exits import EX_UNAVAILABLE
 
 EXTRA = {  # module -> the extra that brings it
     "pyarrow": "table",
+    "deltalake": "table",
     "fsspec": "fleet",
     "dask": "fleet",
     "distributed": "fleet",
@@ -20,6 +21,9 @@ EXTRA = {  # module -> the extra that brings it
     "matplotlib": "report",
     "duckdb": "report",
 }
+
+
+SCARCE = "failed to map segment from shared object"  # the dynamic loader's words when mmap fails
 
 
 class MissingExtra(Exception):
@@ -34,6 +38,8 @@ def need(module: str, extra: str | None = None) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
+        if SCARCE in str(exc):  # installed, but its library could not be mapped: no memory (ulimit -v)
+            raise MemoryError(f"{module} could not be loaded ({SCARCE})") from exc
         extra = extra or EXTRA.get(module.split(".")[0], "fleet")
         raise MissingExtra(f"{module} is not installed: {install(extra)}") from exc
 

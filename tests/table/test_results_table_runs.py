@@ -1,20 +1,17 @@
 """A results table holds what it was told: runs over other logs accumulate, a rerun of the same
-logs replaces their rows (wherever they were) and doubles nothing, two writers at once take
-turns and both are kept; a session id is the log's own (of its full path), and an output of
+logs replaces their rows (wherever they were) and doubles nothing (two writers at once:
+test_delta_table.py); a session id is the log's own (of its full path), and an output of
 one log is never silently replaced by another's."""
 
 from __future__ import annotations
 
-import fcntl
 import os
-import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support_fixtures import FIXTURES
-from support_processes import TRANSLATOR, run
+from support_processes import run
 
 from translator.shell.replay import session_id
 
@@ -34,12 +31,15 @@ def host(root: Path, logs: int, runs: int = 2, day: int = DAY) -> Path:
 
 
 def rows(table: Path) -> list[dict[str, Any]]:
-    """Every row as DuckDB reads the table, in (source, run_index) order."""
+    """Every row of the table's current version as DuckDB reads it (over its Arrow dataset, as
+    docs/fleet.md has it), in (source, run_index) order."""
     import duckdb
+    from deltalake import DeltaTable
 
+    runs = DeltaTable(str(table)).to_pyarrow_dataset()
     db = duckdb.connect()
-    found = db.execute(f"select * from read_parquet('{table}/**/*.parquet', hive_partitioning = true) "
-                       "order by source, run_index").fetchall()
+    db.register("runs", runs)
+    found = db.execute("select * from runs order by source, run_index").fetchall()
     names = [d[0] for d in db.description]
     return [dict(zip(names, r, strict=True)) for r in found]
 
@@ -81,36 +81,14 @@ def test_runs_over_two_folders_accumulate_and_a_rerun_replaces_only_its_own(tmp_
     changed.write_bytes(RUN)  # the same log moved back a day: its 2025-12-01 partition is left empty
     os.utime(changed, (DAY, DAY))
     assert run("--results-table", str(table), str(x), timeout=120).returncode == 0
-    assert sorted(p.name for p in table.iterdir() if not p.name.startswith(".")) == ["date=2025-11-30", "date=2025-12-02"]
+    from deltalake import DeltaTable
+
+    days = {str(d["date"]) for d in DeltaTable(str(table)).partitions()}
+    assert days == {"2025-11-30", "2025-12-02"}
 
 
 def keys_of(found: list[dict[str, Any]]) -> list[tuple[str, int, str]]:
     return [(r["source"], r["run_index"], str(r["date"])) for r in found]
-
-
-def test_two_writers_at_once_take_turns_and_both_are_kept(tmp_path: Path) -> None:
-    x, y, table = host(tmp_path / "x", 10), host(tmp_path / "y", 10), tmp_path / "table"
-    table.mkdir()
-    with open(table / ".translator.lock", "a+") as lock:  # a writer holds the table
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        writers = [subprocess.Popen([TRANSLATOR, "--results-table", str(table), str(h)], stdin=subprocess.DEVNULL,
-                                    stderr=subprocess.PIPE) for h in (x, y)]
-        deadline = time.monotonic() + 120
-        waiting = []
-        for w in writers:  # each says it waits, in one line, and writes nothing meanwhile
-            assert w.stderr is not None
-            line = w.stderr.readline()
-            while line.startswith(b"translator: 10 translated"):
-                line = w.stderr.readline()
-            waiting.append(line)
-            assert time.monotonic() < deadline
-        assert waiting == [f"translator: --results-table {table}: waiting for another writer (a process)\n".encode()] * 2
-        assert not list(table.glob("date=*")) and all(w.poll() is None for w in writers)
-    for w in writers:
-        _, err = w.communicate(timeout=120)
-        assert w.returncode == 0, err
-    found = rows(table)
-    assert len(found) == 40 and {r["source"].split("/")[-3] for r in found} == {"x", "y"}
 
 
 def test_an_output_of_another_log_is_never_replaced(tmp_path: Path) -> None:

@@ -270,12 +270,33 @@ def run() -> NoReturn:
         status = main()
     except KeyboardInterrupt:
         status = 128 + signal.SIGINT
+    except MemoryError as exc:
+        status = out_of_memory(exc)
     except Exception as exc:
         if os.environ.get("TRANSLATOR_TRACEBACK"):
             raise
         _stderr([f"translator: internal error: {type(exc).__name__}: {exc} (TRANSLATOR_TRACEBACK=1 shows where)"])
         status = EX_SOFTWARE
+    except BaseException as exc:  # (a Rust panic is no Exception: pyo3's PanicException)
+        if not _scarce(exc):
+            raise
+        status = out_of_memory(exc)
     leave(status)
+
+
+def _scarce(exc: BaseException) -> bool:
+    """Whether a library's failure is the system's refusal of memory or threads: a Rust panic
+    (delta-rs: pyo3's PanicException) that could not spawn a thread or allocate."""
+    text = str(exc)
+    return type(exc).__name__ == "PanicException" and any(
+        w in text for w in ("can't spawn", "Resource temporarily unavailable", "allocat", "os error 12"))
+
+
+def out_of_memory(exc: BaseException) -> int:
+    """The one line of a process the system refused memory (ulimit -v, a container's limit): 71."""
+    why = str(exc).splitlines()[0] if str(exc) else "no memory"
+    _stderr([f"translator: out of memory: {why}; give it more memory (ulimit -v, the container's limit)"])
+    return EX_OSERR
 
 
 def leave(status: int) -> NoReturn:

@@ -29,7 +29,7 @@ examples:
     caliban-worker ... | translator --format claude-code | my-claude-code-consumer
   keep bad input for later, stop at the first bad line:
     translator --reject-file rejects.ndjson --on-invalid fail < events.ndjson
-  every run's result as a Parquet row, then a summary of cost and failures:
+  every run's result as a row of a Delta Lake table, then a summary of cost and failures:
     translator --results-table results/ logs/ && translator report results/
 
 exit status: 0 ok; 64 usage; 65 bad input under --on-invalid fail, or broken compressed
@@ -205,8 +205,8 @@ def build_parser() -> Parser:
     fleet.add_argument(
         "--results-table",
         metavar="PATH",
-        help="batch replay: also write every run's result as a row of a Parquet dataset at PATH "
-        "(partitioned by date; works without --out-dir)",
+        help="batch replay: also write every run's result as a row of a Delta Lake table at PATH "
+        "(one commit a batch, partitioned by date; works without --out-dir)",
     )
     fleet.add_argument(
         "--cluster",

@@ -39,8 +39,8 @@ def _why(exc: OSError | ValueError) -> str:
 
 
 def build_parser() -> Parser:
-    parser = Parser(prog="translator report", description="Summarize a --results-table dataset.")
-    parser.add_argument("results", metavar="RESULTS", help="the dataset's directory or URL")
+    parser = Parser(prog="translator report", description="Summarize a --results-table table.")
+    parser.add_argument("results", metavar="RESULTS", help="the table's directory or URL")
     parser.add_argument("--since", metavar="DAY", type=_day, help="only the runs of DAY (YYYY-MM-DD, UTC) and after")
     parser.add_argument("--until", metavar="DAY", type=_day, help="only the runs of DAY (YYYY-MM-DD, UTC) and before")
     parser.add_argument("--model", metavar="MODEL", help="only the runs whose (first) model is MODEL")

@@ -121,7 +121,7 @@ def tabled(folder: str, results_table: str | None, timeout: float = TIMEOUT) -> 
     (no table this run), what its mark says, or True (a table, nothing known of it)."""
     if results_table is None:
         return False
-    from translator.table import parquet as table
+    from translator.table import delta as table
 
     name = table_name(results_table)
     try:
@@ -140,7 +140,7 @@ def tabled(folder: str, results_table: str | None, timeout: float = TIMEOUT) -> 
 def _mark(records: Ledger, results_table: str, timeout: float) -> None:
     """The table's mark, once it is written: the rows of this run's records and of every record
     before it are there (not written, its next run writes them again: no harm)."""
-    from translator.table import parquet as table
+    from translator.table import delta as table
 
     name = table_name(results_table)
     with suppress(OSError):
@@ -246,7 +246,7 @@ def finish(done: Outcomes, elapsed: float, results_table: str | None, interrupte
         status = summary(done, elapsed, interrupted, signum)
         if results_table is None or interrupted:
             return status
-        from translator.table import parquet as table
+        from translator.table import delta as table
 
         try:
             if records is not None and done.up_to_date:
@@ -263,6 +263,9 @@ def finish(done: Outcomes, elapsed: float, results_table: str | None, interrupte
         except OSError as exc:
             stderr([f"translator: --results-table {results_table}: {exc.strerror or exc}"])
             return EX_IOERR
+        except table.TableError as exc:
+            stderr([f"translator: --results-table {results_table}: {exc}"])
+            return EX_DATAERR
         return status
     finally:
         done.close()

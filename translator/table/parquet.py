@@ -1,44 +1,25 @@
-"""`--results-table PATH`: every run's result as a row of a Parquet dataset (pyarrow).
+"""The results table's rows (the pass that translates notes them: rows.py): its columns, the
+check a recorded row is held to, and the staging of a batch's new rows on their way to the
+table (delta.py writes them).
 
-The rows come from the pass that translates (rows.py); this only writes them. The dataset
-is hive-partitioned by the log's day (`date=YYYY-MM-DD/part-0.parquet`: the first recorded
-event's UTC day, else the file's modification day), so DuckDB, pandas or Spark read it as one
-table and prune by date. A row is keyed by its log (the full path or URL) and its run index:
-a write replaces every row of the logs it translated, wherever they were, and keeps every
-other row, so runs over other logs accumulate and a rerun of the same logs doubles nothing.
-The new rows are staged as they come (Staged: a temporary Parquet file, a row group per day
-per batch), so the writer holds one partition at a time, never the fleet.
-
-A partition's file is made whole beside its place (a `.part-0.parquet.<pid>.tmp` no reader
-takes for a part) and renamed over it; on an object store it is one PUT, which replaces an
-object whole. A kill at any moment leaves each partition as it was or as it is to be. Two
-writers of one local table take turns (an flock on its `.translator.lock`): the second waits,
-then merges its rows into what the first left; on an object store there is no lock.
+The new rows are staged as they come (Staged: temporary Parquet files, a file per day), so the
+writer holds a row group's worth at a time, never the fleet; with them, a mark per log (its
+new run count), by which the table's rows past a log's new runs are deleted.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import tempfile
-import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, suppress
-from functools import partial
-from pathlib import Path
+from contextlib import suppress
 from typing import Any
 
-from translator.diagnostics import stderr
 from translator.extras import need
-from translator.object_store import TIMEOUT, faults, filesystem
 
-PART = "part-0.parquet"
 STAGING = "translator-table-"  # the staging folders' prefix, then the writer's pid
-LOCK = ".translator.lock"  # flock'd by the writer of a local table (dot: no reader takes it for a part)
-IDENTITY = ".translator.id"  # the table's identity, made with it (identity())
-ROW_GROUP = 128 * 1024  # runs per row group: one file per partition, read in few, large groups
-NO_DATE = "__HIVE_DEFAULT_PARTITION__"  # what hive partitioning calls a null partition value
 
 # Column, Arrow type, meaning. The schema table of docs/fleet.md is this list.
 COLUMNS: list[tuple[str, str, str]] = [
@@ -139,6 +120,47 @@ class Staged:
         self._held: dict[str | None, list[Any]] = {}
         self._writers: dict[str | None, Any] = {}  # the open ones, least recently written first
         self._count = 0
+        self._marks: list[Any] = []  # (source, runs) tables of the logs staged, held until GROUP
+        self._marked: Any = None  # their file's writer
+
+    def _mark(self, rows: list[dict[str, Any]]) -> None:
+        """Each log's new run count (a log's rows come in one `add`: a file's, or its record's)."""
+        pa = arrow()
+        counts = Counter(r["source"] for r in rows)
+        self._marks.append(pa.table({"source": pa.array(list(counts), pa.string()),
+                                     "runs": pa.array(list(counts.values()), pa.int32())}))
+        if sum(t.num_rows for t in self._marks) >= self.GROUP:
+            self._flush_marks()
+
+    def _flush_marks(self) -> None:
+        pa = arrow()
+        import pyarrow.parquet as pq
+
+        if not self._marks:
+            return
+        data = pa.concat_tables(self._marks)
+        self._marks = []
+        if self._marked is None:
+            self._marked = pq.ParquetWriter(os.path.join(self.folder, "marks.parquet"), data.schema)
+        self._marked.write_table(data, row_group_size=data.num_rows)
+
+    def marks(self, replaced: Iterable[str]) -> Any:
+        """Every staged log's mark, and one of 0 runs for each log of `replaced` that has no row
+        now (all of its rows in the table are deleted): a table of (source, runs)."""
+        pa = arrow()
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        self._flush_marks()
+        empty = pa.schema([("source", pa.string()), ("runs", pa.int32())])
+        if self._marked is not None:
+            self._marked.close()
+            self._marked = None
+        path = os.path.join(self.folder, "marks.parquet")
+        found = pq.read_table(path) if os.path.exists(path) else empty.empty_table()
+        asked = pc.unique(pa.array(list(replaced), pa.string()))
+        gone = asked.filter(pc.invert(pc.is_in(asked, value_set=found["source"])))
+        return pa.concat_tables([found, pa.table({"source": gone, "runs": pa.array([0] * len(gone), pa.int32())})])
 
     def add(self, rows: list[dict[str, Any]]) -> None:
         if not rows:
@@ -146,6 +168,7 @@ class Staged:
         arrow()
         import pyarrow.compute as pc
 
+        self._mark(rows)
         data = table(rows)
         for date in {r["date"] for r in rows}:
             self._held.setdefault(date, []).append(
@@ -190,179 +213,10 @@ class Staged:
         for writer in self._writers.values():
             writer.close()
         self._writers.clear()
+        if self._marked is not None:
+            self._marked.close()
+            self._marked = None
         shutil.rmtree(self.folder, ignore_errors=True)
-
-
-def write(path: str, staged: Staged, replaced: Iterable[str], timeout: float = TIMEOUT) -> None:
-    """Write the staged rows into the dataset at `path`, local or a URL (through fsspec,
-    configured as for the inputs: credentials, endpoint, --store-timeout): every partition
-    with new rows, or with rows of a log in `replaced` (the logs translated), is rewritten
-    without those logs' old rows and with their new ones; one left with no rows is removed.
-    A partition streams through, a row group at a time (its kept rows, then the new): the
-    writer holds ROW_GROUP runs at most, whatever the day's count. Each row group is sorted by
-    (source, run_index), so a partition of one row group is the same bytes on a rerun."""
-    pa = arrow()
-
-    local = path.removeprefix("file://")  # local disk by URL: written as a local path is (made, synced, renamed)
-    dest: _Local | _Remote = _Local(local) if "://" not in local else _Remote(path, timeout)
-    gone = pa.array(sorted(set(replaced)), pa.string())
-    new = {_partition(date): date for date in staged.groups}
-    with dest.locked():
-        dest.identity(make=True)
-        for name in sorted(set(dest.partitions()) | set(new)):
-            if name in new or _touched(dest, name, gone):
-                pieces = _pieces(dest, name, gone, staged.pieces(new[name]) if name in new else iter(()))
-                dest.replace(name, partial(_fill, pieces=pieces))
-
-
-def identity(path: str, timeout: float = TIMEOUT) -> str | None:
-    """The table's identity: made with its first write, new when the table is made anew (None:
-    no table there, or one written before identities), so that what a batch knows it wrote into
-    a table is known of that table only (ledger.Tabled). OSError if the store cannot say."""
-    local = path.removeprefix("file://")
-    return (_Local(local) if "://" not in local else _Remote(path, timeout)).identity()
-
-
-def _groups(dest: _Local | _Remote, name: str, columns: list[str] | None = None) -> Iterator[Any]:
-    """A partition's rows as they are, a row group at a time."""
-    import pyarrow.parquet as pq
-
-    for part in dest.parts(name):
-        with dest.open(part) as f:
-            found = pq.ParquetFile(f)
-            for group in range(found.num_row_groups):
-                yield found.read_row_group(group, columns=columns)
-
-
-def _touched(dest: _Local | _Remote, name: str, gone: Any) -> bool:
-    """Whether a partition holds a row of a log in `gone` (its source column read alone)."""
-    import pyarrow.compute as pc
-
-    return any(pc.any(pc.is_in(g["source"], value_set=gone)).as_py() for g in _groups(dest, name, ["source"]))
-
-
-def _pieces(dest: _Local | _Remote, name: str, gone: Any, fresh: Iterator[Any]) -> Iterator[Any]:
-    """A partition's rows to be: those it keeps, then the new ones of its day (`fresh`)."""
-    import pyarrow.compute as pc
-
-    bare = schema().remove(len(COLUMNS) - 1)
-    for group in _groups(dest, name):
-        yield group.filter(pc.invert(pc.is_in(group["source"], value_set=gone))).select(bare.names).cast(bare)
-    yield from fresh
-
-
-def _fill(sink: str, pieces: Iterator[Any]) -> int:
-    """The pieces written to the Parquet file `sink` in row groups of ROW_GROUP runs, each sorted
-    by (source, run_index); the runs written."""
-    pa = need("pyarrow")
-    import pyarrow.parquet as pq
-
-    bare = schema().remove(len(COLUMNS) - 1)
-    held: list[Any] = []
-    count = written = 0
-    with pq.ParquetWriter(sink, bare) as writer:
-
-        def flush() -> None:
-            data = pa.concat_tables(held).sort_by([("source", "ascending"), ("run_index", "ascending")])
-            writer.write_table(data, row_group_size=ROW_GROUP)
-            held.clear()
-
-        for piece in pieces:
-            while piece.num_rows:
-                take = piece.slice(0, ROW_GROUP - count)
-                held.append(take)
-                count += take.num_rows
-                written += take.num_rows
-                piece = piece.slice(take.num_rows)
-                if count == ROW_GROUP:
-                    flush()
-                    count = 0
-        if held:
-            flush()
-    return written
-
-
-def _partition(date: str | None) -> str:
-    return f"date={date or NO_DATE}"
-
-
-class _Local:
-    """A dataset on local disk."""
-
-    def __init__(self, root: str) -> None:
-        self.root = Path(root)
-
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        """The table to this writer alone: another waits (said once), then goes on from
-        what this one left. The lock goes with the process, however it ends."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / LOCK, "a+") as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                lock.seek(0)
-                stderr([f"translator: --results-table {self.root}: waiting for another writer ({lock.read().strip() or 'a process'})"],
-                       "info")
-                fcntl.flock(lock, fcntl.LOCK_EX)
-            lock.truncate(0)
-            lock.write(f"pid {os.getpid()}\n")
-            lock.flush()
-            yield
-
-    def identity(self, make: bool = False) -> str | None:
-        try:
-            return (self.root / IDENTITY).read_text().strip() or None
-        except FileNotFoundError:
-            if not make:
-                return None
-        made = uuid.uuid4().hex
-        tmp = self.root / f".{IDENTITY}.{os.getpid()}.tmp"
-        tmp.write_text(made + "\n")
-        os.replace(tmp, self.root / IDENTITY)
-        return made
-
-    def partitions(self) -> list[str]:
-        with suppress(FileNotFoundError):
-            return [e.name for e in os.scandir(self.root) if e.name.startswith("date=") and e.is_dir()]
-        return []
-
-    def parts(self, partition: str) -> list[str]:
-        return sorted(str(p) for p in (self.root / partition).glob("*.parquet") if not p.name.startswith("."))
-
-    def open(self, part: str) -> Any:
-        return open(part, "rb")
-
-    def remove(self, partition: str) -> None:
-        for part in self.parts(partition):
-            Path(part).unlink(missing_ok=True)
-        with suppress(OSError):
-            (self.root / partition).rmdir()
-
-    def replace(self, partition: str, fill: Callable[[str], int]) -> None:
-        """The partition's new file made by `fill` beside it, synced, renamed over the old (or,
-        with no rows, the partition removed); then its other parts (an older writer's) and the
-        temporaries of writers that were killed are removed."""
-        folder = self.root / partition
-        folder.mkdir(parents=True, exist_ok=True)
-        for stale in folder.glob(f".{PART}.*.tmp"):
-            if _gone(stale):
-                stale.unlink(missing_ok=True)
-        tmp = folder / f".{PART}.{os.getpid()}.tmp"
-        try:
-            if not fill(str(tmp)):
-                tmp.unlink(missing_ok=True)
-                self.remove(partition)
-                return
-            with open(tmp, "rb+") as out:
-                os.fsync(out.fileno())
-            os.replace(tmp, folder / PART)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        for other in self.parts(partition):
-            if Path(other).name != PART:
-                Path(other).unlink(missing_ok=True)
 
 
 def _sweep_stale() -> None:
@@ -384,79 +238,3 @@ def _gone_pid(pid: int) -> bool:
     except (OSError, OverflowError):
         return False
     return False
-
-
-def _gone(tmp: Path) -> bool:
-    """Whether the writer of a temporary (its pid is in its name) is no longer running."""
-    pid = tmp.name.split(".")[-2]
-    return pid.isascii() and pid.isdigit() and _gone_pid(int(pid))  # (not a pid: `.part-0.parquet.x.tmp` is left alone)
-
-
-class _Remote:
-    """A dataset on an object store: a partition's file is one PUT (the object is replaced
-    whole, or not at all), then its other parts are deleted."""
-
-    def __init__(self, url: str, timeout: float) -> None:
-        self.url, self.timeout = url.rstrip("/"), timeout
-        with faults(url, timeout):
-            self.fs, root = filesystem(url, timeout)
-        self.root = str(root).rstrip("/")
-
-    @contextmanager
-    def locked(self) -> Iterator[None]:
-        """No lock on an object store: two writers at once each replace partitions whole, and
-        where both touch one, the later write's rows are what it holds."""
-        yield
-
-    def identity(self, make: bool = False) -> str | None:
-        with faults(f"{self.url}/{IDENTITY}", self.timeout):
-            try:
-                return bytes(self.fs.cat_file(f"{self.root}/{IDENTITY}")).decode(errors="replace").strip() or None
-            except FileNotFoundError:
-                if not make:
-                    return None
-            made = uuid.uuid4().hex
-            self.fs.pipe_file(f"{self.root}/{IDENTITY}", f"{made}\n".encode())
-        return made
-
-    def partitions(self) -> list[str]:
-        with faults(self.url, self.timeout):
-            try:
-                found = self.fs.ls(self.root, detail=False)
-            except FileNotFoundError:
-                return []
-        return [name for name in (str(p).rstrip("/").rsplit("/", 1)[-1] for p in found) if name.startswith("date=")]
-
-    def parts(self, partition: str) -> list[str]:
-        with faults(f"{self.url}/{partition}", self.timeout):
-            try:
-                found = self.fs.find(f"{self.root}/{partition}")
-            except FileNotFoundError:
-                return []
-        return sorted(str(p) for p in found if str(p).endswith(".parquet") and not str(p).rsplit("/", 1)[-1].startswith("."))
-
-    def open(self, part: str) -> Any:
-        with faults(f"{self.url}/{part}", self.timeout):
-            return self.fs.open(part, "rb")
-
-    def remove(self, partition: str) -> None:
-        parts = self.parts(partition)
-        if parts:
-            with faults(f"{self.url}/{partition}", self.timeout):
-                self.fs.rm(parts)
-
-    def replace(self, partition: str, fill: Callable[[str], int]) -> None:
-        """The partition's new file made by `fill` in a local temporary, then one upload (a PUT,
-        or a multipart upload completed at its end: the object is replaced whole, or not at
-        all); then its other parts are deleted. With no rows, the partition is removed."""
-        with tempfile.TemporaryDirectory(prefix=f"{STAGING}{os.getpid()}-") as folder:
-            local = os.path.join(folder, PART)
-            if not fill(local):
-                self.remove(partition)
-                return
-            with faults(f"{self.url}/{partition}/{PART}", self.timeout):
-                self.fs.put_file(local, f"{self.root}/{partition}/{PART}")
-        others = [p for p in self.parts(partition) if p.rsplit("/", 1)[-1] != PART]
-        if others:
-            with faults(f"{self.url}/{partition}", self.timeout):
-                self.fs.rm(others)

@@ -1,4 +1,4 @@
-"""What a results table says, computed by DuckDB over the Parquet files (`translator report`).
+"""What a results table says, computed by DuckDB over the table's current version (`translator report`).
 
 DuckDB, not pyarrow's compute: one SQL pass per breakdown, reading only the columns it names
 and only the partitions the date filters keep, with a memory limit it honours by spilling to
@@ -17,6 +17,8 @@ from typing import Any
 from translator.extras import need
 from translator.model import PROVIDER_ERRORS
 from translator.object_store import StoreError, configured_timeout, faults, filesystem
+from translator.table import legacy
+from translator.table.delta import READER_SPACE, location, opened, room
 
 MEMORY_LIMIT = "512MB"  # DuckDB's own, spilled past (its default is 80% of the machine's)
 TOP_ERRORS = 10
@@ -54,24 +56,40 @@ def _kind() -> str:
 
 
 def connect(path: str) -> tuple[Any, str | None]:
-    """A DuckDB connection (memory-limited, no extension fetched) and the table's files as
-    read_parquet takes them (None: there are none); a URL is listed and read through its
-    fsspec filesystem, as the batch's (a store's fault: a StoreError naming the table)."""
+    """A DuckDB connection (memory-limited, no extension fetched) and what the report reads from:
+    the Delta table's current version, as an Arrow dataset (the files of its log, no glob: a
+    path with `[...]` is a path), or a Parquet dataset of the writer before, its files listed
+    (legacy.py); None: there are none. A store's fault is a StoreError naming the table."""
     duckdb = need("duckdb", "report")
     db = duckdb.connect(config={"memory_limit": MEMORY_LIMIT, "threads": min(4, os.cpu_count() or 1),
                                 "autoinstall_known_extensions": False, "autoload_known_extensions": False})
-    if "://" not in path or path.startswith("file://"):
-        local = path.removeprefix("file://")
-        if not os.path.isdir(local):
-            raise FileNotFoundError(local)
-        return db, _literal(f"{local.rstrip('/')}/**/*.parquet")
+    remote = "://" in path and not path.startswith("file://")
+    if not remote and not os.path.isdir(path.removeprefix("file://")):
+        raise FileNotFoundError(path)
     timeout = configured_timeout()
-    scheme = path.split("://", 1)[0]
-    with faults(path, timeout):
-        fs, bare = filesystem(path, timeout)
-        parts = [str(p) for p in fs.find(bare) if str(p).endswith(".parquet") and not str(p).rsplit("/", 1)[-1].startswith(".")]
-    db.register_filesystem(fs)
-    return db, "[" + ", ".join(_literal(f"{scheme}://{p}") for p in parts) + "]" if parts else None
+    uri, options = location(path, timeout)
+    room(READER_SPACE, f"report {path}: the Delta reader")
+    try:
+        table = opened(uri, options)
+    except OSError as exc:
+        if remote:
+            raise StoreError(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
+        raise
+    if table is not None:
+        need("pyarrow", "report")
+        db.register("runs_table", table.to_pyarrow_dataset())
+        return db, "runs_table"
+    parts = [part for part, _ in legacy.parts(path, timeout)]
+    if not parts:
+        return db, None
+    if remote:
+        with faults(path, timeout):
+            fs, _ = filesystem(path, timeout)
+        db.register_filesystem(fs)
+        scheme = path.split("://", 1)[0]
+        parts = [f"{scheme}://{p}" for p in parts]
+    listed = "[" + ", ".join(_literal(p) for p in parts) + "]"
+    return db, f"read_parquet({listed}, hive_partitioning = true, hive_types = {{'date': varchar}})"
 
 
 def summarize(path: str, filters: Filters) -> Summary | None:
@@ -102,8 +120,7 @@ def _summarize(db: Any, files: str, filters: Filters) -> Summary | None:
         if value is not None:
             where.append(f"{clause} {_literal(value)}")
     try:
-        db.execute(f"create temp view runs as select * from read_parquet({files}, hive_partitioning = true, "
-                   f"hive_types = {{'date': varchar}}) where {' and '.join(where)}")
+        db.execute(f"create temp view runs as select * from {files} where {' and '.join(where)}")
     except Exception as exc:  # no file at all matches: an empty table
         if "No files found" in str(exc):
             return None

@@ -1,0 +1,226 @@
+"""`--results-table PATH`: every run's result as a row of a Delta Lake table (deltalake: delta-rs,
+its Rust core in a wheel, no JVM).
+
+A batch is one commit: a MERGE of its staged rows (parquet.Staged) on the row's key (the log's
+full path or URL, and its run index). A row of a log the batch translated is updated where it
+differs, inserted where new, and deleted where the log has fewer runs now (each log's mark
+carries its new run count); every other row is kept. The commit is the Delta log's next
+version, put only if no other writer put it first (a rename that never replaces, on local
+disk; a conditional PUT, `If-None-Match`, on S3): a writer that loses retries against what won,
+so two batches at once keep every row, on local disk as on S3. Readers take the table's current
+version from its log (DuckDB, Polars, pyarrow, Spark): a file replaced by a commit stays until
+a vacuum (the default 7 days: older versions stay readable), so a glob of the Parquet files
+would count a replaced row twice.
+
+A table of another schema is evolved (the missing columns added), a Parquet dataset of the
+writer before (`date=.../part-0.parquet`) is converted once (legacy.py), and a file the table
+cannot read is named in one line: never an internal error.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from translator.extras import MissingExtra, need
+from translator.object_store import TIMEOUT, StoreError
+from translator.table import legacy
+from translator.table.parquet import COLUMNS, KEYED, Staged, arrow, schema
+
+PARTITION = "date"
+# The address space delta-rs maps (its runtime's threads, each with its allocator's arena), by
+# measure: under a smaller `ulimit -v` it aborts the process (Rust's allocation failure), or hangs.
+WRITER_SPACE, READER_SPACE, PER_CORE = 3 << 30, 2 << 30, 128 << 20
+TRIES = 8  # merges attempted against a table other writers are committing to
+MARK = "_runs"  # the merge source's extra column: a log's mark carries its new run count
+
+
+class TableError(Exception):
+    """The table cannot be written as it is (a damaged file, a column of another type): str()
+    is the user's one line."""
+
+
+def location(path: str, timeout: float = TIMEOUT) -> tuple[str, dict[str, str]]:
+    """The table's URI as delta-rs takes it and its storage options: an S3 endpoint, keys and
+    region as fsspec is configured for the inputs (FSSPEC_S3), else the AWS_* environment."""
+    if "://" not in path or path.startswith("file://"):
+        return os.path.abspath(path.removeprefix("file://")), {}
+    options = {"timeout": f"{max(1, int(timeout))}s", "connect_timeout": f"{max(1, int(timeout))}s"}
+    if path.split("://", 1)[0] in ("s3", "s3a"):
+        try:
+            conf = need("fsspec").config.conf.get("s3", {})
+        except MissingExtra:  # (fsspec is wanted for its configuration only: without it, the environment's)
+            conf = {}
+        for ours, theirs in (("endpoint_url", "AWS_ENDPOINT_URL"), ("key", "AWS_ACCESS_KEY_ID"),
+                             ("secret", "AWS_SECRET_ACCESS_KEY"), ("token", "AWS_SESSION_TOKEN")):
+            if isinstance(conf.get(ours), str):
+                options[theirs] = conf[ours]
+        region = (conf.get("client_kwargs") or {}).get("region_name") or os.environ.get("AWS_REGION") \
+            or os.environ.get("AWS_DEFAULT_REGION")
+        if region:
+            options["AWS_REGION"] = region
+        if options.get("AWS_ENDPOINT_URL", os.environ.get("AWS_ENDPOINT_URL", "")).startswith("http://"):
+            options["AWS_ALLOW_HTTP"] = "true"
+        return "s3://" + path.split("://", 1)[1].rstrip("/"), options
+    return path.rstrip("/"), options
+
+
+def opened(uri: str, options: dict[str, str]) -> Any | None:
+    """The Delta table at `uri`, or None when there is none yet."""
+    deltalake = need("deltalake", "table")
+    try:
+        return deltalake.DeltaTable(uri, storage_options=options)
+    except deltalake.exceptions.TableNotFoundError:
+        return None
+
+
+def room(base: int, what: str) -> None:
+    """MemoryError (71, one line) when the process may map less address space than delta-rs
+    does (`base` and PER_CORE a core): said before it starts, where it would abort or hang."""
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    wanted = base + PER_CORE * (os.cpu_count() or 1)
+    if limit != resource.RLIM_INFINITY and limit < wanted:
+        raise MemoryError(f"{what} (delta-rs) maps ~{wanted >> 20:,} MiB of address space, the limit is "
+                          f"{limit >> 20:,} MiB (ulimit -v)")
+
+
+def identity(path: str, timeout: float = TIMEOUT) -> str | None:
+    """The table's identity: its Delta metadata's id, made with the table (None: no Delta table
+    there), so that what a batch knows it wrote into a table is known of that table only
+    (ledger.Tabled). OSError if the store cannot say; MemoryError short of room."""
+    room(READER_SPACE, f"--results-table {path}: the Delta reader")
+    deltalake = need("deltalake", "table")
+    uri, options = location(path, timeout)
+    try:
+        found = opened(uri, options)
+    except (deltalake.exceptions.DeltaError, OSError) as exc:
+        raise OSError(str(said(path, uri, exc))) from exc
+    return None if found is None else str(found.metadata().id)
+
+
+def write(path: str, staged: Staged, replaced: Iterable[str], timeout: float = TIMEOUT) -> None:
+    """One commit: the staged rows merged into the table at `path` (made if there is none; a
+    Parquet dataset of the writer before converted first), the rows of the logs in `replaced`
+    that the batch did not make again deleted. Nothing staged and nothing replaced: no commit.
+    TableError or StoreError (an OSError) when it cannot be written; MemoryError short of room."""
+    room(WRITER_SPACE, f"--results-table {path}: the Delta writer")
+    arrow()
+    deltalake = need("deltalake", "table")
+    uri, options = location(path, timeout)
+    marks = staged.marks(replaced)
+    if not staged.groups and not marks.num_rows:
+        return
+    try:
+        table = opened(uri, options)
+        if table is None:
+            legacy.convert(path, uri, options, timeout)
+            table = _create(uri, options)
+        _evolve(table)
+        for attempt in range(TRIES):
+            try:
+                _merge(table, staged, marks)
+                return
+            except deltalake.exceptions.CommitFailedError:
+                if attempt == TRIES - 1:
+                    raise
+                table.update_incremental()
+    except deltalake.exceptions.CommitFailedError as exc:
+        raise TableError(f"another writer kept committing first ({TRIES} tries): {_first(exc)}") from exc
+    except (deltalake.exceptions.DeltaError, deltalake.exceptions.DeltaProtocolError,
+            deltalake.exceptions.SchemaMismatchError) as exc:
+        raise _said(path, exc) from exc
+    except OSError as exc:
+        if "://" in uri:
+            raise StoreError(path, _first(exc)) from exc
+        raise
+
+
+def _create(uri: str, options: dict[str, str]) -> Any:
+    """A new, empty table of our columns, partitioned by day (two writers making it at once:
+    one makes it, the other opens it)."""
+    deltalake = need("deltalake", "table")
+    try:
+        return deltalake.DeltaTable.create(uri, schema=schema(), partition_by=[PARTITION], mode="ignore",
+                                           storage_options=options)
+    except (deltalake.exceptions.CommitFailedError, deltalake.exceptions.DeltaError):
+        found = opened(uri, options)
+        if found is None:
+            raise
+        return found
+
+
+def _evolve(table: Any) -> None:
+    """The columns the table lacks (an older writer's schema) added, null in its rows (one commit,
+    once); a column of ours it holds with another type is a TableError."""
+    pa = arrow()
+    held = {f.name: f.type for f in pa.schema(table.schema().to_arrow())}
+    missing = [f for f in schema() if f.name not in held]
+    if missing:
+        deltalake = need("deltalake", "table")
+        table.alter.add_columns([deltalake.Field.from_arrow(f) for f in missing])
+    for f in schema():
+        if f.name in held and not _compatible(held[f.name], f.type):
+            raise TableError(f"its column {f.name} is {held[f.name]}, not {f.type}: write another table")
+
+
+def _compatible(held: Any, ours: Any) -> bool:
+    pa = arrow()
+    if pa.types.is_timestamp(held) and pa.types.is_timestamp(ours):
+        return True
+    if pa.types.is_list(held) or pa.types.is_large_list(held):
+        return bool(pa.types.is_list(ours))
+    if pa.types.is_string(held) or pa.types.is_large_string(held) or pa.types.is_string_view(held):
+        return bool(pa.types.is_string(ours))
+    return bool(held == ours)
+
+
+def _merge(table: Any, staged: Staged, marks: Any) -> None:
+    """The MERGE: a target row is matched by its own new row (updated where any column differs),
+    or by its log's mark when its index is past the log's new run count (deleted); a new row
+    matched by none is inserted; a row of any other log is matched by nothing, and kept."""
+    names = [name for name, _, _ in COLUMNS]
+    data = [n for n in names if n not in KEYED]
+    changed = " OR ".join(f"(t.{n} IS DISTINCT FROM s.{n})" for n in data)  # (parenthesized: its parser binds OR first)
+    merger = table.merge(
+        source=_source(staged, marks),
+        predicate=(f"t.source = s.source AND (t.run_index = s.run_index OR "
+                   f"(s.run_index = -1 AND t.run_index >= s.{MARK}))"),
+        source_alias="s", target_alias="t", streamed_exec=True, error_on_type_mismatch=True,
+    )
+    (merger.when_matched_delete(predicate="s.run_index = -1")
+     .when_matched_update(updates={n: f"s.{n}" for n in data}, predicate=changed)
+     .when_not_matched_insert(updates={n: f"s.{n}" for n in names}, predicate="s.run_index >= 0")
+     .execute())
+
+
+def _source(staged: Staged, marks: Any) -> Any:
+    """The merge's source as a stream: the staged rows, a row group at a time, then the marks."""
+    pa = arrow()
+    full = schema().append(pa.field(MARK, pa.int32()))
+
+    def batches() -> Iterator[Any]:
+        for date in staged.groups:
+            for piece in staged.pieces(date):
+                days = pa.array([date] * piece.num_rows, pa.string())
+                done = piece.append_column(PARTITION, days).append_column(MARK, pa.nulls(piece.num_rows, pa.int32()))
+                yield from done.select(full.names).cast(full).to_batches()
+        for batch in marks.to_batches(max_chunksize=Staged.GROUP):
+            n = batch.num_rows
+            columns = {name: pa.nulls(n, full.field(name).type) for name in full.names}
+            columns.update(source=batch["source"], run_index=pa.array([-1] * n, pa.int32()), **{MARK: batch["runs"]})
+            yield pa.record_batch([columns[name] for name in full.names], schema=full)
+
+    return pa.RecordBatchReader.from_batches(full, batches())
+
+
+def _first(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def _said(path: str, exc: BaseException) -> TableError:
+    """delta-rs's error in one line, naming the file it could not read when it says one."""
+    return TableError(_first(exc))
