@@ -284,7 +284,7 @@ def test_a_missing_extra_is_named_in_one_line(tmp_path: Path) -> None:
 
 
 def test_the_results_table_needs_only_its_own_extra(tmp_path: Path) -> None:
-    """`--results-table` on local disk asks for pyarrow alone (the table extra): neither Dask,
+    """`--results-table` on local disk asks for pyarrow and deltalake alone (the table extra): neither Dask,
     fsspec nor the report's packages are imported."""
     shutil.copy(FIXTURES / "tool_use_two_turns.events.jsonl", tmp_path / "a.ndjson")
     without = ("dask", "distributed", "fsspec", "s3fs", "duckdb", "matplotlib")
@@ -295,7 +295,7 @@ def test_the_results_table_needs_only_its_own_extra(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert len(list((tmp_path / "t").rglob("*.parquet"))) == 1
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
-    assert [d.split(">")[0] for d in extras["table"]] == ["pyarrow"]
+    assert [d.split(">")[0] for d in extras["table"]] == ["pyarrow", "deltalake"]
 
 
 def test_report_names_its_own_extra_and_a_missing_dataset_in_one_line(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ def test_the_documented_reads_count_each_row_once(tmp_path: Path, monkeypatch: p
     assert globbed > 9  # the replaced file is still there: a glob counts its rows twice
 
     monkeypatch.chdir(tmp_path)
-    python = blocks("python")
+    python = blocks("py")
     assert len(python) == 2
     scope: dict[str, object] = {}
     for block in python:

@@ -20,7 +20,10 @@ cannot read is named in one line: never an internal error.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+import re
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from translator.extras import MissingExtra, need
@@ -33,6 +36,9 @@ PARTITION = "date"
 # measure: under a smaller `ulimit -v` it aborts the process (Rust's allocation failure), or hangs.
 WRITER_SPACE, READER_SPACE, PER_CORE = 3 << 30, 2 << 30, 128 << 20
 TRIES = 8  # merges attempted against a table other writers are committing to
+TRIES_STORE = 3  # attempts at one request to a store, as object_store.TRIES
+STORE_WORDS = ("Generic S3 error", "Error performing", "error sending request", "Server returned", "Object Store error",
+               "connection", "timed out", "Timeout")
 MARK = "_runs"  # the merge source's extra column: a log's mark carries its new run count
 
 
@@ -46,7 +52,9 @@ def location(path: str, timeout: float = TIMEOUT) -> tuple[str, dict[str, str]]:
     region as fsspec is configured for the inputs (FSSPEC_S3), else the AWS_* environment."""
     if "://" not in path or path.startswith("file://"):
         return os.path.abspath(path.removeprefix("file://")), {}
-    options = {"timeout": f"{max(1, int(timeout))}s", "connect_timeout": f"{max(1, int(timeout))}s"}
+    seconds = max(1, int(timeout))
+    options = {"timeout": f"{seconds}s", "connect_timeout": f"{seconds}s", "max_retries": str(TRIES_STORE - 1),
+               "retry_timeout": f"{seconds * TRIES_STORE}s"}  # (its default: 10 tries in 180 s)
     if path.split("://", 1)[0] in ("s3", "s3a"):
         try:
             conf = need("fsspec").config.conf.get("s3", {})
@@ -121,7 +129,7 @@ def write(path: str, staged: Staged, replaced: Iterable[str], timeout: float = T
         _evolve(table)
         for attempt in range(TRIES):
             try:
-                _merge(table, staged, marks)
+                aside(lambda: _merge(table, staged, marks))
                 return
             except deltalake.exceptions.CommitFailedError:
                 if attempt == TRIES - 1:
@@ -130,12 +138,37 @@ def write(path: str, staged: Staged, replaced: Iterable[str], timeout: float = T
     except deltalake.exceptions.CommitFailedError as exc:
         raise TableError(f"another writer kept committing first ({TRIES} tries): {_first(exc)}") from exc
     except (deltalake.exceptions.DeltaError, deltalake.exceptions.DeltaProtocolError,
-            deltalake.exceptions.SchemaMismatchError) as exc:
-        raise _said(path, exc) from exc
-    except OSError as exc:
-        if "://" in uri:
-            raise StoreError(path, _first(exc)) from exc
-        raise
+            deltalake.exceptions.SchemaMismatchError, OSError) as exc:
+        raise said(path, uri, exc) from exc
+
+
+def aside(work: Callable[[], None]) -> None:
+    """`work` (a call into delta-rs) on a thread of its own, stderr held meanwhile: the main
+    thread waits in Python, so a stop signal is taken at once (a call into Rust takes none
+    until it returns: a hung PUT held the batch its timeout), and delta-rs's own panic
+    reports ("thread 'tokio-rt-worker' panicked at ...: Already shut down", after a store's
+    error) are not printed; the error is said as ours, in one line."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:  # (a Rust panic is no Exception)
+            failed.append(exc)
+
+    with tempfile.TemporaryFile() as held:
+        saved = os.dup(2)
+        os.dup2(held.fileno(), 2)
+        try:
+            thread = threading.Thread(target=run, name="delta-rs", daemon=True)
+            thread.start()
+            while thread.is_alive():
+                thread.join(0.1)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+    if failed:
+        raise failed[0]
 
 
 def _create(uri: str, options: dict[str, str]) -> Any:
@@ -221,6 +254,14 @@ def _first(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def _said(path: str, exc: BaseException) -> TableError:
-    """delta-rs's error in one line, naming the file it could not read when it says one."""
+def said(path: str, uri: str, exc: BaseException) -> Exception:
+    """delta-rs's error in one line: a store's fault (a table on a URL) is a StoreError (74),
+    with the request and the answer, not the retries' arithmetic; else a TableError (65),
+    naming the file it could not read when it says one."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if "://" in uri and any(w in text for w in STORE_WORDS):
+        text = text.split(" <?xml", 1)[0].split(": <?xml", 1)[0]
+        text = re.sub(r" in [\d.]+m?s, after \d+ retries.*?retry_timeout: \d+s\s*", " ", text)
+        at = text.find("Error performing")
+        return StoreError(path, text[at:] if at >= 0 else text)
     return TableError(_first(exc))
