@@ -42,7 +42,7 @@ STORE_WORDS = ("Generic S3 error", "Error performing", "error sending request", 
 MARK = "_runs"  # the merge source's extra column: a log's mark carries its new run count
 
 
-class TableError(Exception):
+class TableError(ValueError):
     """The table cannot be written as it is (a damaged file, a column of another type): str()
     is the user's one line."""
 
@@ -258,10 +258,11 @@ def said(path: str, uri: str, exc: BaseException) -> Exception:
     """delta-rs's error in one line: a store's fault (a table on a URL) is a StoreError (74),
     with the request and the answer, not the retries' arithmetic; else a TableError (65),
     naming the file it could not read when it says one."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    parts = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).split("\u21b3")  # (its causes, one a line, each after an arrow)
+    text = ": ".join(" ".join(p.split()) for p in parts if p.strip()) or type(exc).__name__
     if "://" in uri and any(w in text for w in STORE_WORDS):
         text = text.split(" <?xml", 1)[0].split(": <?xml", 1)[0]
-        text = re.sub(r" in [\d.]+m?s, after \d+ retries.*?retry_timeout: \d+s\s*", " ", text)
+        text = re.sub(r" in [\d.]+m?s, after \d+ retries.*?retry_timeout: \d+s[\s:-]*", ": ", text)
         at = text.find("Error performing")
         return StoreError(path, text[at:] if at >= 0 else text)
     return TableError(_first(exc))

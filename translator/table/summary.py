@@ -18,7 +18,7 @@ from translator.extras import need
 from translator.model import PROVIDER_ERRORS
 from translator.object_store import StoreError, configured_timeout, faults, filesystem
 from translator.table import legacy
-from translator.table.delta import READER_SPACE, location, opened, room
+from translator.table.delta import READER_SPACE, location, opened, room, said
 
 MEMORY_LIMIT = "512MB"  # DuckDB's own, spilled past (its default is 80% of the machine's)
 TOP_ERRORS = 10
@@ -69,12 +69,11 @@ def connect(path: str) -> tuple[Any, str | None]:
     timeout = configured_timeout()
     uri, options = location(path, timeout)
     room(READER_SPACE, f"report {path}: the Delta reader")
+    deltalake = need("deltalake", "report")
     try:
         table = opened(uri, options)
-    except OSError as exc:
-        if remote:
-            raise StoreError(path, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
-        raise
+    except (OSError, deltalake.exceptions.DeltaError) as exc:
+        raise said(path, uri, exc) from exc
     if table is not None:
         need("pyarrow", "report")
         db.register("runs_table", table.to_pyarrow_dataset())
