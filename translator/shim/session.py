@@ -26,7 +26,7 @@ from translator.shim.backends.base import Backend
 from translator.shim.backends.drive.backend import DriveBackend
 from translator.shim.backends.oneshot.backend import OneshotBackend
 from translator.shim.mapping import PERMISSION_MODES, Plan, model_choices, resolve_model
-from translator.shim.permissions.gate import BEYOND_PRINT, Gate
+from translator.shim.permissions.gate import BEYOND_PRINT, Decision, Gate, ToolCall
 from translator.shim.permissions.hooks import Hooks
 from translator.shim.permissions.policy import Policy
 from translator.shim.protocol import frames, initialize
@@ -97,9 +97,7 @@ class ShimSession:
         self._forced_drive = backend == "drive"
         self.uses = ToolUses()
         # Settles the app's own tools (relayed): the same hooks, rules and can_use_tool as the drive's gate.
-        self.relay_gate = Gate(self.channel, self.policy, prompt_tool, Hooks({}), warn)
-        self.relay_gate.session_id = files.id
-        self.relay_gate.beyond = BEYOND_PRINT
+        self.relay_gate = Gate(self.channel, self.policy, prompt_tool, Hooks({}), warn, files.id, BEYOND_PRINT)
         self.tools: SdkServers | None = None
         self._relayed: set[str] = set()  # the servers whose relay is in the plan
         self.relay_tools({})  # (those on argv: the Python SDK's --mcp-config {"type": "sdk"})
@@ -194,13 +192,12 @@ class ShimSession:
         if self.drive is not None and not self._forced_drive:
             self.use_drive()  # (back to caliban -p: said there)
 
-    def settle(self, name: str, tool_input: Any, tool_use_id: str) -> tuple[bool, str]:
+    def settle(self, call: ToolCall) -> Decision:
         """One relayed call of the app's tools, as the drive's gate settles a permission prompt."""
-        self.relay_gate.begin(self.mode, "")
-        allow, reason = self.relay_gate.decide({"tool_name": name, "input": tool_input, "tool_use_id": tool_use_id})
-        if self.relay_gate.deferred is not None:
-            self.oneshot.defer(self.relay_gate.deferred)
-        return allow, reason
+        decision = self.relay_gate.decide(call)
+        if decision.verdict == "defer":
+            self.oneshot.defer({"id": call.id, "name": call.name, "input": call.input})
+        return decision
 
     def use_drive(self) -> bool:
         """The drive backend (caliban mcp serve), for permission callbacks and hooks: probed
@@ -262,6 +259,7 @@ class ShimSession:
         if self.observer is not None:  # the message as the app sent it
             body = msg.get("message")
             self.observer.prompt(body.get("content", "") if isinstance(body, dict) else "", time.time())
+        self.relay_gate.begin(self.mode, "")  # (a run of its own: what ended the last one is over)
         self.backend.run_message(prompt)
 
     # ------------------------------------------------------------------ lifetime

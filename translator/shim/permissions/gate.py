@@ -1,16 +1,21 @@
-"""The permission bridge: a prompt caliban raises (a poll's `permission_request`) settled as
-Claude Code settles one: PreToolUse hooks first (a deny or a decision not known denies, a defer
-stops the turn with the tool pending, an allow skips the rest), then
-the session's mode and rules (policy.py), then the app's `can_use_tool`. Each prompt is asked
-once while its call is open (by `tool_use_id`: a poll repeats it until it is answered; the
-call's ToolCallEnd closes it, so a later call the provider gives the same id is asked anew).
+"""Whether a tool call runs, for both backends: a prompt caliban raises on the drive backend (a
+poll's `permission_request`) and a relayed call of the app's own tools on `caliban -p`
+(tools/servers.py) are settled here, as Claude Code settles one: PreToolUse hooks first (a deny
+or a decision not known denies, a defer stops the turn with the tool pending, an allow skips the
+rest), then the session's mode and rules (policy.py), then the app's `can_use_tool`.
+
+The answer is a value, `Decision`: what the backend does with the call and with its run. Once a
+decision has ended the run (a defer, a deny with `interrupt`, a hook's `continue: false`, or
+the run's end told by `end`), every later call of that run is denied with its reason: a run
+that stops settles every call it still makes, failing closed.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from translator.shim.permissions import outputs as outputs_
 from translator.shim.permissions.hooks import Hooks, pre_tool_verdict
@@ -19,6 +24,8 @@ from translator.shim.protocol import frames
 from translator.shim.protocol.channel import Channel, Unanswered
 
 DEFERRED = "deferred by a PreToolUse hook: the turn stops here, the call pending"
+INTERRUPTED = "the user interrupted this run"
+DENIED_AFTER = {"defer": "the turn stopped at a deferred tool call", "stop": "a hook stopped this run"}
 CHANGED_INPUT = "caliban cannot run a tool with an input changed by the app (updatedInput); denied instead"
 # Why a tool hook's context (or a PostToolUse block) cannot reach the model, which Claude Code
 # shows it after the tool's result (caliban-ai/caliban f33a2d0, read there):
@@ -28,90 +35,114 @@ BEYOND_DRIVE = ("caliban's drive surface cannot add to a run between a tool's re
 BEYOND_PRINT = ("caliban -p takes no input once it runs (it reads its prompt to the end first), and the relayed "
                 "call's only answer is the tool's result, which Claude Code keeps apart from hook context")  # fmt: skip
 
+# allow: the call runs. deny: it does not, the run goes on. interrupt: it does not and the run
+# ends (a deny with `interrupt: true`, the user's interrupt). defer: it does not and the run
+# stops with it pending (a PreToolUse hook's defer). stop: it runs, then the run ends (a hook's
+# `continue: false`; Claude Code's "the tool still runs").
+Verdict = Literal["allow", "deny", "interrupt", "defer", "stop"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    name: str
+    input: Any
+    id: str  # the model's tool_use_id
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    verdict: Verdict
+    reason: str = ""  # what the model is shown for a call that does not run; a stop's stopReason
+    input: Any = None  # the input a call that runs runs with
+
+    @property
+    def runs(self) -> bool:
+        return self.verdict in ("allow", "stop")
+
+    @property
+    def ends_run(self) -> bool:
+        """The run stops here: every pending and later call of it is to be settled as denied."""
+        return self.verdict in ("interrupt", "defer", "stop")
+
 
 class Gate:
     def __init__(self, app: Channel, policy: Policy, can_use_tool: bool, hooks: Hooks,
-                 warn: Callable[[str], None]) -> None:  # fmt: skip
+                 warn: Callable[[str], None], session_id: str = "", beyond: str = BEYOND_DRIVE) -> None:  # fmt: skip
         self.app, self.policy, self.can_use_tool, self.hooks, self.warn = app, policy, can_use_tool, hooks, warn
-        self.asked: set[str] = set()
-        self.denials: list[dict[str, Any]] = []
-        self.interrupt = False  # the last deny asked to end the run
-        self.deferred: dict[str, Any] | None = None  # the tool a PreToolUse hook deferred: {id, name, input}
-        self.stop: str | None = None  # a PreToolUse hook's continue:false: its stopReason (the run ends after the tool)
+        self.session_id = session_id
+        self.beyond = beyond  # why the outputs beyond a decision do not reach the model, on this backend
         self._unreached: set[tuple[str, str]] = set()  # the hook outputs already said to be beyond caliban
-        self.beyond = BEYOND_DRIVE  # why the outputs beyond a decision do not reach the model, on this backend
         self.mode = "default"
         self.prompt_id = ""
-        self.session_id = ""
-
-    def reset(self) -> None:
-        """A new server and run: its prompts are new (caliban's tool ids are the provider's)."""
-        self.asked.clear()
+        self.ended: Decision | None = None  # what ended the run: every later call of it is denied
 
     def begin(self, mode: str, prompt_id: str) -> None:
-        self.mode, self.prompt_id, self.denials, self.interrupt, self.deferred = mode, prompt_id, [], False, None
-        self.stop = None
+        """A new run: nothing has ended it yet."""
+        self.mode, self.prompt_id, self.ended = mode, prompt_id, None
 
-    def settled(self, tid: str) -> None:
-        """The call's ToolCallEnd: its prompt is over. A provider may give a later call the same
-        id (ids are the provider's): that call's prompt is a new one, asked again."""
-        self.asked.discard(tid)
+    def end(self, decision: Decision) -> None:
+        """The run stopped (the first decision that ends it stands): later calls are denied."""
+        if self.ended is None:
+            self.ended = decision
 
-    def new(self, ask: dict[str, Any]) -> bool:
-        tid = str(ask.get("tool_use_id", ""))
-        if tid in self.asked:
-            return False
-        self.asked.add(tid)
-        return True
+    def decide(self, call: ToolCall) -> Decision:
+        """What is done with the call, and with its run."""
+        if self.ended is not None:
+            return Decision("deny", DENIED_AFTER.get(self.ended.verdict, INTERRUPTED))
+        decision = self._decide(call)
+        if decision.ends_run:
+            self.end(decision)
+        return decision
 
-    def decide(self, ask: dict[str, Any]) -> tuple[bool, str]:
-        """Allow, or deny with the reason the model is shown."""
-        name, tool_input, tid = str(ask.get("tool_name", "")), ask.get("input"), str(ask.get("tool_use_id", ""))
-        allow, reason = self._decide(name, tool_input, tid)
-        if not allow and (self.deferred is None or self.deferred["id"] != tid):
-            self.denials.append({"tool_name": name, "tool_use_id": tid, "tool_input": tool_input})
-        return allow, reason
+    def _decide(self, call: ToolCall) -> Decision:
+        """A hook's `continue: false` ends the run after a call that runs; one that does not
+        run ends it there, as an interrupt."""
+        outputs = self.hook("PreToolUse", {"tool_name": call.name, "tool_input": call.input, "tool_use_id": call.id},
+                            call.name, call.id)  # fmt: skip
+        decision, stop = self._verdict(call, outputs), outputs_.stop_reason(outputs)
+        if stop is None or decision.ends_run:
+            return decision
+        return Decision("stop", stop, decision.input) if decision.runs else Decision("interrupt", decision.reason)
 
-    def _decide(self, name: str, tool_input: Any, tid: str) -> tuple[bool, str]:
-        if self.interrupt:
-            return False, "the turn stopped at a deferred tool call" if self.deferred else "the user interrupted this run"
-        outputs = self.hook("PreToolUse", {"tool_name": name, "tool_input": tool_input, "tool_use_id": tid}, name, tid)
+    def _verdict(self, call: ToolCall, outputs: list[dict[str, Any]]) -> Decision:
         verdict, why = pre_tool_verdict(outputs)
-        if self.stop is None:
-            self.stop = outputs_.stop_reason(outputs)
         if verdict == "deny":
-            return False, why or "denied by a PreToolUse hook"
+            return Decision("deny", why or "denied by a PreToolUse hook")
         if verdict == "unknown":
-            self.warn(f"{name}: a PreToolUse hook's permissionDecision {why} is not one caliban-claude knows; denied")
-            return False, f"denied: a PreToolUse hook answered the unknown permissionDecision {why}"
+            self.warn(f"{call.name}: a PreToolUse hook's permissionDecision {why} is not one caliban-claude knows; denied")
+            return Decision("deny", f"denied: a PreToolUse hook answered the unknown permissionDecision {why}")
         if verdict == "defer":  # Claude Code's: the turn stops here, the tool pending (never run)
-            self.deferred, self.interrupt = {"id": tid, "name": name, "input": tool_input}, True
-            return False, DEFERRED
-        if verdict == "allow":
-            return True, ""
-        decision = "ask" if verdict == "ask" else self.policy.decide(self.mode, name, tool_input)
+            return Decision("defer", DEFERRED, call.input)
+        return Decision("allow", input=call.input) if verdict == "allow" else self._ask(call, verdict == "ask")
+
+    def _ask(self, call: ToolCall, asked: bool) -> Decision:
+        """The mode and rules (unless a hook said ask), then the app's `can_use_tool`."""
+        name, tool_input = call.name, call.input
+        decision = "ask" if asked else self.policy.decide(self.mode, name, tool_input)
         if decision != "ask":
-            return decision == "allow", f"Permission to use {name} has been denied."
+            if decision == "allow":
+                return Decision("allow", input=tool_input)
+            return Decision("deny", f"Permission to use {name} has been denied.")
         if not self.can_use_tool:
-            return False, f"Claude requested permissions to use {name}, but you haven't granted it yet."
+            return Decision("deny", f"Claude requested permissions to use {name}, but you haven't granted it yet.")
         self.app_state("requires_action")
         try:
-            answer = self.app.ask(frames.can_use_tool(name, tool_input, tid))
+            answer = self.app.ask(frames.can_use_tool(name, tool_input, call.id))
         except Unanswered as exc:
-            return False, str(exc)
+            return Decision("deny", str(exc))
         finally:
             self.app_state("running")
         if answer is None:
             errors = self.app.errors
-            return False, errors.pop() if errors else "the user interrupted this run"
+            return Decision("deny", errors.pop()) if errors else Decision("interrupt", INTERRUPTED)
         if answer.get("behavior") == "allow":
             updated = answer.get("updatedInput")
             if updated is not None and updated != tool_input:
                 self.warn(f"{name}: {CHANGED_INPUT}")
-                return False, CHANGED_INPUT
-            return True, ""
-        self.interrupt = answer.get("interrupt") is True
-        return False, str(answer.get("message") or "denied by the user")
+                return Decision("deny", CHANGED_INPUT)
+            return Decision("allow", input=tool_input)
+        reason = str(answer.get("message") or "denied by the user")
+        return Decision("interrupt" if answer.get("interrupt") is True else "deny", reason)
 
     def app_state(self, state: str) -> None:
         self.app.notify(frames.session_state(state, self.session_id))

@@ -28,13 +28,14 @@ from typing import Any
 
 import orjson
 
+from translator.shim.permissions.gate import Decision, ToolCall
 from translator.shim.protocol import stdin
 from translator.shim.protocol.channel import Channel, Unanswered
 from translator.shim.protocol.frames import CLI_VERSION
 from translator.shim.tools.relay import TOKEN_ENV
 from translator.shim.tools.uses import ToolUses
 
-Decide = Callable[[str, Any, str], tuple[bool, str]]  # (tool name, input, tool_use_id) → allow, reason
+Decide = Callable[[ToolCall], Decision]  # permissions/gate.py's, for a relayed call
 RELAY_LINE = 64 << 20  # bytes of one of caliban's JSON-RPC lines to a relay (the app's stdin takes as many)
 _ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")')
 ANNOTATIONS = {"readOnlyHint": "readOnly", "destructiveHint": "destructive", "idempotentHint": "idempotent",
@@ -237,9 +238,9 @@ class SdkServers:
         assert isinstance(params, dict)
         name, arguments = tool_name(server, str(params.get("name", ""))), params.get("arguments") or {}
         tid = self.uses.relayed(name, arguments)  # (caliban names its call only once it has returned: uses.py)
-        allow, reason = self.decide(name, arguments, tid)
-        if not allow:
-            return _reply(msg.get("id"), {"content": [{"type": "text", "text": reason}], "isError": True})
+        decision = self.decide(ToolCall(name, arguments, tid))
+        if not decision.runs:
+            return _reply(msg.get("id"), {"content": [{"type": "text", "text": decision.reason}], "isError": True})
         meta = {**(params.get("_meta") or {}), "claudecode/toolUseId": tid, "progressToken": msg.get("id")}
         return self.handle(server, {**msg, "params": {**params, "_meta": meta}})
 

@@ -23,7 +23,7 @@ from translator.shim.backends.drive.frames import DriveFrames
 from translator.shim.backends.drive.mcp import McpServer, ServerGone, ToolError
 from translator.shim.backends.drive.segments import Segments
 from translator.shim.permissions import outputs
-from translator.shim.permissions.gate import Gate
+from translator.shim.permissions.gate import INTERRUPTED, Decision, Gate, ToolCall
 from translator.shim.permissions.hooks import Hooks, blocked
 from translator.shim.permissions.policy import Policy
 from translator.shim.protocol.channel import Channel
@@ -45,14 +45,16 @@ class DriveBackend:
         self.frames = DriveFrames(session_id, partial=partial, observer=observer)
         self.app = app
         self.hooks = Hooks({})
-        self.gate = Gate(self.app, policy, can_use_tool, self.hooks, warn)
-        self.gate.session_id = session_id
+        self.gate = Gate(self.app, policy, can_use_tool, self.hooks, warn, session_id)
         self.segments = Segments()
         self.server: McpServer | None = None
         self.run_id: str | None = None
         self.cursor = 0
         self.interrupted: str | None = None  # "user" (interrupt), "tool" (a deny with interrupt), "defer" (a hook's)
         self.active = False  # a message is being run
+        self._asked: set[str] = set()  # the prompts asked while their call is open (a poll repeats one until answered)
+        self.denials: list[dict[str, Any]] = []  # the run's calls denied (the result's permission_denials)
+        self.deferred: dict[str, Any] | None = None  # the call a PreToolUse hook deferred: {id, name, input}
         self._tools: dict[str, tuple[str, list[str]]] = {}  # tool_use_id → name, input fragments
 
     @property
@@ -112,6 +114,7 @@ class DriveBackend:
         if not self.active:
             return
         self.interrupted = self.interrupted or "user"
+        self.gate.end(Decision("interrupt", INTERRUPTED))
         self.app.cancel()
         if self.server is not None:
             self.server.kill()
@@ -143,7 +146,7 @@ class DriveBackend:
 
     def run_message(self, prompt: str) -> None:
         """One user message to its result (always exactly one)."""
-        self.active, self.interrupted = True, None
+        self.active, self.interrupted, self.denials, self.deferred = True, None, [], None
         self.frames.begin(self._mode())
         self.gate.begin(self._mode(), str(uuid.uuid4()))
         self.send(session_state("running", self.session_id))
@@ -169,7 +172,7 @@ class DriveBackend:
                 self._drop()
         if self.interrupted == "defer":  # (the run cannot wait with a call pending: it ends, as on interrupt)
             self._drop()
-            self.frames.deferred, stopped = self.gate.deferred, "EndOfTurn"
+            self.frames.deferred, stopped = self.deferred, "EndOfTurn"
         elif self.interrupted == "hook":  # a PreToolUse continue:false: the tool ran, the run ends there
             self._drop()
             stopped = "EndOfTurn"
@@ -180,7 +183,7 @@ class DriveBackend:
             stopped = "Cancelled"
             if self.interrupted == "tool":
                 self.frames.terminal_reason = "aborted_tools"
-        self.frames.denials = self.gate.denials
+        self.frames.denials = self.denials
         self.gate.hook("Stop", {"stop_hook_active": False})  # (before the result, as Claude Code calls it)
         self.emit(self.segments.close(stopped))
         self.active = False
@@ -191,7 +194,7 @@ class DriveBackend:
         if self.server is None or not self.server.alive:
             self._drop()
             self.server = self._start()  # (the probe started the first: this one follows an end)
-            self.gate.reset()
+            self._asked.clear()  # (its prompts are new: caliban's tool ids are the provider's)
             self.warn("a new caliban mcp serve and run: it knows nothing of this conversation's earlier messages")
         if self.run_id is not None:
             try:
@@ -228,24 +231,33 @@ class DriveBackend:
                 return {"Error": str(error)} if settling == "failed" else "EndOfTurn"
             settling = state if armed and state in SETTLING else None
             ask = body.get("permission_request")
-            if isinstance(ask, dict) and self.gate.new(ask):
-                allow, reason = self.gate.decide(ask)
-                if self.gate.interrupt and self.interrupted in (None, "user"):
-                    self.interrupted = "defer" if self.gate.deferred is not None else "tool"
-                elif self.gate.stop is not None and self.interrupted is None:
-                    self.interrupted = "hook"
-                self._permit(ask, allow, reason)
+            if isinstance(ask, dict) and (tid := str(ask.get("tool_use_id", ""))) not in self._asked:
+                self._asked.add(tid)
+                call = ToolCall(str(ask.get("tool_name", "")), ask.get("input"), tid)
+                decision = self.gate.decide(call)
+                self._decided(call, decision)
+                self._permit(call, decision)
                 interval = POLL_MIN_S
                 continue
             interval = POLL_MIN_S if events or settling else min(interval * 2, POLL_MAX_S)
             time.sleep(interval)
         return "Cancelled"
 
-    def _permit(self, ask: dict[str, Any], allow: bool, reason: str) -> None:
+    def _decided(self, call: ToolCall, decision: Decision) -> None:
+        """What the decision does to the run: a call denied is one of the result's denials; a
+        decision that ends the run ends it at its turn's end (a defer with the call pending)."""
+        if decision.verdict == "defer":
+            self.deferred = self.deferred or {"id": call.id, "name": call.name, "input": call.input}
+        elif not decision.runs:
+            self.denials.append({"tool_name": call.name, "tool_use_id": call.id, "tool_input": call.input})
+        if decision.ends_run and self.interrupted is None:
+            self.interrupted = {"interrupt": "tool", "defer": "defer", "stop": "hook"}[decision.verdict]
+
+    def _permit(self, call: ToolCall, decision: Decision) -> None:
         assert self.server is not None
-        args: dict[str, Any] = {"run_id": self.run_id, "tool_use_id": str(ask.get("tool_use_id")), "allow": allow}
-        if not allow:
-            args["reason"] = reason
+        args: dict[str, Any] = {"run_id": self.run_id, "tool_use_id": call.id, "allow": decision.runs}
+        if not decision.runs:
+            args["reason"] = decision.reason
         try:
             self.server.call("caliban_permit", args)
         except ToolError as exc:  # (it waited 600 s and denied it: "run is no longer waiting on that prompt")
@@ -259,11 +271,11 @@ class DriveBackend:
             self._tools[tid] = (str(event.get("name", "")), [])
         elif kind == "ToolCallInputDelta" and tid in self._tools:
             self._tools[tid][1].append(str(event.get("partial_json", "")))
-        deferred = self.gate.deferred is not None and kind == "ToolCallEnd" and self.gate.deferred["id"] == tid
+        deferred = self.deferred is not None and kind == "ToolCallEnd" and self.deferred["id"] == tid
         if not deferred:  # (a deferred call stays pending: no result, no PostToolUse)
             self.emit(self.segments.event(event))
         if kind == "ToolCallEnd":
-            self.gate.settled(tid)
+            self._asked.discard(tid)  # (a later call the provider gives the same id is asked anew)
             name, parts = self._tools.pop(tid, ("", []))
             if not deferred:
                 self.gate.post_tool(name, _input(parts), tid, event)
