@@ -145,8 +145,10 @@ def test_claude_code_acp_runs_bash_in_the_editors_terminal_after_request_permiss
     """An editor with a terminal (Zed's): 0.16.2 disallows caliban's own Bash and gives its
     `mcp__acp__Bash`, relayed on caliban -p; not in its allowedTools, so the relay asks
     `can_use_tool`, the adapter asks session/request_permission, and only an allow runs the
-    command, in the editor's terminal (terminal/create). A reject is the tool's error, with the
-    adapter's message, as caliban gives the model a relayed tool's error."""
+    command, in the editor's terminal (terminal/create). A reject (the adapter's deny with
+    `interrupt: true`) ends the run as Claude Code ends it (the call rejected,
+    `error_during_execution`/`aborted_tools`, cc-2.1.333/sdk-ts/can_use_tool_deny_interrupt),
+    which the adapter answers as an internal error, with Claude Code's `errors`."""
     start, work, root = editor
     bash = {"tool": "mcp__acp__Bash", "input": {"command": "echo made > d.txt", "timeout": 5000}, "id": "toolu_sh"}
     env = {"FAKE_CALIBAN_SCRIPTS": json.dumps([{"mcp_calls": [bash], "text": "Ran it."}])}
@@ -154,7 +156,10 @@ def test_claude_code_acp_runs_bash_in_the_editors_terminal_after_request_permiss
     client.permission = choice
     session = client.start(terminal=True)
     answer = client.request("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "make d"}]})
-    assert answer.get("result", {}).get("stopReason") == "end_turn", answer
+    if choice == "allow":
+        assert answer.get("result", {}).get("stopReason") == "end_turn", answer
+    else:
+        assert answer["error"]["message"] == "Internal error: [ede_diagnostic] result_type=user last_content_type=n/a stop_reason=tool_use"
     methods = [m for m, _ in client.asked]
     ran = ["terminal/create", "terminal/wait_for_exit", "terminal/output", "terminal/release"]
     assert methods == ["session/request_permission", *(ran if choice == "allow" else [])], client.asked
@@ -164,4 +169,4 @@ def test_claude_code_acp_runs_bash_in_the_editors_terminal_after_request_permiss
     denied = [run["argv"][n + 1] for n, a in enumerate(run["argv"]) if a == "--deny"]
     assert "Bash" in denied  # caliban's own Bash: the adapter's disallowedTools
     updates = json.dumps([u["update"] for u in client.updates if u["update"].get("toolCallId") == called])
-    assert ("Exited with code 0." if choice == "allow" else "User refused permission to run tool") in updates
+    assert ("Exited with code 0." if choice == "allow" else "The user doesn't want to proceed with this tool use") in updates

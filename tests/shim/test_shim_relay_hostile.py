@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support_fixtures import FIXTURES
 from support_processes import Frames, fake_caliban
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
@@ -74,19 +75,29 @@ class App:
         message = {"jsonrpc": "2.0", "id": request["request"]["message"]["id"], "result": result}
         self.answer(request["request_id"], {"mcp_response": message})
 
-    def run(self, on_call: Any, timeout: float = 30.0) -> list[dict[str, Any]]:
-        """One message to its result: every frame, the shim's requests answered on the way."""
+    def run(self, on_call: Any, timeout: float = 30.0, on_ask: Any = None) -> list[dict[str, Any]]:
+        """One message to its result: every frame, the shim's requests answered on the way
+        (`can_use_tool` by `on_ask(app, request)`, which allows by default)."""
         self.send({"type": "user", "message": {"role": "user", "content": "add 2 and 3"}})
         got: list[dict[str, Any]] = []
         deadline = time.monotonic() + timeout
         while not got or got[-1].get("type") != "result":
             got += self.frames.until(lambda f: f.get("type") in ("control_request", "result"), deadline - time.monotonic())
             request = got[-1].get("request", {}) if got[-1]["type"] == "control_request" else {}
-            if request.get("subtype") == "can_use_tool":
+            if request.get("subtype") == "can_use_tool" and on_ask is not None:
+                on_ask(self, got[-1])
+            elif request.get("subtype") == "can_use_tool":
                 self.answer(got[-1]["request_id"], {"behavior": "allow", "updatedInput": request["input"]})
             elif request.get("subtype") == "mcp_message":
                 on_call(self, got[-1])
         return got
+
+    def rest(self) -> list[dict[str, Any]]:
+        """Every frame after the ones read, to the shim's exit (the input closed)."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        data = self.frames.rest + self.proc.stdout.read()
+        return [json.loads(line) for line in data.splitlines() if line.strip()]
 
     def end(self, timeout: float = 15.0) -> int:
         try:
@@ -265,3 +276,68 @@ def test_an_external_server_of_an_sdk_servers_name_is_refused_and_the_relay_stay
     assert "MCP server 'calc': refused, the app's SDK server 'calc' has that name" in app.stderr.decode()
     app.proc.stdin.close()
     assert app.end() == 0
+
+
+def never(app: App, request: dict[str, Any]) -> None:
+    pytest.fail("the app's handler was reached")
+
+
+def test_an_interrupt_settles_a_pending_can_use_tool_and_a_late_allow_runs_nothing(tmp_path: Path) -> None:
+    """The app interrupts while `can_use_tool` waits, then allows: the run ends interrupted and
+    the handler never runs (it ran after the interrupted result: a Bash command in Zed's
+    terminal after `session/cancel`)."""
+    app = App(tmp_path, [ADD, {**ADD, "id": "toolu_again"}])
+    asked: list[str] = []
+
+    def late(app: App, request: dict[str, Any]) -> None:
+        asked.append(request["request_id"])
+        app.send({"type": "control_request", "request_id": "stop", "request": {"subtype": "interrupt"}})
+        time.sleep(0.3)
+        app.answer(request["request_id"], {"behavior": "allow", "updatedInput": request["request"]["input"]})
+
+    frames = app.run(never, on_ask=late)
+    frames += app.rest()
+    assert len(asked) == 1 and frames.count(frames[-1]) == 1
+    assert not [f for f in frames if f.get("request", {}).get("subtype") == "mcp_message"]  # never, not even later
+    (result,) = [f for f in frames if f["type"] == "result"]
+    assert result["is_error"] is True and result["subtype"] == "error_during_execution"
+    assert any(f["type"] == "user" and "[Request interrupted by user]" in json.dumps(f) for f in frames)
+    assert app.end() == 1
+
+
+def recorded_deny_interrupt() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Claude Code's frames after its `can_use_tool` was denied with interrupt, and its result."""
+    wire = [json.loads(line) for line in (FIXTURES / "cc-2.1.333/sdk-ts/can_use_tool_deny_interrupt.wire.jsonl").open()]
+    answered = next(n for n, e in enumerate(wire) if e["dir"] == "stdin" and e["data"].get("type") == "control_response")
+    after = [e["data"] for e in wire[answered:] if e["dir"] == "stdout" and e["data"].get("subtype") != "session_state_changed"]
+    return after[:-1], after[-1]
+
+
+def test_a_deny_with_interrupt_ends_the_run_as_claude_code_ends_it(tmp_path: Path) -> None:
+    """A deny with `interrupt: true` (Zed's reject) was the tool's error and the run went on
+    to the next call and `success`; Claude Code ends the run there."""
+    app = App(tmp_path, [ADD, {**ADD, "id": "toolu_again", "input": {"a": 1, "b": 1}}])
+    asked: list[dict[str, Any]] = []
+
+    def reject(app: App, request: dict[str, Any]) -> None:
+        asked.append(request["request"])
+        app.answer(request["request_id"], {"behavior": "deny", "message": "User refused permission to run tool",
+                                           "interrupt": True})  # fmt: skip
+
+    frames = app.run(never, on_ask=reject)
+    frames += app.rest()
+    assert len(asked) == 1  # the second call was never asked about (nor run)
+    shown = [f for f in frames if f["type"] in ("user", "assistant", "result")]
+    want, want_result = recorded_deny_interrupt()
+    tool_use = next(b for f in shown if f["type"] == "assistant" for b in f["message"]["content"] if b["type"] == "tool_use")
+    assert tool_use["id"] == asked[0]["tool_use_id"] and tool_use["input"] == {"a": 2, "b": 3}
+    tail = shown[-3:]  # the rejected call's result, the interrupt, the result: Claude Code's
+    assert [f["type"] for f in tail] == [f["type"] for f in want] + ["result"]
+    assert tail[0]["message"]["content"] == [{**want[0]["message"]["content"][0], "tool_use_id": tool_use["id"]}]
+    assert tail[1]["message"]["content"] == want[1]["message"]["content"]  # [Request interrupted by user for tool use]
+    result = tail[2]
+    keys = ("subtype", "is_error", "stop_reason", "terminal_reason", "errors")
+    assert {k: result[k] for k in keys} == {k: want_result[k] for k in keys}
+    assert result["permission_denials"] == [{"tool_name": "mcp__calc__add", "tool_use_id": tool_use["id"],
+                                             "tool_input": {"a": 2, "b": 3}}]  # fmt: skip
+    assert app.end() == 1

@@ -26,7 +26,7 @@ from translator.shim.backends.base import Backend
 from translator.shim.backends.drive.backend import DriveBackend
 from translator.shim.backends.oneshot.backend import OneshotBackend
 from translator.shim.mapping import PERMISSION_MODES, Plan, model_choices, resolve_model
-from translator.shim.permissions.gate import BEYOND_PRINT, Decision, Gate, ToolCall
+from translator.shim.permissions.gate import BEYOND_PRINT, INTERRUPTED, Decision, Gate, ToolCall
 from translator.shim.permissions.hooks import Hooks
 from translator.shim.permissions.policy import Policy
 from translator.shim.protocol import frames, initialize
@@ -141,6 +141,8 @@ class ShimSession:
             if self.observer is not None:
                 self.observer.interrupted(time.time())
             self.backend.interrupt()
+            self.relay_gate.end(Decision("interrupt", INTERRUPTED))  # (every later call of the run: denied)
+            self.channel.cancel()  # every request of the run that waits for the app: settled, a late answer ignored
         elif subtype == "set_permission_mode":
             mode = request.get("mode")
             if not isinstance(mode, str) or mode not in PERMISSION_MODES:
@@ -176,7 +178,7 @@ class ShimSession:
         if self.tools is not None:
             self.tools.add(fresh, manifests)
         elif fresh:
-            self.tools = SdkServers(fresh, manifests, self.channel, self.settle, self.uses, warn)
+            self.tools = SdkServers(fresh, manifests, self.channel, self.settle, self.uses, warn, self.relay_gate.still)
             self.oneshot.tools = self.tools
             self.oneshot.conversation.sdk_servers = self.tools.init_entries
             self.oneshot.conversation.on_tool_use = self.uses.named
@@ -195,8 +197,10 @@ class ShimSession:
     def settle(self, call: ToolCall) -> Decision:
         """One relayed call of the app's tools, as the drive's gate settles a permission prompt."""
         decision = self.relay_gate.decide(call)
-        if decision.verdict == "defer":
-            self.oneshot.defer({"id": call.id, "name": call.name, "input": call.input})
+        if decision.verdict in ("defer", "interrupt"):  # the run stops here: what waits for the app is denied too
+            self.channel.cancel()
+            stopped = self.oneshot.defer if decision.verdict == "defer" else self.oneshot.abort
+            stopped({"id": call.id, "name": call.name, "input": call.input})
         return decision
 
     def use_drive(self) -> bool:

@@ -25,6 +25,11 @@ from translator.shim.protocol.channel import Channel, Unanswered
 
 DEFERRED = "deferred by a PreToolUse hook: the turn stops here, the call pending"
 INTERRUPTED = "the user interrupted this run"
+# Claude Code's tool_result for a call the user rejected and stopped the run at (a deny with
+# `interrupt: true`; cc-2.1.333/sdk-ts/can_use_tool_deny_interrupt): the model is not shown the app's message.
+REJECTED = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, "
+            "the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how "
+            "to proceed.")  # fmt: skip
 DENIED_AFTER = {"defer": "the turn stopped at a deferred tool call", "stop": "a hook stopped this run"}
 CHANGED_INPUT = "caliban cannot run a tool with an input changed by the app (updatedInput); denied instead"
 # Why a tool hook's context (or a PostToolUse block) cannot reach the model, which Claude Code
@@ -84,6 +89,14 @@ class Gate:
         """The run stopped (the first decision that ends it stands): later calls are denied."""
         if self.ended is None:
             self.ended = decision
+
+    def still(self, decision: Decision) -> Decision:
+        """`decision` once more, as its call is about to run: a run ended meanwhile by another
+        (an interrupt, a parallel call's defer or deny with interrupt) denies it, so that an
+        allow that came late never runs the tool."""
+        if not decision.runs or self.ended is None or self.ended is decision:
+            return decision
+        return Decision("deny", DENIED_AFTER.get(self.ended.verdict, INTERRUPTED))
 
     def decide(self, call: ToolCall) -> Decision:
         """What is done with the call, and with its run."""

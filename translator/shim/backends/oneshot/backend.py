@@ -74,6 +74,16 @@ class OneshotBackend:
         if run is not None:
             run.interrupt()
 
+    def abort(self, call: dict[str, Any]) -> None:
+        """A deny with interrupt refused a relayed call: the run ends there (SIGINT), its result
+        Claude Code's (the call rejected, `error_during_execution`, `aborted_tools`)."""
+        if self.conversation.deferred is None and not self.conversation.interrupted:
+            self.conversation.aborted = call
+        self.conversation.interrupted = True
+        run = self.current
+        if run is not None:
+            run.interrupt()
+
     def answer(self, request: dict[str, Any]) -> dict[str, Any] | None:
         subtype = request.get("subtype")
         if subtype == "mcp_status":

@@ -21,8 +21,11 @@ from translator.api import Stream
 from translator.encoders.claude_code.frames import mcp_servers
 from translator.encoders.observed import Observer
 from translator.shim.backends.completion import complete
-from translator.shim.protocol.frames import CLI_VERSION, api_key_source, interrupted
+from translator.shim.permissions.gate import REJECTED
+from translator.shim.protocol.frames import CLI_VERSION, api_key_source, interrupted, now
 
+# Claude Code's result `errors` for a run a deny with interrupt ended (cc-2.1.333/sdk-ts/can_use_tool_deny_interrupt)
+ABORTED_ERRORS = ["[ede_diagnostic] result_type=user last_content_type=n/a stop_reason=tool_use"]
 MAX_CALIBAN_LINE = 16 << 20  # bytes of one caliban line read: longer is skipped, said (its tools cap theirs at 30 KB to 10 MB)
 WATCHED = 48  # bytes at the head of a caliban line that say whether it is an init or a result
 
@@ -49,13 +52,14 @@ class Conversation:
         self.on_tool_use: Callable[[str, Any], str | None] | None = None
         self._renamed: dict[bytes, bytes] = {}  # caliban's id → the relay's, both as JSON strings
         self.deferred: dict[str, Any] | None = None  # the call a PreToolUse hook deferred: {id, name, input}
+        self.aborted: dict[str, Any] | None = None  # the call a deny with interrupt ended the run at: {id, name, input}
         self._deferred_shown = False
         self.sdk_servers: Callable[[], list[dict[str, Any]]] | None = None  # the app's, in the init frame
 
     def start_run(self) -> None:
         self.interrupted = False
         self.run_result = None
-        self.deferred = None
+        self.deferred = self.aborted = None
         self._deferred_shown = False  # its call went out in an assistant frame
         self._renamed.clear()
 
@@ -132,8 +136,9 @@ class Conversation:
     def _complete(self, frames: list[bytes]) -> list[bytes]:
         for caliban_id, relayed in self._renamed.items():  # (ids are the provider's random tokens)
             frames = [f.replace(caliban_id, relayed) if caliban_id in f else f for f in frames]
-        if self.deferred is not None:  # (the deferred call stays pending: caliban's denied result is not shown)
-            pending = orjson.dumps(self.deferred["id"])
+        stopped_at = self.deferred or self.aborted
+        if stopped_at is not None:  # (caliban's result for the call is not shown: pending, or Claude Code's own)
+            pending = orjson.dumps(stopped_at["id"])
             frames = [f for f in frames if not (f.startswith(b'{"type":"user"') and pending in f)]
             self._deferred_shown |= any(f.startswith(b'{"type":"assistant"') and pending in f for f in frames)
         return complete(frames, self._init, self._result)
@@ -148,8 +153,25 @@ class Conversation:
                          terminal_reason="tool_deferred", deferred_tool_use=self.deferred)  # fmt: skip
             if not self._deferred_shown:  # (caliban was stopped before its turn's message: the call, as Claude Code shows it)
                 before.append(orjson.dumps(self._call_frame(self.deferred)) + b"\n")
+        elif self.aborted is not None:  # Claude Code's: the call rejected, the run ended there (aborted_tools)
+            call = self.aborted
+            frame.update(subtype="error_during_execution", is_error=True, stop_reason="tool_use",
+                         terminal_reason="aborted_tools", errors=ABORTED_ERRORS)  # fmt: skip
+            frame["permission_denials"] = [*(frame.get("permission_denials") or []),
+                                           {"tool_name": call["name"], "tool_use_id": call["id"], "tool_input": call["input"]}]  # fmt: skip
+            frame.pop("result", None)
+            if not self._deferred_shown:
+                before.append(orjson.dumps(self._call_frame(call)) + b"\n")
+            before.append(orjson.dumps(self._rejected_frame(call["id"])) + b"\n")
+            before.append(orjson.dumps(interrupted(self.session_id, for_tool=True)) + b"\n")
         self.last_is_error = frame.get("is_error") is True
-        return before + ([orjson.dumps(interrupted(self.session_id)) + b"\n"] if self.interrupted else [])
+        plain = self.interrupted and self.aborted is None
+        return before + ([orjson.dumps(interrupted(self.session_id)) + b"\n"] if plain else [])
+
+    def _rejected_frame(self, tool_use_id: str) -> dict[str, Any]:
+        block = {"type": "tool_result", "content": REJECTED, "is_error": True, "tool_use_id": tool_use_id}
+        return {"type": "user", "message": {"role": "user", "content": [block]}, "parent_tool_use_id": None,
+                "session_id": self.session_id, "uuid": str(uuid.uuid4()), "timestamp": now()}  # fmt: skip
 
     def _call_frame(self, call: dict[str, Any]) -> dict[str, Any]:
         block = {"type": "tool_use", "id": call["id"], "name": call["name"], "input": call["input"]}
