@@ -15,6 +15,10 @@ EDITABLE := --config-settings editable_mode=compat
 # with PYTHONDONTWRITEBYTECODE set every start would compile every module again (~25 ms).
 BYTECODE := $(BIN)/python -m compileall -q translator
 
+# The suite runs in parallel (pytest-xdist): most tests wait on processes, sockets and signals,
+# not on the CPU, so more workers than cores (2 here); TEST_JOBS=0 runs it in this one process.
+TEST_JOBS ?= 4
+
 .PHONY: run test lint schemas docs bench clean
 
 $(BIN)/python:
@@ -34,7 +38,7 @@ run: $(RUNTIME)
 
 test: $(TESTS)
 	$(BYTECODE)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_JOBS)
 
 lint: $(TESTS)
 	$(BIN)/ruff check translator tests bench

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from support_fixtures import TS_SDK_CACHE, TS_SDK_PACKAGE, TS_SDK_SKIPPED, TS_SDK_VERSION, Reap
+from support_fixtures import TS_SDK_CACHE, TS_SDK_PACKAGE, TS_SDK_SKIPPED, TS_SDK_VERSION, Reap, npm_installed
 
 from translator.core.rates import RateCard
 
@@ -73,17 +73,7 @@ def sdk() -> Path:
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         pytest.skip(TS_SDK_SKIPPED)
-    entry = TS_SDK_CACHE / "node_modules" / TS_SDK_PACKAGE / "sdk.mjs"
-    manifest = entry.with_name("package.json")
-    if not manifest.exists() or json.loads(manifest.read_text())["version"] != TS_SDK_VERSION:
-        TS_SDK_CACHE.mkdir(parents=True, exist_ok=True)
-        if not (TS_SDK_CACHE / "package.json").exists():
-            (TS_SDK_CACHE / "package.json").write_text('{"name": "caliban-claude-ts-sdk-cache", "private": true}\n')
-        subprocess.run(
-            [npm, "install", "--omit=optional", "--no-audit", "--no-fund", f"{TS_SDK_PACKAGE}@{TS_SDK_VERSION}"],
-            cwd=TS_SDK_CACHE, check=True, capture_output=True, timeout=600,
-        )  # fmt: skip
-    return entry
+    return npm_installed(TS_SDK_CACHE, {TS_SDK_PACKAGE: TS_SDK_VERSION}) / TS_SDK_PACKAGE / "sdk.mjs"
 
 
 # ccusage from npm, for the tests that read the session files with it (test_transcripts.py):
@@ -98,14 +88,7 @@ def ccusage() -> Callable[[Path, str], dict[str, Any]]:
     npm = shutil.which("npm")
     if shutil.which("node") is None or npm is None:
         pytest.skip("the ccusage tests were SKIPPED: node and npm are not installed (.ci/run installs them)")
-    manifest = CCUSAGE_CACHE / "node_modules" / "ccusage" / "package.json"
-    if not manifest.exists() or json.loads(manifest.read_text())["version"] != CCUSAGE_VERSION:
-        CCUSAGE_CACHE.mkdir(parents=True, exist_ok=True)
-        if not (CCUSAGE_CACHE / "package.json").exists():
-            (CCUSAGE_CACHE / "package.json").write_text('{"name": "caliban-claude-ccusage-cache", "private": true}\n')
-        subprocess.run([npm, "install", "--no-audit", "--no-fund", f"ccusage@{CCUSAGE_VERSION}"],
-                       cwd=CCUSAGE_CACHE, check=True, capture_output=True, timeout=600)  # fmt: skip
-    command = CCUSAGE_CACHE / "node_modules" / ".bin" / "ccusage"
+    command = npm_installed(CCUSAGE_CACHE, {"ccusage": CCUSAGE_VERSION}, omit_optional=False) / ".bin" / "ccusage"
 
     def report(config_dir: Path, kind: str) -> dict[str, Any]:
         env = {**os.environ, "CLAUDE_CONFIG_DIR": str(config_dir), "TZ": "UTC"}

@@ -75,3 +75,24 @@ def test_a_pip_install_elsewhere_has_the_man_page_and_the_docs_its_help_names(tm
     helped = subprocess.run([venv / "bin" / "caliban-claude", "--help"], capture_output=True, timeout=60).stdout.decode()
     (named,) = re.findall(r"\((\S+/shim\.md) once installed\)", helped)
     assert Path(named) == docs / "shim.md"
+
+
+# The folders any Unix machine has: a path under one of them in a test is no machine's layout.
+SYSTEM = {"bin", "boot", "dev", "etc", "home", "lib", "lib64", "media", "mnt", "opt", "proc", "root", "run", "sbin",
+          "srv", "sys", "tmp", "usr", "var"}
+
+
+def test_no_tracked_file_names_a_folder_of_this_machine() -> None:
+    """A fresh clone anywhere passes: no tracked file (a test's ground truth above all) names
+    an absolute path under a top folder this machine has beyond the system's (the shared
+    folder the fixtures were copied from, the checkout's own parents)."""
+    names = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout.decode()
+    absolute = re.compile(r"(?<![\w.~$}/\\:-])/([\w-][\w.-]*)/")
+    found = []
+    for name in filter(None, names.split("\0")):
+        try:
+            text = (ROOT / name).read_text()
+        except (OSError, UnicodeDecodeError):
+            continue
+        found += [(name, m[0]) for m in absolute.finditer(text) if m[1] not in SYSTEM and Path("/", m[1]).is_dir()]
+    assert found == []

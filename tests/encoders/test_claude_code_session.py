@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support_fixtures import frames_of
+from support_fixtures import FIXTURES, SCENARIOS, frames_of
 from support_processes import run
 
 from translator.api import translate_bytes
 
-SAMPLES = Path("/work/shared/caliban-samples")
+SAMPLES = FIXTURES / "samples"  # the shared caliban samples, as the repository has them
 TWO_TURNS = SAMPLES / "headless-upstream-encoding-of-translator-fixtures" / "tool_use_two_turns.jsonl"
 TWO_USERS = SAMPLES / "headless-derived-from-code" / "run_frames_two_users.ndjson"
 
@@ -53,23 +53,20 @@ def test_the_api_keeps_the_agents_id_unless_given_one() -> None:
     assert set(ids(frames_of(b"".join(translate_bytes(data, "claude-code", session_id="S"))))) == {"S"}
 
 
-REFERENCE = Path("/work/shared/reference")
-
-
 def captured_status(name: str) -> int:
     """`claude -p`'s exit status, as its capture of the conversation records it."""
-    text = (REFERENCE / "claude-code" / f"{name}.cmd.txt").read_text()
+    text = (FIXTURES / "claude-code" / f"{name}.cmd.txt").read_text()
     return int(next(line for line in text.splitlines() if line.startswith("# Exit status:")).split(":")[1])
 
 
-@pytest.mark.parametrize("name", sorted(p.name.removesuffix(".events.jsonl") for p in (REFERENCE / "caliban").glob("*.events.jsonl")))
+@pytest.mark.parametrize("name", SCENARIOS)
 def test_exit_status_in_claude_code_format_is_claude_codes(name: str) -> None:
-    events = str(REFERENCE / "caliban" / f"{name}.events.jsonl")
+    events = str(FIXTURES / f"{name}.events.jsonl")
     assert run("--format", "claude-code", "--exit-status", events).returncode == captured_status(name)
 
 
 def test_exit_status_in_the_default_format_stays_the_agents() -> None:
-    events = str(REFERENCE / "caliban" / "max_turns.events.jsonl")
+    events = str(FIXTURES / "max_turns.events.jsonl")
     assert (captured_status("max_turns"), run("--exit-status", events).returncode) == (1, 75)
     empty = run("--format", "claude-code", "--exit-status", stdin=b"")
     assert (empty.returncode, empty.stderr) == (66, b"translator: --exit-status: the input held no run\n")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from typing import Any
 
 import pytest
 from acp_client import AcpClient
+from support_fixtures import npm_installed
 from support_processes import fake_caliban
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
@@ -34,17 +34,8 @@ def adapters() -> dict[str, Path]:
     npm = shutil.which("npm")
     if shutil.which("node") is None or npm is None:
         pytest.skip(SKIPPED)
-    found = {}
-    for package, version in ADAPTERS.items():
-        manifest = CACHE / "node_modules" / package / "package.json"
-        if not manifest.exists() or json.loads(manifest.read_text())["version"] != version:
-            CACHE.mkdir(parents=True, exist_ok=True)
-            if not (CACHE / "package.json").exists():
-                (CACHE / "package.json").write_text('{"name": "caliban-claude-acp-cache", "private": true}\n')
-            subprocess.run([npm, "install", "--omit=optional", "--no-audit", "--no-fund", f"{package}@{version}"],
-                           cwd=CACHE, check=True, capture_output=True, timeout=600)  # fmt: skip
-        found[package] = manifest.parent / "dist" / "index.js"
-    return found
+    modules = npm_installed(CACHE, ADAPTERS)
+    return {package: modules / package / "dist" / "index.js" for package in ADAPTERS}
 
 
 @pytest.fixture

@@ -3,6 +3,8 @@ the repository as a fresh clone has it. The command as a process is in support_p
 
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -273,6 +275,31 @@ def tracked_copy(dest: Path) -> None:
         if src.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
+
+
+def npm_installed(cache: Path, packages: dict[str, str], *, omit_optional: bool = True) -> Path:
+    """`cache`/node_modules with each package at its version, installed by npm the first time.
+    Under a lock on the cache: the suite's workers (pytest -n) and other checkouts' suites share
+    it, and two npm installs at once into one folder leave it broken."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        missing = [f"{name}@{version}" for name, version in packages.items()
+                   if _npm_version(cache / "node_modules" / name / "package.json") != version]
+        if missing:
+            if not (cache / "package.json").exists():
+                (cache / "package.json").write_text(f'{{"name": "{cache.name}-cache", "private": true}}\n')
+            omit = ["--omit=optional"] if omit_optional else []
+            subprocess.run(["npm", "install", *omit, "--no-audit", "--no-fund", *missing],
+                           cwd=cache, check=True, capture_output=True, timeout=600)  # fmt: skip
+    return cache / "node_modules"
+
+
+def _npm_version(manifest: Path) -> str | None:
+    try:
+        return str(json.loads(manifest.read_text())["version"])
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 # The TypeScript Agent SDK from npm, for the tests that run it under node (test_shim_ts_sdk.py,
