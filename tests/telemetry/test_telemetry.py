@@ -210,6 +210,7 @@ def test_an_unreachable_collector_changes_nothing_and_costs_little_at_exit(proto
     assert took < 5 + 1.5  # the translation itself takes well under a second
     said = done.stderr.decode().splitlines()
     assert len(said) == 1 and said[0].startswith("translator: telemetry: not exported: "), said
+    assert said[0].endswith(" (Connection refused)"), said  # whole: it was cut at 160 characters, mid-word
 
 
 @pytest.mark.parametrize(("name", "status"), [("api_error", "500"), ("api_error_400", "400"),

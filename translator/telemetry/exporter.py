@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import platform
+import re
 import sys
 import threading
 import time
@@ -68,7 +69,7 @@ class Losses(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         if self.first is None:
-            self.first = record.getMessage().splitlines()[0][:160]
+            self.first = _reason(record)
 
     def summary(self, made: dict[str, int]) -> str | None:
         lost = [f"{n} {name}" for name in ("logs", "traces") if (n := made[name] - self.delivered[name]) > 0]
@@ -78,6 +79,23 @@ class Losses(logging.Handler):
             return None
         why = f" ({self.first})" if self.first else ""
         return f"translator: telemetry: not exported: {', '.join(lost)}{why}"
+
+
+def _reason(record: logging.LogRecord) -> str:
+    """What the SDK's record says went wrong, whole: an exception among its arguments as its
+    innermost cause's words (`Connection refused`: requests' error holds urllib3's, which holds
+    the socket's, each repr inside the other; cut short they ended mid-word), else its first line."""
+    error = next((arg for arg in record.args or () if isinstance(arg, BaseException)), None)
+    if error is None:
+        return record.getMessage().splitlines()[0]
+    for _ in range(8):  # requests -> urllib3's MaxRetryError -> its reason -> the OSError
+        inner = getattr(error, "reason", None) or error.__cause__ or (error.args[0] if error.args else None)
+        if not isinstance(inner, BaseException):
+            break
+        error = inner
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    said = re.search(r"\[Errno -?\d+\] (.+)", text)  # "...: [Errno 111] Connection refused"
+    return said[1] if said else text
 
 
 class CountedSpans(SpanExporter):
@@ -161,7 +179,7 @@ def _quiet_threads(losses: Losses) -> None:
         if not name.startswith(("Otel", "telemetry", "Thread-")) or args.exc_type is SystemExit:
             earlier(args)
             return
-        losses.first = losses.first or f"{name}: {args.exc_type.__name__}: {args.exc_value}"[:160]
+        losses.first = losses.first or f"{name}: {args.exc_type.__name__}: {args.exc_value}".splitlines()[0]
 
     threading.excepthook = hook
 
