@@ -85,10 +85,24 @@ class Notice(str):
         return Notice, (self.source, self.line, self.kind, self.message, self.level)  # batch workers send these
 
 
+def once(lines: list[str], said: set[str]) -> list[str]:
+    """The reports not to hold back: every report on a line (each its own), and a warning about
+    no line (a model without a rate, which each input's fold gives) only the first time it comes
+    in a command's run; `said` keeps those."""
+    fresh = [line for line in lines if isinstance(line, (Diagnostic, Notice)) or line not in said]
+    said.update(line for line in fresh if not isinstance(line, (Diagnostic, Notice)))
+    return fresh
+
+
 def use_quiet() -> None:
     """From now on, only errors are said (`--quiet`): no reports of bad lines, no notices."""
     global _quiet
     _quiet = True
+
+
+def quiet() -> bool:
+    """Whether only errors are said (a batch draws no bar and prints no progress then)."""
+    return _quiet
 
 
 def use_json() -> None:

@@ -55,7 +55,7 @@ def test_every_install_command_said_can_work() -> None:
 @pytest.mark.skipif(shutil.which("man") is None, reason="needs man")
 def test_a_pip_install_elsewhere_has_the_man_page_and_the_docs_its_help_names(tmp_path: Path) -> None:
     """`pip install` of a clone into a venv of its own (not the clone's): `man -l` reads the
-    installed page, and the reference `caliban-claude --help` points to is installed there."""
+    installed pages of both commands, and the reference `caliban-claude --help` points to is installed there."""
     clone = tmp_path / "clone"
     clone.mkdir()
     tracked_copy(clone)
@@ -64,12 +64,14 @@ def test_a_pip_install_elsewhere_has_the_man_page_and_the_docs_its_help_names(tm
     proc = subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "--quiet", str(clone)],
                           capture_output=True, timeout=600)
     assert proc.returncode == 0, proc.stderr.decode()
-    page = venv / "share" / "man" / "man1" / "translator.1"
-    shown = subprocess.run(["man", "-l", str(page)], capture_output=True, env={**os.environ, "MANPAGER": "cat",
-                           "PAGER": "cat", "MANWIDTH": "100"}, timeout=60)
-    assert shown.returncode == 0, shown.stderr
-    text = re.sub(r".\x08", "", shown.stdout.decode())
-    assert "translator" in text and "--quiet" in text and "--follow" in text
+    for name, said in (("translator", ["--quiet", "--follow", "EXIT STATUS", "ENVIRONMENT"]),
+                       ("caliban-claude", ["--no-session-persistence", "EXAMPLES", "CLAUDE_CONFIG_DIR"])):
+        page = venv / "share" / "man" / "man1" / f"{name}.1"
+        shown = subprocess.run(["man", "-l", str(page)], capture_output=True, env={**os.environ, "MANPAGER": "cat",
+                               "PAGER": "cat", "MANWIDTH": "100"}, timeout=60)
+        assert shown.returncode == 0, shown.stderr
+        text = re.sub(r".\x08", "", shown.stdout.decode())
+        assert name in text and all(s in text for s in said), (name, text)
     docs = venv / "share" / "doc" / "caliban-stream-translator"
     assert {"README.md", "LICENSE", "shim.md", "usage.md"} <= {p.name for p in docs.iterdir()}
     helped = subprocess.run([venv / "bin" / "caliban-claude", "--help"], capture_output=True, timeout=60).stdout.decode()

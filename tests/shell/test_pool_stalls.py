@@ -14,12 +14,12 @@ from typing import BinaryIO
 
 from support_fixtures import FIXTURES, events, fleet
 from support_processes import TRANSLATOR, children, poll
-from tqdm import tqdm
 
 from translator.core.rates import RateCard
 from translator.core.translator import Options
 from translator.shell import batch, pool
 from translator.shell.local_disk import LocalStore
+from translator.shell.progress import Progress
 from translator.shell.replay import Job
 
 
@@ -50,7 +50,7 @@ def test_a_stopped_worker_is_killed_and_every_file_still_translated(tmp_path: Pa
     jobs = batch.plan([str(src)], LocalStore(), str(tmp_path / "out"), template)
     victim = sorted(jobs, key=lambda j: j.size)[len(jobs) // 2].source  # in a chunk of many
     started = time.monotonic()
-    with tqdm(disable=True) as bar:
+    with Progress(0, len(jobs)) as bar:
         done, interrupted = pool.run_local(jobs, 2, bar, Stopping(victim, tmp_path / "stopped"), records,
                                            task_timeout=2)
     stopped = int((tmp_path / "stopped").read_text())

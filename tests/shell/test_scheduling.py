@@ -11,7 +11,6 @@ from typing import Any
 import orjson
 import pytest
 from support_fixtures import fleet
-from tqdm import tqdm
 
 from translator.core.rates import RateCard
 from translator.core.translator import Options
@@ -19,6 +18,7 @@ from translator.shell import batch, ledger, pool
 from translator.shell.local_disk import LocalStore
 from translator.shell.outcomes import Outcomes
 from translator.shell.packing import CHUNK_FILES, pack
+from translator.shell.progress import Progress
 from translator.shell.replay import Job, shown, translate_many
 
 
@@ -47,7 +47,7 @@ def scheduled(tmp_path: Path, files: int, workers: int, monkeypatch: pytest.Monk
     jobs = batch.plan([str(src)], LocalStore(), str(tmp_path / f"out-{files}"), template)
     Counting.submitted = Counting.most = Counting._open = 0
     monkeypatch.setattr(pool, "ProcessPoolExecutor", Counting)
-    with tqdm(disable=True) as bar:
+    with Progress(0, len(jobs)) as bar:
         done, interrupted = pool.run_local(jobs, workers, bar)
     assert not interrupted
     return jobs, done

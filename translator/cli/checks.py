@@ -95,6 +95,12 @@ def check(args: argparse.Namespace) -> None:
         for dest in NOT_IN_SERVICE + (("output",) if name == "--listen" else ()):
             if given(args, dest):
                 raise UserError(flag(dest), f"does not go with {name}")
+    if args.output_format == "json":  # one array, closed at the end: a stream that ends, to one reader
+        other = next((flag(dest) for dest in ("follow", "listen", "metrics", *BATCH) if given(args, dest)), None)
+        if other is not None:
+            raise UserError("--output-format json", f"does not go with {other}")
+    if args.cluster is not None:
+        check_cluster(args.cluster)
     if args.session_id is not None and not args.session_id.strip():
         raise UserError("--session-id", "must not be empty")
     if args.include_partial_messages and args.results_only:
@@ -130,6 +136,13 @@ def check(args: argparse.Namespace) -> None:
             from translator.shell.follow import FOLLOW_FIFO  # (what the follower says of one, too)
 
             raise UserError(f"--follow {args.follow}", FOLLOW_FIFO, EX_NOINPUT)
+
+
+def check_cluster(address: str) -> None:
+    """--cluster: local, local:N (N at least 1) or a scheduler's URL (Dask's schemes), else a
+    usage error here (a malformed one was an internal error, 70, from Dask)."""
+    if not re.fullmatch(r"local(:[1-9]\d*)?|(tcp|tls|ws|wss|ucx|inproc)://\S+", address):
+        raise UserError(f"--cluster {address}", "expected tcp://HOST:PORT (a Dask scheduler) or local[:N]")
 
 
 def check_transcripts(path: str) -> None:

@@ -35,6 +35,7 @@ from translator.shell.sink import SCARCE, Config, Outcome
 from translator.version import __version__
 
 if TYPE_CHECKING:
+    from translator.encoders.array import JsonArray
     from translator.encoders.observed import Watch
     from translator.shell.output import OutputFile
     from translator.telemetry.deferred import Deferred
@@ -127,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         max_pending_bytes=args.max_pending_bytes or 2 * args.max_line_bytes,
         socket_mode=args.socket_mode,
         metrics=args.metrics,
+        array=json_array(args.format) if args.output_format == "json" else None,
     )
     batch = args.out_dir is not None or args.results_table is not None  # its workers export
     telemetry = None if batch else telemetry_on(lasting=bool(args.follow or args.listen))
@@ -136,6 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if telemetry is not None:
             telemetry.close()  # the last exports, within a few seconds whatever the collector does
+
+
+def json_array(fmt: str) -> JsonArray:
+    """--output-format json's array (imported only then)."""
+    from translator.encoders.array import JsonArray
+
+    return JsonArray(claude_code=fmt == "claude-code")
 
 
 def telemetry_on(lasting: bool) -> Deferred | None:

@@ -23,6 +23,8 @@ examples:
     translator --listen unix:/run/translator.sock
   batch replay of a directory of logs into another, on every core:
     translator --out-dir translated/ logs/
+  the whole conversation as one JSON array, as claude -p --output-format json --verbose:
+    translator --format claude-code --output-format json run.ndjson | jq -r '.[-1].result'
   CI, branching on the run's outcome like the agent itself:
     caliban-worker ... | translator --results-only --exit-status > result.json
   a drop-in for scripts written against Claude Code:
@@ -70,6 +72,14 @@ def build_parser() -> Parser:
         help="enriched: the agent's stream-json with the ADR 0049 result (default); "
         "claude-code: what the Claude Code CLI prints (claude -p --output-format stream-json "
         "--verbose; with --results-only, --output-format json)",
+    )
+    p.add_argument(
+        "--output-format",
+        choices=("stream-json", "json"),
+        default="stream-json",
+        help="stream-json: a frame per line (default); json: all of them as one JSON array, as claude -p "
+        "--output-format json --verbose prints (for jq: '.[-1].result'); not with --follow, --listen, "
+        "--metrics or a batch",
     )
     p.add_argument(
         "--include-partial-messages",

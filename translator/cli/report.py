@@ -30,9 +30,13 @@ def _day(value: str) -> str:
         raise ArgumentTypeError(f"not a day (YYYY-MM-DD): {value!r}") from None
 
 
-def _why(exc: OSError | ValueError) -> str:
-    """Why the dataset cannot be read, in one line: pyarrow's FileNotFoundError holds only the path."""
+def _why(exc: OSError | ValueError, path: str) -> str:
+    """Why the dataset cannot be read, in one line: pyarrow's FileNotFoundError holds only the
+    path; a path that is there but no directory is said to be a file (a newcomer's first guess
+    is the table's one file, or a log)."""
     if isinstance(exc, FileNotFoundError):
+        if os.path.exists(path.removeprefix("file://")):
+            return "a file, not a results table (the directory --results-table writes)"
         return os.strerror(errno.ENOENT)
     text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
     return text.splitlines()[0] if text else type(exc).__name__
@@ -61,7 +65,7 @@ def main(argv: list[str]) -> int:
         _stderr([f"translator: {exc.strerror}"])
         return EX_IOERR
     except (OSError, ValueError) as exc:  # a missing path, or files that are no table
-        _stderr([f"translator: {args.results}: {_why(exc)}"])
+        _stderr([f"translator: {args.results}: {_why(exc, args.results)}"])
         return EX_NOINPUT
     if summary is None:
         _stderr([f"translator: {args.results}: no runs" + (" (filtered)" if args.since or args.until or args.model else "")])

@@ -11,7 +11,6 @@ from __future__ import annotations
 import errno
 import os
 import signal
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
@@ -19,8 +18,6 @@ from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
-
-from tqdm import tqdm
 
 from translator.diagnostics import stderr
 from translator.exits import EX_CANTCREAT, EX_DATAERR, EX_IOERR, EX_OSERR
@@ -30,6 +27,7 @@ from translator.shell.ledger import Ledger
 from translator.shell.local_disk import LocalStore, sweep_temporaries
 from translator.shell.outcomes import Outcomes
 from translator.shell.pool import run_local
+from translator.shell.progress import Progress
 from translator.shell.replay import Done, Job, shown
 from translator.shell.selection import Input, SelectionError, check_distinct, select, target_name
 from translator.shell.sink import SCARCE
@@ -180,12 +178,6 @@ def prepare_out_dir(out_dir: str, results_table: str | None = None) -> Ledger:
     return found
 
 
-def drawn() -> bool:
-    """Whether the progress bar is drawn: on a terminal; not without stderr (`2>&-`: Python has
-    no sys.stderr, and the batch died of it, 70, unsaid)."""
-    return sys.stderr is not None and sys.stderr.isatty()
-
-
 def run(names: list[str], out_dir: str | None, workers: int, template: Job, results_table: str | None = None,
         task_timeout: float = TASK_TIMEOUT) -> int:
     """Translate every local file under `names` as `template` says; the exit status."""
@@ -200,8 +192,7 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job, resu
     started = time.monotonic()
     came: list[int] = []
     try:
-        with stopping(came, raising=False), tqdm(total=sum(job.size for job in todo), unit="B", unit_scale=True,
-                                                 file=sys.stderr, disable=not drawn(), desc=f"0/{len(todo)} files") as bar:
+        with stopping(came, raising=False), Progress(sum(job.size for job in todo), len(todo)) as bar:
             _, interrupted = run_local(todo, workers, bar, records=records, came=came, done=done, task_timeout=task_timeout)
     except OSError as exc:  # the pool's pipes or processes: the system's resources (ulimit)
         done.close()

@@ -13,20 +13,17 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tqdm import tqdm
-
 from translator.extras import need
 from translator.object_store import StoreError
-from translator.shell import batch
 from translator.shell.ledger import Ledger
 from translator.shell.outcomes import Outcomes, report_done
 from translator.shell.packing import pack
+from translator.shell.progress import Progress
 from translator.shell.replay import Done, Job, Store, translate_file, translate_many
 from translator.shell.stalls import TASK_TIMEOUT, Stalls
 
@@ -84,14 +81,14 @@ def settle(work: list[Job] | Job, value: Any) -> list[Done | Job]:
     return [job if d.error is not None and not d.data_error else d for d, job in zip(value, work, strict=True)]
 
 
-def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: tqdm,
+def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: Progress,
              records: Ledger | None = None, task_timeout: float = TASK_TIMEOUT,
              done: Outcomes | None = None) -> tuple[Outcomes, bool]:
     distributed = need("distributed")
     done = Outcomes() if done is None else done
     with connect(cluster, workers) as client:
-        if batch.drawn() and client.dashboard_link:
-            bar.write(f"translator: Dask dashboard: {client.dashboard_link}", file=sys.stderr)
+        if not bar.bar.disable and client.dashboard_link:  # (on a terminal: a log gets no link to follow)
+            bar.say([f"translator: Dask dashboard: {client.dashboard_link}"], "info")
         # One scheduler update for the whole graph; client.map runs its tasks in the order
         # given (internal priority), here largest first: a huge log starts at once and the
         # small ones fill the other cores around it.
@@ -134,7 +131,7 @@ def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: tqd
                 if n > RETRIES or not left:
                     for job in [work] if isinstance(work, Job) else work:
                         report_done(Done(job.relative, job.size, error=f"no result from a worker in "
-                                               f"{task_timeout:g} s (--task-timeout), {n} tries"), done, len(jobs), bar)
+                                               f"{task_timeout:g} s (--task-timeout), {n} tries"), done, bar)
                     continue
                 again = f"{key.partition('-late')[0]}-late{n}"
                 tries[again] = n
@@ -151,7 +148,7 @@ def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: tqd
                             digest = hashlib.sha1(result.source.encode()).hexdigest()
                             submit(result, f"translate-{os.getpid()}-alone-{digest}", digest)
                             continue
-                        report_done(result, done, len(jobs), bar)
+                        report_done(result, done, bar)
                         bar.update(result.size)
                 if time.monotonic() - polled >= POLL:
                     polled = time.monotonic()

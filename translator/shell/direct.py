@@ -196,6 +196,8 @@ def translate(cfg: Config, out_fd: int = 1) -> Outcome:
                         source(sink, name, signals, out)
                         if signals.received is not None or sink.outcome.rejected:
                             break
+                    if sink.array is not None:  # (closed whatever stopped the inputs: the array stays JSON)
+                        out.write(sink.array.end())
             finally:
                 out.close()
         finally:

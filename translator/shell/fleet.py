@@ -12,15 +12,13 @@ import io
 import multiprocessing
 import os
 import signal
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import replace
 from datetime import datetime
+from pathlib import Path
 from typing import Any
-
-from tqdm import tqdm
 
 from translator.diagnostics import stderr
 from translator.exits import EX_IOERR, EX_UNAVAILABLE, EX_USAGE
@@ -32,6 +30,7 @@ from translator.shell.ledger import Ledger
 from translator.shell.local_disk import LocalStore, sweep_temporaries
 from translator.shell.outcomes import Outcomes
 from translator.shell.pool import run_local
+from translator.shell.progress import Progress
 from translator.shell.replay import Job, Store
 from translator.shell.selection import Found, SelectionError
 from translator.shell.stalls import TASK_TIMEOUT
@@ -276,6 +275,7 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
     timeout = configured_timeout(store_timeout)
     came: list[int] = []
     started = time.monotonic()
+    made = unmade(out_dir)
     with batch.stopping(came):
         try:
             done = Outcomes(table=results_table is not None)
@@ -300,6 +300,7 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
             del todo  # done: not held while the table is written
         except Unreachable as exc:
             done.close()
+            remove_empty(made)
             stderr([f"translator: {exc}"])
             return EX_UNAVAILABLE
         if out_dir is not None and "://" not in out_dir:
@@ -312,6 +313,26 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
             return 128 + (came[0] if came else signal.SIGINT)
 
 
+def unmade(out_dir: str | None) -> Path | None:
+    """The topmost folder of a local --out-dir that is not there yet (what this run makes)."""
+    if out_dir is None or "://" in out_dir:
+        return None
+    path, top = Path(out_dir).absolute(), None
+    while not path.exists() and path != path.parent:
+        path, top = path.parent, path
+    return top
+
+
+def remove_empty(top: Path | None) -> None:
+    """The folders a run made under `top` and left empty, removed (a cluster that could not be
+    reached left an empty --out-dir, its records' folder in it)."""
+    if top is None:
+        return
+    for folder, _, _ in os.walk(top, topdown=False):
+        with suppress(OSError):  # not empty: something is in it, kept
+            os.rmdir(folder)
+
+
 def _translate(jobs: list[Job], store: Store, cluster: str | None, workers: int,
                records: Ledger | None, came: list[int], task_timeout: float, done: Outcomes) -> bool:
     """The jobs done on the local pool or on Dask, and whether a stop signal cut them short (the
@@ -320,8 +341,7 @@ def _translate(jobs: list[Job], store: Store, cluster: str | None, workers: int,
     if not jobs:
         return False
     try:
-        with tqdm(total=sum(job.size for job in jobs), unit="B", unit_scale=True, file=sys.stderr,
-                  disable=not batch.drawn(), desc=f"0/{len(jobs)} files") as bar:
+        with Progress(sum(job.size for job in jobs), len(jobs)) as bar:
             if cluster is not None:
                 return run_dask(jobs, store, cluster, workers, bar, records, task_timeout, done)[1]
             # The signal only noted here (the workers do the store's waiting): one raised in the

@@ -6,12 +6,9 @@ the batch's memory: ~1 GB in the parent at 100,000 sessions, ~2 GB with the tabl
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
-from tqdm import tqdm
-
-from translator.diagnostics import formatted
+from translator.shell.progress import Progress
 from translator.shell.replay import Done, shown
 from translator.table.parquet import Staged
 
@@ -81,10 +78,10 @@ class Outcomes:
             self._staged = None
 
 
-def report_done(result: Done, done: Outcomes, total: int, bar: tqdm) -> None:
+def report_done(result: Done, done: Outcomes, bar: Progress) -> None:
     """A file is done (on a local pool or a cluster): its reports, in the log format asked
-    for, above the bar; then it counts."""
-    if result.diagnostics and sys.stderr is not None:  # (None: started without stderr, `2>&-`)
-        bar.write(formatted(result.diagnostics, "warning"), file=sys.stderr, end="")
-    bar.set_description(f"{done.files - done.skipped + 1}/{total} files")
+    for, above the bar (progress.py: -q, a stderr gone away); then it counts."""
+    if result.diagnostics:
+        bar.say(result.diagnostics)
+    bar.file_done()
     done.add(result)

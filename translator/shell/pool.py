@@ -24,12 +24,11 @@ from concurrent.futures.process import BrokenProcessPool
 from contextlib import suppress
 from typing import Any
 
-from tqdm import tqdm
-
 from translator.shell.ledger import Ledger
 from translator.shell.local_disk import LocalStore
 from translator.shell.outcomes import Outcomes, report_done
 from translator.shell.packing import pack
+from translator.shell.progress import Progress
 from translator.shell.replay import Done, Job, Store, translate_many
 from translator.shell.stalls import TASK_TIMEOUT
 from translator.stdio import stop_signals
@@ -101,7 +100,7 @@ def _work(chunk: list[Job], record: str | None, task: int) -> list[Done]:
         _shared.tasks[_slot] = 0
 
 
-def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = None,
+def run_local(jobs: list[Job], workers: int, bar: Progress, store: Store | None = None,
               records: Ledger | None = None, came: list[int] | None = None,
               done: Outcomes | None = None, task_timeout: float = TASK_TIMEOUT) -> tuple[Outcomes, bool]:
     """Translate `jobs` in a process pool, a chunk of files per task (packing.py); at most
@@ -186,7 +185,7 @@ def run_local(jobs: list[Job], workers: int, bar: tqdm, store: Store | None = No
                         pool.shutdown(wait=False, cancel_futures=True)
                         pool, shared = start()
             for result in results:
-                report_done(result, done, len(jobs), bar)
+                report_done(result, done, bar)
             bar.update(counter.value - bar.n)
             while in_flight < WINDOW * workers and not came and submit():
                 in_flight += 1

@@ -20,8 +20,10 @@ import msgspec
 from translator.core.feed import Taken, new_core
 from translator.core.rates import RateCard
 from translator.core.translator import Options, Translator
+from translator.diagnostics import once
 from translator.diagnostics import stderr as _stderr
 from translator.encoders import Encoder, observed
+from translator.encoders.array import JsonArray
 from translator.encoders.observed import Observer, StreamId, folder_of, observer_of
 
 if TYPE_CHECKING:
@@ -56,6 +58,7 @@ class Config(msgspec.Struct):
     metrics: str | None = None  # --metrics ADDRESS: serve /metrics and /healthz there
     output_in_place: bool = False  # -o FILE written in place: emptied by the first write (Stdout.begin)
     watch: observed.Watch | None = None  # told every stream's runs (telemetry, session files): encoders/observed.py
+    array: JsonArray | None = None  # --output-format json: the frames as one JSON array
 
 
 class Outcome(msgspec.Struct):
@@ -164,6 +167,8 @@ class Sink:
         self.outcome = Outcome()
         self.rejects = RejectFile(cfg.reject_file, self.outcome) if cfg.reject_file else None
         self.metrics: Metrics | None = None  # with --metrics, fed once per chunk
+        self.said: set[str] = set()  # the warnings about no line said so far (each once per command)
+        self.array = cfg.array
 
     def route(self, taken: Taken, core: Translator) -> Iterator[bytes]:
         """The sink: a broken input said on stderr (exit 65), diagnostics to stderr, rejected
@@ -172,12 +177,12 @@ class Sink:
             _stderr([taken.broken])
             self.outcome.bad_data = True
         if taken.diagnostics:
-            _stderr(taken.diagnostics, "warning")
+            _stderr(once(taken.diagnostics, self.said), "warning")
         if taken.rejects and self.rejects is not None:
             self.rejects.write(taken.rejects)
         if self.metrics is not None:
             self.metrics.update(core, taken.diagnostics)
-        return batches(taken.frames)
+        return batches(taken.frames if self.array is None else self.array.take(taken.frames))
 
     def new_core(self, label: str, live: bool) -> Translator:
         """A fresh core for one input stream: `live` streams are timed as they arrive."""

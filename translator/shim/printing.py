@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from translator.encoders.array import document
 from translator.shim.flags import ClaudeArgs
 
 FORMATS = ("text", "json", "stream-json")
@@ -26,8 +27,6 @@ TOO_LARGE = f"Error: the prompt on stdin is over {MAX_STDIN >> 20} MiB, more tha
 # With a prompt argument, stdin joins it only if it has something to say at once: Claude Code
 # does not wait on an open pipe that stays silent (arg_prompt_stdin_open).
 STDIN_WAIT_S = 0.1
-# Keys of the stream-json result that Claude Code's json document has not.
-STREAM_ONLY = ("model_usage_since_last_result", "written_at")
 MAX_TURNS = re.compile(r"^Reached maximum number of turns \((\d+)\)$")
 
 
@@ -142,17 +141,11 @@ class Printer:
         if self.format == "stream-json":
             return b""
         if self.format == "json" and self.verbose:
-            return orjson.dumps([_document(raw) for raw in self.frames]) + b"\n"
+            return orjson.dumps([document(raw) for raw in self.frames]) + b"\n"
         if self.result is None:  # (every run that began gets a result: a run that never began)
             return b""
         if self.format == "json":
-            return orjson.dumps(_document(self.result)) + b"\n"
+            return orjson.dumps(document(self.result)) + b"\n"
         return text_of(orjson.loads(self.result), self.args)
 
 
-def _document(raw: bytes) -> dict[str, Any]:
-    """A frame as the json output holds it: without the keys only stream-json has."""
-    frame: dict[str, Any] = orjson.loads(raw)
-    for key in STREAM_ONLY:
-        frame.pop(key, None)
-    return frame

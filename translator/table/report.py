@@ -108,6 +108,9 @@ def _day(value: Any) -> date | None:
         return None
 
 
+DAY_TICKS = 100  # up to this many days, the per-day charts place their own day ticks
+
+
 def plots(s: Summary) -> list[str]:
     """Three SVG figures: cost per day by model (the top models apart, the rest as one), runs
     per day with the failed in red, and the failures by reason. Dates on a date axis (ticks
@@ -128,10 +131,22 @@ def plots(s: Summary) -> list[str]:
     x = [float(mdates.date2num(d)) for d in days]
     figures = []
 
+    shown = sorted({*days, *(d for row in s.by_day if (d := _day(row["day"])) is not None)})
+
     def dated(ax: Any) -> None:
-        locator = mdates.AutoDateLocator(maxticks=10)
-        ax.xaxis.set_major_locator(locator)
-        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+        """Day ticks at any span: matplotlib's own locator ticks hours under a few days (a
+        one-day table drew 03:00, 06:00, ...), so up to DAY_TICKS days a tick every day or
+        every few; beyond, its own (days, weeks, months: never hours there)."""
+        span = (shown[-1] - shown[0]).days + 1 if shown else 1
+        if span <= DAY_TICKS:
+            ax.xaxis.set_major_locator(mdates.DayLocator(interval=-(-span // 10)))
+            ax.xaxis.set_major_formatter(mdates.DateFormatter("%b %d"))  # (the concise one says 00:00 for one day)
+        else:
+            locator = mdates.AutoDateLocator(maxticks=10)
+            ax.xaxis.set_major_locator(locator)
+            ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+        if shown:  # half a day and a bar's margin each side: the first and last day's ticks within
+            ax.set_xlim(float(mdates.date2num(shown[0])) - 0.75, float(mdates.date2num(shown[-1])) + 0.75)
 
     fig, ax = plt.subplots(figsize=(9, 3.5))
     bottom = [0.0] * len(days)
