@@ -152,3 +152,29 @@ async def test_a_fork_starts_with_its_sources_conversation(app: App) -> None:
     assert blocks(get_session_messages(fork.session_id)) == TOOL_TURN + TOOL_TURN
     assert blocks(get_session_messages(first.session_id)) == TOOL_TURN  # the source is left as it was
     assert {info.session_id for info in list_sessions()} == {first.session_id, fork.session_id}
+
+
+def git(cwd: Path, *argv: str) -> None:
+    env = {"PATH": os.environ["PATH"], "HOME": str(cwd), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}  # fmt: skip
+    subprocess.run(["git", *argv], cwd=cwd, env=env, check=True, capture_output=True, timeout=30)
+
+
+@pytest.mark.parametrize(("steps", "branch"), [
+    ([], "HEAD"),  # no repository
+    ([["init", "-q", "-b", "feature/rec-7"], ["add", "."], ["commit", "-q", "-m", "x"]], "feature/rec-7"),
+    ([["init", "-q", "-b", "topic-unborn"]], "topic-unborn"),
+    ([["init", "-q", "-b", "main"], ["add", "."], ["commit", "-q", "-m", "x"], ["checkout", "-q", "--detach"]], "HEAD"),
+], ids=["none", "branch", "unborn", "detached"])  # fmt: skip
+async def test_every_line_has_the_git_branch_as_the_cli_writes_it(app: App, steps: list[list[str]], branch: str) -> None:
+    """set-t5/sessions' git_branch, git_unborn and git_detached: `gitBranch` on every line."""
+    (app.work / "a.txt").write_text("a")
+    for step in steps:
+        git(app.work, *step)
+    result = await ask(PROMPT, app.options())
+    (path,) = app.files()
+    lines = [json.loads(line) for line in path.read_bytes().splitlines()]
+    with_uuid = [line for line in lines if "uuid" in line]
+    assert with_uuid and {line.get("gitBranch") for line in with_uuid} == {branch}
+    (info,) = list_sessions(directory=str(app.work))
+    assert (info.session_id, info.git_branch) == (result.session_id, branch)

@@ -38,6 +38,28 @@ def last_uuid(path: str) -> str | None:
     return None
 
 
+def git_branch(cwd: str) -> str:
+    """The `gitBranch` Claude Code writes on every line: the branch HEAD names in the repository
+    around `cwd` (an unborn one too), `HEAD` when it is detached or there is no repository."""
+    folder = os.path.abspath(cwd)
+    while True:
+        dot = os.path.join(folder, ".git")
+        try:
+            if os.path.isfile(dot):  # a worktree's or submodule's: `gitdir: PATH`
+                with open(dot, encoding="utf-8", errors="replace") as fh:
+                    dot = os.path.join(folder, fh.read().strip().removeprefix("gitdir:").strip())
+            if os.path.isdir(dot):
+                with open(os.path.join(dot, "HEAD"), encoding="utf-8", errors="replace") as fh:
+                    head = fh.read().strip()
+                return head.removeprefix("ref: refs/heads/") if head.startswith("ref: refs/heads/") else "HEAD"
+        except OSError:
+            return "HEAD"
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return "HEAD"
+        folder = parent
+
+
 def repair(path: str) -> None:
     """A file whose last line was cut (a crash mid-write) made to end on a whole line before
     more is appended, or the first new line would be lost with the fragment: the fragment goes
@@ -109,7 +131,7 @@ def open_transcript(session: Session) -> Written | None:
         fork_copy(session.forked_from, session.id, path)
     repair(path)
     transcript = Transcript(cwd=cwd, version=__version__, entrypoint="caliban-claude", session_id=session.id,
-                            parent=last_uuid(path))  # fmt: skip
+                            parent=last_uuid(path), git_branch=git_branch(cwd))  # fmt: skip
     failed: list[str] = []
 
     def write(_: Transcript, lines: list[bytes]) -> None:

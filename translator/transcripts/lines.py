@@ -176,8 +176,10 @@ class Transcript:
         parent: str | None = None,
         written_at: float | None = None,
         from_log: bool = False,
+        git_branch: str | None = None,
     ) -> None:
         self.session_id = session_id
+        self.git_branch = git_branch  # the cwd's branch, when the writer knows it (caliban-claude)
         self.cwd = cwd
         self.version = version
         self.entrypoint = entrypoint
@@ -319,7 +321,10 @@ class Transcript:
     def _common(self) -> bytes:
         """The keys every message line ends with, encoded once (`"userType":…}` and a newline)."""
         if self._suffix is None:
-            tail = _ENCODE({"userType": "external", "entrypoint": self.entrypoint, "cwd": self.cwd,
-                            "sessionId": self.session_id, "version": self.version})  # fmt: skip
+            keys = {"userType": "external", "entrypoint": self.entrypoint, "cwd": self.cwd,
+                    "sessionId": self.session_id, "version": self.version}  # fmt: skip
+            if self.git_branch is not None:
+                keys["gitBranch"] = self.git_branch
+            tail = _ENCODE(keys)
             self._suffix = tail[1:] + b"\n"
         return self._suffix
