@@ -38,11 +38,11 @@ class App:
     relayed `tools/call` (its `control_request`) its own way."""
 
     def __init__(self, root: Path, calls: list[dict[str, Any]], *, servers: dict[str, Any] | None = None,
-                 argv: tuple[str, ...] = ()) -> None:  # fmt: skip
+                 argv: tuple[str, ...] = (), parallel: bool = False, hooks: dict[str, Any] | None = None) -> None:  # fmt: skip
         self.root = root
         env = {**os.environ, "CALIBAN_BIN": str(fake_caliban(root)), "CALIBAN_SESSIONS_DIR": str(root / "sessions"),
                "FAKE_CALIBAN_LOG": str(root / "calls.jsonl"),
-               "FAKE_CALIBAN_SCRIPTS": json.dumps([{"mcp_calls": calls, "text": "Done."}])}  # fmt: skip
+               "FAKE_CALIBAN_SCRIPTS": json.dumps([{"mcp_calls": calls, "text": "Done.", "parallel": parallel}])}  # fmt: skip
         self.proc = subprocess.Popen([*ARGV, "--permission-prompt-tool", "stdio", *argv], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)  # fmt: skip
         assert self.proc.stdout is not None and self.proc.stderr is not None
@@ -50,7 +50,7 @@ class App:
         self.stderr = b""
         threading.Thread(target=self._drain, daemon=True).start()
         init = {"subtype": "initialize", "sdkMcpServers": ["calc"], "sdkMcpServerManifests": {"calc": MANIFEST},
-                **({"mcpServers": servers} if servers else {})}  # fmt: skip
+                **({"mcpServers": servers} if servers else {}), **({"hooks": hooks} if hooks else {})}  # fmt: skip
         self.send({"type": "control_request", "request_id": "init", "request": init})
         self.frames.until(lambda f: f.get("type") == "control_response", 20)
 
@@ -75,7 +75,7 @@ class App:
         message = {"jsonrpc": "2.0", "id": request["request"]["message"]["id"], "result": result}
         self.answer(request["request_id"], {"mcp_response": message})
 
-    def run(self, on_call: Any, timeout: float = 30.0, on_ask: Any = None) -> list[dict[str, Any]]:
+    def run(self, on_call: Any, timeout: float = 30.0, on_ask: Any = None, on_hook: Any = None) -> list[dict[str, Any]]:
         """One message to its result: every frame, the shim's requests answered on the way
         (`can_use_tool` by `on_ask(app, request)`, which allows by default)."""
         self.send({"type": "user", "message": {"role": "user", "content": "add 2 and 3"}})
@@ -88,6 +88,8 @@ class App:
                 on_ask(self, got[-1])
             elif request.get("subtype") == "can_use_tool":
                 self.answer(got[-1]["request_id"], {"behavior": "allow", "updatedInput": request["input"]})
+            elif request.get("subtype") == "hook_callback" and on_hook is not None:
+                on_hook(self, got[-1])
             elif request.get("subtype") == "mcp_message":
                 on_call(self, got[-1])
         return got
@@ -341,3 +343,31 @@ def test_a_deny_with_interrupt_ends_the_run_as_claude_code_ends_it(tmp_path: Pat
     assert result["permission_denials"] == [{"tool_name": "mcp__calc__add", "tool_use_id": tool_use["id"],
                                              "tool_input": {"a": 2, "b": 3}}]  # fmt: skip
     assert app.end() == 1
+
+
+def test_a_parallel_call_does_not_run_after_another_is_deferred(tmp_path: Path) -> None:
+    """Two calls side by side, each asked of a PreToolUse hook: the first deferred, the second
+    allowed late. The run stops with the first pending; the second never reaches the handler,
+    and the app is not asked about it again (its can_use_tool)."""
+    hooks = {"PreToolUse": [{"matcher": None, "hookCallbackIds": ["h0"]}]}
+    app = App(tmp_path, [ADD, {**ADD, "id": "toolu_again", "input": {"a": 1, "b": 1}}], parallel=True, hooks=hooks)
+    waiting: list[dict[str, Any]] = []
+    asked: list[str] = []
+
+    def hook(app: App, request: dict[str, Any]) -> None:
+        waiting.append(request)
+        if len(waiting) == 2:  # both calls wait for their hook: one deferred, then the other allowed
+            defer = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "defer"}}
+            app.answer(waiting[0]["request_id"], defer)
+            time.sleep(0.3)
+            allow = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
+            app.answer(waiting[1]["request_id"], allow)
+
+    frames = app.run(never, on_hook=hook, on_ask=lambda app, request: asked.append(request["request_id"]))
+    frames += app.rest()
+    assert len(waiting) == 2 and asked == []
+    assert not [f for f in frames if f.get("request", {}).get("subtype") == "mcp_message"]  # neither ran
+    (result,) = [f for f in frames if f["type"] == "result"]
+    assert (result["subtype"], result["stop_reason"]) == ("success", "tool_deferred")
+    assert result["deferred_tool_use"]["id"] == waiting[0]["request"]["tool_use_id"]
+    assert app.end() == 0

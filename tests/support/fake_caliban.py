@@ -19,7 +19,8 @@ Environment:
   n bytes of stderr in 100-byte lines, first; `"long_stderr": n` — one stderr line of n bytes.
 
 `{"mcp_calls": [...], "text": ...}` in place of `file`: a run that calls the MCP servers of its
-`--settings` (tests/support/fake_caliban_mcp.py, caliban's MCP client).
+`--settings` (tests/support/fake_caliban_mcp.py, caliban's MCP client); with `"parallel": true`,
+the turn's calls side by side.
 
 `caliban [GLOBAL FLAGS] mcp serve` is tests/support/fake_caliban_serve.py's (ADR 0055); with
 FAKE_CALIBAN_NO_SERVE set it is a caliban from before the drive surface (clap: exit 2).
@@ -209,11 +210,19 @@ def mcp_run(args: dict[str, Any], script: dict[str, Any], session_id: str) -> in
                          "settingSources": [], "mcp_servers": [], "bare_mode": False, "cwd": os.getcwd(),
                          "permission_mode": args.get("--permission-mode", "default")}))  # fmt: skip
         blocks: list[dict[str, Any]] = [{"text": "Calling.", "type": "text"}]
-        for n, wanted in enumerate(script["mcp_calls"]):
+        wanted_calls = script["mcp_calls"]
+        allowed = [n for n, w in enumerate(wanted_calls) if not mcp.permitted(w["tool"], args.get("--allow", []), args.get("--deny", []))]
+        # `"parallel": true`: the turn's (permitted) calls side by side, as caliban runs them (--parallel-tool-limit)
+        pairs = [(wanted_calls[n]["tool"], wanted_calls[n]["input"]) for n in allowed]
+        together = mcp.call_all(servers, pairs) if script.get("parallel") else []
+        for n, wanted in enumerate(wanted_calls):
             tid, tool, tool_input = wanted.get("id", f"toolu_{n:02d}"), wanted["tool"], wanted["input"]
             why = mcp.permitted(tool, args.get("--allow", []), args.get("--deny", []))
-            is_error, content = (True, [{"text": f"Tool call denied: {why}", "type": "text"}]) if why else mcp.call(
-                servers, tool, tool_input)  # fmt: skip
+            if together and not why:
+                is_error, content = together[allowed.index(n)]
+            else:
+                is_error, content = (True, [{"text": f"Tool call denied: {why}", "type": "text"}]) if why else mcp.call(
+                    servers, tool, tool_input)  # fmt: skip
             # caliban's stream-json encoder writes a call's `tool_use` once the call has returned, with
             # its `tool_result` (headless/encoder.rs `StreamJsonEncoder::tool_call`, at ToolCallEnd)
             emit(json.dumps({"type": "tool_use", "id": tid, "name": tool, "input": tool_input}))

@@ -50,6 +50,8 @@ class Server:
         threading.Thread(target=self.proc.stderr.read, daemon=True).start()
         self.next_id = 0
         self.tools: list[dict[str, Any]] = []
+        self.replies: dict[Any, dict[str, Any]] = {}  # (calls side by side: read by one, for another)
+        self._sending, self._reading = threading.Lock(), threading.Lock()
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -65,6 +67,23 @@ class Server:
             if reply.get("id") == mid:
                 return reply
         raise ConnectionError(f"mcp server '{self.name}' closed its stdout")
+
+    def shared(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A request among others in flight: sent at once, its reply picked from the replies
+        whichever thread reads them."""
+        with self._sending:
+            mid, self.next_id = self.next_id, self.next_id + 1
+            self.send({"jsonrpc": "2.0", "id": mid, "method": method, "params": params})
+        while True:
+            with self._reading:
+                if mid in self.replies:
+                    return self.replies.pop(mid)
+                assert self.proc.stdout is not None
+                line = self.proc.stdout.readline()
+                if not line:
+                    raise ConnectionError(f"mcp server '{self.name}' closed its stdout")
+                reply = json.loads(line)
+                self.replies[reply.get("id")] = reply
 
     def handshake(self) -> None:
         self.request("initialize", {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": CLIENT_INFO})
@@ -105,13 +124,16 @@ def permitted(tool: str, allow: list[str], deny: list[str]) -> str | None:
             "`--allow '<Tool>'` to allow this tool, or `--auto-allow` to allow all Ask-rule tools (dangerous)")  # fmt: skip
 
 
-def call(servers: dict[str, Server], tool: str, arguments: dict[str, Any]) -> tuple[bool, list[dict[str, Any]]]:
-    """One tool call: (is_error, the tool_result's content), as caliban makes them."""
+def call(servers: dict[str, Server], tool: str, arguments: dict[str, Any],
+         together: bool = False) -> tuple[bool, list[dict[str, Any]]]:  # fmt: skip
+    """One tool call: (is_error, the tool_result's content), as caliban makes them (`together`:
+    among calls side by side, each server's replies routed by id)."""
     for server in servers.values():
         for advertised in server.tools:
             if full_tool_name(server.name, advertised["name"]) == tool:
                 started = time.perf_counter()
-                reply = server.request("tools/call", {"name": advertised["name"], "arguments": arguments})
+                params = {"name": advertised["name"], "arguments": arguments}
+                reply = server.shared("tools/call", params) if together else server.request("tools/call", params)
                 _log(tool, (time.perf_counter() - started) * 1000)
                 if "error" in reply:
                     why = f"mcp server '{server.name}' rpc error: {reply['error'].get('message')}"
@@ -124,6 +146,22 @@ def call(servers: dict[str, Server], tool: str, arguments: dict[str, Any]) -> tu
                     return True, [{"text": f"Error: execution failed: {text}", "type": "text"}]
                 return False, [{"text": b["text"], "type": "text"} if b.get("type") == "text" else b for b in blocks]
     return True, [{"text": f"Error: unknown tool {tool}", "type": "text"}]
+
+
+def call_all(servers: dict[str, Server], calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[bool, list[dict[str, Any]]]]:
+    """Several tool calls at once, as caliban runs a turn's calls side by side (its
+    `--parallel-tool-limit`): each on a thread of its own; their results in order."""
+    out: list[tuple[bool, list[dict[str, Any]]]] = [(True, [])] * len(calls)
+
+    def one(n: int, tool: str, arguments: dict[str, Any]) -> None:
+        out[n] = call(servers, tool, arguments, together=True)
+
+    threads = [threading.Thread(target=one, args=(n, *c)) for n, c in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return out
 
 
 def _log(tool: str, ms: float) -> None:

@@ -138,6 +138,8 @@ class Gate:
             return Decision("deny", f"Permission to use {name} has been denied.")
         if not self.can_use_tool:
             return Decision("deny", f"Claude requested permissions to use {name}, but you haven't granted it yet.")
+        if self.ended is not None:  # (ended while its hooks were asked: the app is not asked about a call of a stopped run)
+            return self.still(Decision("allow"))
         self.app_state("requires_action")
         try:
             answer = self.app.ask(frames.can_use_tool(name, tool_input, call.id))
