@@ -139,3 +139,14 @@ def test_a_flag_whose_session_caliban_cannot_run_is_refused_in_one_line(tmp_path
     assert done.returncode == 64 and done.stdout == ""
     (line,) = done.stderr.splitlines()
     assert line.startswith("caliban-claude: --") and ": " in line.removeprefix("caliban-claude: ")
+
+
+@pytest.mark.parametrize("argv", [["mcp", "serve"], ["mcp", "list"]])
+def test_mcp_serve_is_one_line_saying_it_is_not_available(tmp_path: Path, argv: list[str]) -> None:
+    """The CLI's `claude mcp serve` (set-t5/mcp-serve/) serves its tools; caliban has no such server."""
+    done = subprocess.run([SHIM, *argv], env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)}, capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
+    assert (done.returncode, done.stdout) == (64, "")
+    assert done.stderr.splitlines() == ["caliban-claude: mcp: not available: caliban-claude cannot serve caliban's tools "
+                                        "over MCP (caliban's own `mcp serve` is its drive surface: runs and permits, no "
+                                        "tools/call); use caliban through -p or an Agent SDK"]  # fmt: skip

@@ -45,6 +45,12 @@ See docs/shim.md ({DOCS}/shim.md once installed).
 """
 
 
+# caliban has no MCP server of its tools: its own `caliban mcp serve` is the drive surface (runs,
+# polls, permits: caliban-drive-surface.md), not the tools/list and tools/call of `claude mcp serve`.
+MCP_SERVE = (f"mcp: not available: {PROG} cannot serve caliban's tools over MCP (caliban's own `mcp serve` "
+             "is its drive surface: runs and permits, no tools/call); use caliban through -p or an Agent SDK")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     asked = {given.split(" ")[0] for given in args.unknown}  # flags, not values that look like them
@@ -58,6 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         if refused:
             _stderr([refused])  # Claude Code's own line and status
             return 1
+    elif args.positional[:1] == ["mcp"]:  # `claude mcp serve` serves Claude Code's own tools over MCP
+        say(MCP_SERVE)
+        return EX_USAGE
     else:
         for flag in ("--output-format", "--input-format"):
             if args.get(flag) != "stream-json":
