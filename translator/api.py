@@ -103,7 +103,7 @@ class Stream:
         self._feed = Feed(new_core(
             encoder, rates=card, options=base, clock=clock, live=live, epoch=time.time() - time.monotonic(),
             source=source, started_at=time.monotonic(), observer=observer,
-            stream=StreamId(source, self.session_id, folder_of(source)),
+            stream=StreamId(source, self.session_id, folder_of(source)), adopt=not session_id,
         ))  # fmt: skip
         self._core = self._feed.core
         self._diags: list[str] = []

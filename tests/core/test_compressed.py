@@ -16,7 +16,7 @@ from support_processes import TRANSLATOR, Follower, Server, exchange, run
 
 import translator
 from translator.core.compressed import CorruptInput, Decoder
-from translator.shell.replay import session_id
+from translator.encoders.observed import session_id_of as session_id
 
 zstd: Any = importlib.import_module("backports.zstd")  # what the runtime dependency brings
 NAME = "tool_use_two_turns"

@@ -85,7 +85,10 @@ def test_the_observer_is_told_each_run_turn_and_tool_call_in_order_with_times(fm
     opened, *log.moves = log.moves
     assert opened == ("stream_open", "fixture", "sid-1", "/project", 1_800_000_000.0)  # first, with its identity
     names = [move[0] for move in log.moves]
-    assert names == ["run_start", "turn_start", "tool_start", "tool_end", "turn_end", "turn_start", "turn_end", "run_end"]
+    assert names == ["run_start", "turn_start", "tool_start", "tool_end", "turn_end", "turn_start", "turn_end", "prompt",
+                     "run_end"]
+    # the run's prompt, found once in its RunEnd's history (core/prompts.py), told at the run's start time
+    assert log.moves[7][1:] == ([{"type": "text", "text": "how many files are here?"}], log.moves[0][-1])
     tool_end = log.moves[3]
     assert tool_end[1:5] == ("toolu_01Ab3CdE4fGh5iJk6LmN7oPq", "Bash", {"command": "ls | wc -l"}, False)
     turn_ends = [m for m in log.moves if m[0] == "turn_end"]
@@ -94,6 +97,6 @@ def test_the_observer_is_told_each_run_turn_and_tool_call_in_order_with_times(fm
     run_end = log.moves[-1]
     assert run_end[1:3] == ("success", 2)
     assert run_end[3] == pytest.approx(turn_ends[0][4] + turn_ends[1][4])  # the turns' costs, the frames' card
-    times = [move[-1] for move in log.moves]
+    times = [move[-1] for move in log.moves if move[0] != "prompt"]
     assert times == sorted(times)  # estimated from the recorded ttft/tbt, on the replay's epoch
     assert times[0] >= 1_800_000_000.0 and times[-1] > times[0]

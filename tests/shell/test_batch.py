@@ -21,8 +21,9 @@ from support_processes import TRANSLATOR, children, poll, run
 
 from bench.gen import generate
 from translator.core.rates import RateCard
+from translator.encoders.observed import session_id_of as session_id
 from translator.shell.local_disk import LocalStore
-from translator.shell.replay import Job, session_id, translate_file
+from translator.shell.replay import Job, translate_file
 
 
 def batch(*args: str) -> subprocess.CompletedProcess[bytes]:

@@ -92,7 +92,7 @@ def outputs(root: Path) -> dict[str, bytes]:
 def made(files: dict[str, bytes], logs: str | None = None) -> dict[str, bytes]:
     """The outputs, without the up-to-date records (named for the run that wrote them); with
     `logs`, the root of their inputs, each log's session id (of its full path or URL) as `S`."""
-    from translator.shell.replay import session_id
+    from translator.encoders.observed import session_id_of as session_id
 
     def unnamed(name: str, data: bytes) -> bytes:
         source = f"{logs}/{name.removesuffix('.enriched.jsonl')}.ndjson"

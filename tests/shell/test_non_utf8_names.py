@@ -14,7 +14,8 @@ import orjson
 from support_fixtures import FIXTURES, frames_of, recoveries
 from support_processes import run
 
-from translator.shell.replay import NAMESPACE, session_id
+from translator.encoders.observed import NAMESPACE
+from translator.encoders.observed import session_id_of as session_id
 
 NAME = b"caf\xe9 \xff.ndjson"  # Latin-1 bytes: not UTF-8
 

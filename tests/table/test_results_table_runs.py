@@ -13,7 +13,7 @@ import pytest
 from support_fixtures import FIXTURES
 from support_processes import run
 
-from translator.shell.replay import session_id
+from translator.encoders.observed import session_id_of as session_id
 
 pytestmark = pytest.mark.slow
 DAY = 1764460800  # 2025-11-30

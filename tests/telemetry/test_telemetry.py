@@ -11,13 +11,17 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from support_fixtures import FIXTURES
 from support_otlp import Receiver, closed_port, receiver, recorded, telemetry_env, token_sums
 from support_otlp_grpc import GrpcReceiver, grpc_receiver
 from support_processes import TRANSLATOR, fixture
+
+from translator.encoders.observed import session_id_of
 
 FIXTURE = fixture("tool_use_two_turns")
 SCOPES = {"com.anthropic.claude_code", "com.anthropic.claude_code.events", "com.anthropic.claude_code.tracing"}
@@ -101,13 +105,16 @@ def test_the_events_match_the_recording_key_by_key(exported: tuple[Receiver, dic
         assert [sorted(r["attributes"]) for r in records] == [sorted(r["attributes"]) for r in theirs[body]], body
         assert {(r["scope"], r["severity"]) for r in records} == {(("com.anthropic.claude_code.events", "2.1.333"),
                                                                     (0, ""))}
-    # in Claude Code's order and times (the prompt, known at the run's end, has its place and time
-    # at its start), numbered per process
-    order = [r["body"] for r in sorted(got.logs, key=lambda r: r["attributes"]["event.sequence"])]
-    assert [r["time"] for r in sorted(got.logs, key=lambda r: r["attributes"]["event.sequence"])] == sorted(
-        r["time"] for r in got.logs)
-    assert order == [r["body"] for r in cc if r["body"] not in EVENTS_NOT_MADE]
-    assert sorted(r["attributes"]["event.sequence"] for r in got.logs) == list(range(len(got.logs)))
+    # numbered per session as they are written, in Claude Code's order and times, but for the prompt:
+    # a raw log says it only at the run's end (the run's events are exported as they come), so it is
+    # numbered last, stamped at the run's start, where Claude Code writes it
+    written = sorted(got.logs, key=lambda r: r["attributes"]["event.sequence"])
+    assert [r["attributes"]["event.sequence"] for r in written] == list(range(len(got.logs)))
+    *answer, prompted = written
+    assert prompted["body"] == "claude_code.user_prompt" and prompted["time"] == min(r["time"] for r in got.logs)
+    assert [r["time"] for r in answer] == sorted(r["time"] for r in answer)
+    cli = [r["body"] for r in cc if r["body"] not in EVENTS_NOT_MADE]
+    assert cli[0] == "claude_code.user_prompt" and [r["body"] for r in answer] == cli[1:]
     prompt = ours["claude_code.user_prompt"][0]["attributes"]
     assert (prompt["prompt_length"], prompt["prompt"]) == ("24", "<REDACTED>")
     assert {r["attributes"]["session.id"] for r in got.logs} == {result["session_id"]}
@@ -229,3 +236,32 @@ def test_a_provider_error_is_claude_code_s_api_error_event(name: str, status: st
         "error": result["result"].removeprefix("API Error: "), "status_code": status, "attempt": 1}
     assert attributes["model"] and isinstance(attributes["duration_ms"], int)
     assert attributes["session.id"] == result["session_id"] and attributes["event.name"] == "api_error"
+
+
+def test_one_story_per_log_headless_ones_included(tmp_path: Path) -> None:
+    """A raw log and a headless one (its init's own id, its echoed prompts) in one command with
+    --transcripts: each log's OTel session.id is its frames' and its session file's; event.sequence
+    strictly increases per session as exported; each of the raw log's api_requests is timed, the turn
+    that calls a tool too (the headless log's frames carry no times); its prompts are user_prompt events."""
+    own = "3b8e1c52-8f0a-4d6b-9c1e-2a7f5d4e6b10"
+    headless = tmp_path / "replay.jsonl"
+    headless.write_bytes((FIXTURES / "headless" / "multi_input_frames.replay.jsonl").read_bytes().replace(
+        b'"session_id":"SESSION"', b'"session_id":"%s"' % own.encode()))
+    config = tmp_path / "claude"
+    with receiver() as (got, endpoint):
+        done = translate(telemetry_env(endpoint, "http/json"), "--format", "claude-code", "--transcripts", str(config),
+                         FIXTURE, str(headless))
+        assert done.returncode == 0, done.stderr
+        assert got.wait(lambda r: len([x for x in r.logs if x["body"] == "claude_code.user_prompt"]) == 3)
+    ids = {f["session_id"] for f in frames(done.stdout) if "session_id" in f}
+    assert ids == {session_id_of(os.path.abspath(FIXTURE)), own}
+    assert {p.stem for p in config.rglob("*.jsonl")} == ids
+    assert {r["attributes"]["session.id"] for r in got.logs} == {p["attributes"]["session.id"] for p in got.metrics} == ids
+    for session in ids:
+        numbers = [r["attributes"]["event.sequence"] for r in got.logs if r["attributes"]["session.id"] == session]
+        assert numbers == list(range(len(numbers)))  # as exported: never back
+    requests = [r["attributes"] for r in got.logs if r["body"] == "claude_code.api_request"]
+    assert len(requests) == 4 and all(r["duration_ms"] > 0 for r in requests if r["session.id"] != own)
+    prompts = [r["attributes"] for r in got.logs if r["body"] == "claude_code.user_prompt"]
+    assert sorted((p["session.id"] == own, p["prompt_length"]) for p in prompts) == [
+        (False, "24"), (True, "12"), (True, "2")]

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 from support_fixtures import FIXTURES, SUPPORT, events
 from support_processes import Follower, Live, Server, append, exchange, fixture, poll, run
 
+from translator.encoders.observed import session_id_of
 from translator.transcripts.files import slug
 from translator.transcripts.lines import iso
 
@@ -139,9 +141,13 @@ def test_every_mode_writes_the_same_session(tmp_path: Path) -> None:
     assert run("--transcripts", str(tmp_path / "gzip"), str(gz)).returncode == 0
     for mode in ("file", "stdin", "pipe", "follow", "listen", "batch", "gzip"):
         made[mode] = files_of(tmp_path / mode)
-    names = {mode: [Path(p).name for p in files] for mode, files in made.items()}
+    names = {mode: [Path(p).stem for p in files] for mode, files in made.items()}
     assert all(len(n) == 1 for n in names.values()), names
-    assert len({n[0] for n in names.values()}) == 1, names  # named from the log's first turn, in every mode
+    # one id per stream: --session-id's (the service is given one), else a file's from its full path (the
+    # same in the batch), else (stdin, a pipe) a random one
+    assert names["file"] == names["batch"] == [session_id_of(str(log))] and names["listen"] == ["SESSION"]
+    assert (names["gzip"], names["follow"]) == ([session_id_of(str(gz))], [session_id_of(str(tmp_path / "followed.ndjson"))])
+    assert len({n[0] for n in names.values()}) == 6 and all(uuid.UUID(names[m][0]) for m in ("stdin", "pipe"))
     said = {mode: conversation(next(iter(files.values()))) for mode, files in made.items()}
     assert all(s == said["file"] for s in said.values())
     assert [t for t, _ in said["file"]] == ["user", "assistant", "assistant", "user", "assistant", "last-prompt"]
@@ -239,17 +245,23 @@ def test_a_session_file_that_cannot_be_written_is_said_once_and_the_translation_
 
 def test_a_headless_log_is_filed_under_its_own_cwd_with_its_echoed_prompts(tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    """caliban's headless init names the run's cwd (the project folder); `--replay-user-messages`
+    """caliban's headless init names the session (its id, a UUID as caliban makes them; the
+    fixture's placeholder replaced) and its cwd (the project folder); `--replay-user-messages`
     echoes each prompt: two prompts in one run read back in their places, the last one the summary."""
     from claude_agent_sdk import get_session_messages, list_sessions
 
-    log = FIXTURES / "headless" / "multi_input_frames.replay.jsonl"
-    assert run("--transcripts", str(tmp_path / "claude"), str(log)).returncode == 0
+    own = "3b8e1c52-8f0a-4d6b-9c1e-2a7f5d4e6b10"
+    log = tmp_path / "replay.jsonl"
+    log.write_bytes((FIXTURES / "headless" / "multi_input_frames.replay.jsonl").read_bytes().replace(
+        b'"session_id":"SESSION"', b'"session_id":"%s"' % own.encode()))
+    done = run("--transcripts", str(tmp_path / "claude"), str(log))
+    assert done.returncode == 0
     (path,) = files_of(tmp_path / "claude")
-    assert path.startswith(f"projects/{slug('/home/dev/project')}/")
+    assert path == f"projects/{slug('/home/dev/project')}/{own}.jsonl"
+    assert {orjson.loads(f).get("session_id") for f in done.stdout.splitlines()} - {None} == {own}  # the frames' too
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
     (info,) = list_sessions(directory="/home/dev/project")
-    assert (info.cwd, info.first_prompt, info.summary) == ("/home/dev/project", "hi", "what is 2+2?")
+    assert (info.cwd, info.first_prompt, info.summary, info.session_id) == ("/home/dev/project", "hi", "what is 2+2?", own)
     said = [(m.type, m.message["content"][0]["text"]) for m in get_session_messages(info.session_id)]
     assert said == [("user", "hi"), ("assistant", "Hello! How can I help?"), ("user", "what is 2+2?"), ("assistant", "2 + 2 = 4.")]
 
@@ -268,3 +280,95 @@ def test_a_live_pipe_writes_each_run_as_its_frames_go_out(tmp_path: Path) -> Non
     finally:
         pipe.proc.stdin.close()  # type: ignore[union-attr]
         assert pipe.proc.wait(timeout=20) == 0
+
+
+PROVIDER_ERRORS = ("api_error", "api_error_400", "api_error_overloaded")
+
+
+def test_one_id_per_log_in_its_frames_and_its_session_file_the_same_on_every_replay(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every fixture and a byte-identical copy of one at another path: N logs, N sessions, each
+    named by its path's id in its frames, its file's name and its lines' sessionId, replay after
+    replay; the provider-error runs included, with the lines the CLI writes for one."""
+    logs = tmp_path / "logs"
+    (logs / "copy").mkdir(parents=True)
+    for path in FIXTURES.glob("*.events.jsonl"):
+        shutil.copy(path, logs / path.name)
+    shutil.copy(FIXTURES / "tool_use_two_turns.events.jsonl", logs / "copy" / "tool_use_two_turns.events.jsonl")
+    paths = sorted(str(p) for p in logs.rglob("*.jsonl"))
+    config = tmp_path / "claude"
+    done = run("--format", "claude-code", "--transcripts", str(config), *paths)
+    assert done.returncode == 0, done.stderr
+    first = files_of(config)
+    ids = {session_id_of(p) for p in paths}
+    assert len(ids) == len(paths) and {Path(name).stem for name in first} == ids
+    assert {f["session_id"] for f in lines_of(done.stdout)} == ids
+    for data in first.values():
+        lines = lines_of(data)
+        assert {ln["sessionId"] for ln in lines} == {Path(next(n for n, d in first.items() if d == data)).stem}
+        times = [ln["timestamp"] for ln in lines if "timestamp" in ln]
+        assert times == sorted(times)  # never a line stamped before the one above it
+    again = run("--format", "claude-code", "--transcripts", str(config), *paths)
+    assert files_of(config) == first and {f["session_id"] for f in lines_of(again.stdout)} == ids
+    from claude_agent_sdk import list_sessions
+
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    assert {s.session_id for s in list_sessions()} == ids  # the Python SDK's reader: N logs, N sessions
+
+
+@pytest.mark.parametrize("name", PROVIDER_ERRORS)
+def test_a_provider_error_leaves_the_lines_the_cli_writes(tmp_path: Path, name: str) -> None:
+    """The prompt, then the CLI's synthetic answer (model `<synthetic>`, no usage, the error's text,
+    status and type, fixtures/claude-code/api_error_400.session.jsonl as recorded), then last-prompt;
+    its text the result frame's."""
+    config = tmp_path / "claude"
+    done = run("--format", "claude-code", "--transcripts", str(config), fixture(name))
+    (data,) = files_of(config).values()
+    lines = lines_of(data)
+    assert [ln["type"] for ln in lines] == ["user", "assistant", "last-prompt"]
+    answer = lines[1]
+    recorded = next(ln for ln in lines_of((FIXTURES / "claude-code" / "api_error_400.session.jsonl").read_bytes())
+                    if ln["type"] == "assistant")
+    kept = {"parentUuid", "isSidechain", "type", "uuid", "timestamp", "message", "error", "isApiErrorMessage",
+            "apiErrorStatus", "apiErrorType", "userType", "entrypoint", "cwd", "sessionId", "version"}
+    assert set(answer) == kept and kept <= set(recorded)
+    assert (answer["isApiErrorMessage"], answer["message"]["model"], answer["message"]["stop_reason"]) == (
+        True, "<synthetic>", "stop_sequence")
+    assert set(answer["message"]["usage"].values()) == {0} and set(answer["message"]["usage"]) <= set(
+        recorded["message"]["usage"])
+    result = lines_of(done.stdout)[-1]
+    assert answer["message"]["content"] == [{"type": "text", "text": result["result"]}]
+    assert (answer["apiErrorStatus"], answer["apiErrorType"]) == (result["api_error_status"], result["api_error_type"])
+    if name == "api_error_400":  # the recorded one, key for key where caliban says the same
+        assert answer["message"]["content"] == recorded["message"]["content"]
+        assert [answer[k] for k in ("error", "apiErrorStatus", "apiErrorType")] == [
+            recorded[k] for k in ("error", "apiErrorStatus", "apiErrorType")]
+    assert answer["parentUuid"] == lines[0]["uuid"] and lines[2]["leafUuid"] == answer["uuid"]
+
+
+def test_the_frames_ccusage_and_the_results_table_tell_one_story(tmp_path: Path, ccusage: Any) -> None:
+    """One log: the same session id, tokens by type and cost in its result frame, in what ccusage
+    computes from its session file, and in its row of the results table (whose `input_tokens` is
+    the default format's, caliban's: the cache counters included)."""
+    import duckdb
+
+    log = tmp_path / "logs" / "agent.ndjson"
+    log.parent.mkdir()
+    log.write_bytes(events("tool_use_two_turns"))
+    config, table = tmp_path / "claude", tmp_path / "table"
+    done = run("--format", "claude-code", "--results-only", "--transcripts", str(config), str(log))
+    (result,) = lines_of(done.stdout)
+    report = ccusage(config, "session")
+    (session,) = report["session"]
+    assert session["period"] == result["session_id"] == session_id_of(str(log))
+    assert session["totalCost"] == pytest.approx(result["total_cost_usd"])
+    assert counted(report) == {key: result["usage"][key] for key in COUNTERS.values()}
+    assert run("--results-table", str(table), str(log), timeout=120).returncode == 0
+    (row,) = duckdb.connect().execute(f"select session_id, total_cost_usd, input_tokens, output_tokens, "
+                                      f"cache_read_input_tokens, cache_creation_input_tokens "
+                                      f"from read_parquet('{table}/**/*.parquet', hive_partitioning = true)").fetchall()
+    sid, cost, whole_input, output, read, made = row
+    assert (sid, output, read, made) == (result["session_id"], result["usage"]["output_tokens"],
+                                         result["usage"]["cache_read_input_tokens"],
+                                         result["usage"]["cache_creation_input_tokens"])
+    assert whole_input - read - made == result["usage"]["input_tokens"] and cost == pytest.approx(result["total_cost_usd"])

@@ -91,7 +91,8 @@ def build_parser() -> Parser:
     )
     p.add_argument(
         "--session-id", metavar="ID",
-        help="session id to stamp (default: the agent's own on headless input, else a new UUID4 per input)",
+        help="session id to stamp (default: the agent's own on headless input, else for a file or URL one "
+             "derived from its full path, the same on every replay, else a new UUID4 per input)",
     )
     p.add_argument(
         "--clock",

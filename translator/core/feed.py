@@ -21,6 +21,7 @@ from typing import Literal, NamedTuple, cast
 from msgspec.structs import replace
 
 from translator.core.compressed import MAX_RATIO, CorruptInput, Decoder
+from translator.core.prompts import prompted
 from translator.core.rates import RateCard
 from translator.core.translator import ESTIMATED, WALL, Options, Translator
 from translator.encoders import Encoder
@@ -53,13 +54,15 @@ def new_core(
     started_at: float = 0.0,
     observer: Observer | None = None,
     stream: StreamId | None = None,
+    adopt: bool = True,
 ) -> Translator:
     """A fresh core for one input stream: `live` streams are timed as they arrive, `epoch`
     is the Unix time of monotonic 0 (a replay passes its file's time, so reruns agree). An
     `observer` is told the runs' moves beside the encoder (encoders/observed.py), the stream
-    opened first as `stream` (None: the caller opened it)."""
+    opened as `stream` (None: the caller opened it; `adopt`: a headless init's own session id
+    names it)."""
     if observer is not None:
-        encoder = cast(Encoder, Observed(encoder, observer, stream, epoch + started_at))
+        encoder = cast(Encoder, Observed(encoder, prompted(observer), stream, epoch + started_at, adopt))
     return Translator(
         encoder, rates=rates, options=core_options(options, clock, live, epoch), started_at=started_at, source=source
     )

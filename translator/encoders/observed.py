@@ -22,11 +22,12 @@ from __future__ import annotations
 import os
 import posixpath
 import threading
+import uuid
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
 from translator.encoders import Encoder, RunSummary
-from translator.model import HeadlessFrame, ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
+from translator.model import HeadlessFrame, SystemFrame, ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 
 
 class StreamId(NamedTuple):
@@ -36,6 +37,33 @@ class StreamId(NamedTuple):
     source: str
     session_id: str
     cwd: str
+
+
+NAMESPACE = uuid.UUID("7b7c2f0e-49a1-4b5e-9c1d-0c6a1e5d2b49")  # this tool's uuid5 namespace
+
+
+def session_id_of(source: str) -> str:
+    """A log's session id: uuid5 of its full path or URL, its bytes (a UTF-8 name: of its text),
+    the same on every replay and in every mode (the batch's, the direct shell's)."""
+    import hashlib  # (only for a named log: ~1 ms at the first import)
+
+    digest = hashlib.sha1(NAMESPACE.bytes + os.fsencode(source)).digest()  # uuid.uuid5 takes text only
+    return str(uuid.UUID(bytes=digest[:16], version=5))
+
+
+def identity(source: str, given: str | None) -> StreamId:
+    """Who a stream of the shells is: `given` (--session-id) if any, else for a file or URL the
+    id of its full path, else (stdin, a socket's connection) a random one; its folder the
+    file's (a URL's), else the working directory. A headless log's own init may still name it
+    (Observed, unless `given`)."""
+    named = "://" in source or os.path.isfile(source)
+    if given is not None:
+        session = given
+    elif named:
+        session = session_id_of(source if "://" in source else os.path.abspath(source))
+    else:
+        session = str(uuid.uuid4())
+    return StreamId(source, session, folder_of(source))
 
 
 def folder_of(source: str) -> str:
@@ -72,24 +100,39 @@ class Observer(Protocol):
 
 
 class Observed:
-    """An encoder that tells `observer` each move, then hands it to `inner`; the stream is
-    opened at once with its identity (unless the caller has). It asks the fold for times when the observer needs
-    them even if the inner format writes none (`timed`), the one cost of watching."""
+    """An encoder that tells `observer` each move, then hands it to `inner`. The stream opens
+    at its first move, as `stream` (None: the caller opened it, the shim's one session over its
+    backends' translations): a headless log whose first line is its init names it itself, with
+    its session id (unless `adopt` is false: --session-id wins) and working directory, as the
+    frames do. It asks the fold for times when the observer needs them even if the inner
+    format writes none (`timed`), the one cost of watching."""
 
-    def __init__(self, inner: Encoder, observer: Observer, stream: StreamId | None = None, t: float = 0.0) -> None:
+    def __init__(self, inner: Encoder, observer: Observer, stream: StreamId | None = None, t: float = 0.0,
+                 adopt: bool = True) -> None:  # fmt: skip
         self.inner = inner
         self.observer = observer
         self.timed = inner.timed or observer.timed
         # The bulk goes straight through, bound once rather than looked up (`__getattr__`) per call.
         self.raw_deltas, self.text_delta, self.thinking_delta = inner.raw_deltas, inner.text_delta, inner.thinking_delta
         self.tool_input, self.passthrough = inner.tool_input, inner.passthrough
-        if stream is not None:  # (None: the caller opened it, the shim's one session over its backends' cores)
-            observer.stream_open(stream, t)
+        self.opening = stream  # until the first move
+        self.opened_at = t
+        self.adopt = adopt
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
+    def _open(self, frame: HeadlessFrame | None = None) -> None:
+        stream, self.opening = self.opening, None
+        assert stream is not None
+        if isinstance(frame, SystemFrame) and frame.subtype == "init":
+            session = frame.session_id if frame.session_id and self.adopt else stream.session_id
+            stream = StreamId(stream.source, session, frame.cwd or stream.cwd)
+        self.observer.stream_open(stream, self.opened_at)
+
     def run_start(self, model: str | None, t: float) -> None:
+        if self.opening is not None:
+            self._open()
         self.observer.run_start(model, t)
         self.inner.run_start(model, t)
 
@@ -110,10 +153,14 @@ class Observed:
         self.inner.turn_end(ev, model, cost, t)
 
     def result(self, run: RunSummary, t: float) -> None:
+        if self.opening is not None:  # (a result alone: a run that failed before it began)
+            self._open()
         self.observer.run_end(run, t)
         self.inner.result(run, t)
 
     def headless_frame(self, frame: HeadlessFrame, line: bytes, t: float, moves: bool) -> None:
+        if self.opening is not None:
+            self._open(frame)
         self.observer.headless_frame(frame, t)
         self.inner.headless_frame(frame, line, t, moves)  # type: ignore[attr-defined]  # (HeadlessOutput's)
 

@@ -28,12 +28,10 @@ from translator.core.feed import CHUNK, Feed, new_core, steps
 from translator.core.rates import RateCard
 from translator.core.translator import Options
 from translator.encoders.formats import make_encoder
-from translator.encoders.observed import FanOut, Observer, StreamId, folder_of
+from translator.encoders.observed import FanOut, Observer, StreamId, folder_of, session_id_of
 from translator.shell import ledger
 from translator.table.rows import Recorder
 from translator.version import __version__
-
-NAMESPACE = uuid.UUID("7b7c2f0e-49a1-4b5e-9c1d-0c6a1e5d2b49")  # this tool's uuid5 namespace
 
 
 class Store(Protocol):
@@ -115,12 +113,6 @@ def shown(name: str) -> str:
     not UTF-8 holds surrogate escapes, which no UTF-8 writer takes) with each undecodable byte
     as `\\xNN`; a UTF-8 name is itself."""
     return os.fsencode(name).decode("utf-8", "backslashreplace")
-
-
-def session_id(source: str) -> str:
-    """uuid5 of the log's full path or URL, its bytes (a UTF-8 name: of its text)."""
-    digest = hashlib.sha1(NAMESPACE.bytes + os.fsencode(source)).digest()  # uuid.uuid5 takes text only
-    return str(uuid.UUID(bytes=digest[:16], version=5))
 
 
 def counter_ids(session: str) -> Callable[[], str]:
@@ -229,7 +221,7 @@ def _one(job: Job, store: Store, progress: Callable[[int], None], raise_io: bool
 
 
 def _translate(job: Job, store: Store, progress: Callable[[int], None], done: Done) -> Recorder:
-    session = session_id(job.source)
+    session = session_id_of(job.source)
     # With no output, the encoder writes only results: the cheapest pass that still sees them.
     encoder = make_encoder(job.format, session, include_partial_messages=job.partial,  # type: ignore[arg-type]
                            results_only=job.results_only or job.target is None, rates=job.rates,

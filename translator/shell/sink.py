@@ -24,7 +24,7 @@ from translator.diagnostics import once
 from translator.diagnostics import stderr as _stderr
 from translator.encoders import Encoder, observed
 from translator.encoders.array import JsonArray
-from translator.encoders.observed import Observer, StreamId, folder_of, observer_of
+from translator.encoders.observed import Observer, identity, observer_of
 
 if TYPE_CHECKING:
     from translator.shell.metrics import Metrics
@@ -186,19 +186,15 @@ class Sink:
 
     def new_core(self, label: str, live: bool) -> Translator:
         """A fresh core for one input stream: `live` streams are timed as they arrive."""
-        session_id = self.cfg.session_id
-        if session_id is None:
-            import uuid  # only when no --session-id is given
-
-            session_id = str(uuid.uuid4())
+        stream = identity(label, self.cfg.session_id)
         watchers: list[Observer] = [] if self.cfg.watch is None else [self.cfg.watch.observer()]
         if self.metrics is not None:
             watchers.append(self.metrics.observer())  # its closed runs, counted
         return new_core(
-            self.cfg.make_encoder(session_id),
+            self.cfg.make_encoder(stream.session_id),
             rates=self.cfg.rates, options=self.cfg.options, clock=self.cfg.clock, live=live,
             epoch=time.time() - time.monotonic(), source=label, started_at=time.monotonic(),
-            observer=observer_of(watchers), stream=StreamId(label, session_id, folder_of(label)),
+            observer=observer_of(watchers), stream=stream, adopt=self.cfg.session_id is None,
         )  # fmt: skip
 
     def watched(self) -> None:

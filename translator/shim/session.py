@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from translator import stdio
+from translator.core.prompts import prompted
 from translator.encoders.observed import Observer, StreamId, observer_of
 from translator.exits import EX_IOERR
 from translator.shim import configure, sessions, transcript
@@ -86,7 +87,8 @@ class ShimSession:
         # Claude Code's telemetry: the session as one of its sessions (its id), told each message's prompt
         self.telemetry = None if telemetry is None else telemetry.observer(resumed=not files.new)
         found: list[Observer] = [o for o in (self.transcript, self.telemetry) if o is not None]
-        self.observer = observer_of(found)  # one for the session, opened here first (its backends' translations too)
+        watched = observer_of(found)  # one for the session, opened here first (its backends' translations too)
+        self.observer = None if watched is None else prompted(watched)  # (the app's message its run's prompt)
         if self.observer is not None:
             self.observer.stream_open(StreamId(PROG, files.id, os.getcwd()), time.time())
         self.oneshot = OneshotBackend(binary=binary, plan=p, session=files, model=lambda: self.model,

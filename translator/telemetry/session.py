@@ -29,7 +29,7 @@ from translator.encoders.provider_errors import api_error
 from translator.model import ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 from translator.telemetry import names as N
 from translator.telemetry.settings import Settings
-from translator.transcripts.lines import prompt_of, prompt_text
+from translator.transcripts.lines import prompt_text
 
 
 def _ns(t: float) -> int:
@@ -58,7 +58,7 @@ def user_id() -> str:
 
 class Instruments:
     """What every session of the process shares: the counters, the event logger, the tracer,
-    and the sequence numbers Claude Code counts per process."""
+    and the interactions' numbers."""
 
     def __init__(self, meter: Meter | None, logger: Logger | None, tracer: Tracer | None, settings: Settings) -> None:
         self.settings = settings
@@ -66,7 +66,6 @@ class Instruments:
         self.counters = {} if meter is None else {
             name: meter.create_counter(name, unit=unit, description=description)
             for name, (unit, description) in N.METRICS.items()}
-        self.events: Iterator[int] = itertools.count()
         self.interactions: Iterator[int] = itertools.count(1)
         self.user = user_id()
         metrics = settings.signals.get("metrics")
@@ -134,7 +133,8 @@ class Session:
         self.counted = [0.0, 0, 0, 0, 0]  # the open run's cost and tokens told by its turns
         self.model = "unknown"  # its last turn's
         self.counted_t = t
-        self.prompt_number = 0
+        self.events: Iterator[int] = itertools.count()  # event.sequence: per session, in the order written
+        self.open = False  # a run is open
         self.told = False  # the open run's user_prompt has been written
         self.next_prompt: str | None = None
         self.interaction: Span | None = None
@@ -146,12 +146,10 @@ class Session:
 
     # ------------------------------------------------------------------ the pieces
 
-    def _event(self, name: str, t: float, attributes: dict[str, Any], span: Span | None = None,
-               sequence: int | None = None) -> None:
+    def _event(self, name: str, t: float, attributes: dict[str, Any], span: Span | None = None) -> None:
         if self.i.logger is None:
             return
-        number = next(self.i.events) if sequence is None else sequence
-        head = {**self.common, "event.name": name, "event.timestamp": _iso(t), "event.sequence": number}
+        head = {**self.common, "event.name": name, "event.timestamp": _iso(t), "event.sequence": next(self.events)}
         if self.prompt_id is not None:
             head["prompt.id"] = self.prompt_id
         span = span or self.interaction
@@ -177,8 +175,7 @@ class Session:
     def run_start(self, model: str | None, t: float) -> None:
         self.runs += 1  # derived, not random: os.urandom cost ~2 ms a call on a busy VM
         self.prompt_id, self.run_t = str(uuid.uuid5(self.namespace, str(self.runs))), t
-        self.prompt_number = next(self.i.events)  # the prompt comes first, as in Claude Code, told at the end
-        self.told = False
+        self.open, self.told = True, False
         self.model = model or self.model
         self.interaction = self._span("claude_code.interaction", "interaction", t, None, {
             "gen_ai.operation.name": "invoke_agent", "user_prompt": N.REDACTED,
@@ -188,8 +185,12 @@ class Session:
             self.next_prompt = None
 
     def prompt(self, content: Any, t: float) -> None:
-        """The next run's prompt, as the app sent it (caliban-claude): told when that run starts."""
-        self.next_prompt = prompt_text(content)
+        """A run's prompt (core/prompts.py): the open run's when it has none yet (an echo, a raw
+        log's history at its end), else the next run's (the app's message), told when it starts."""
+        if self.open and not self.told:
+            self.tell_prompt(prompt_text(content))
+        else:
+            self.next_prompt = prompt_text(content)
 
     def turn_start(self, ev: TurnStart, t: float) -> None:
         span = None if self.i.tracer is None else self._span("claude_code.llm_request", "llm_request", t, self.interaction, {
@@ -266,7 +267,9 @@ class Session:
         self.count(model, cost, tokens, t)
         if not self.i.detailed:
             return
-        ms = _ms(end - start)
+        # the request's time: the model's part, to its first tool call; where that is not after the
+        # turn's start (a replay's estimated times put both at once), the turn's own time
+        ms = _ms((end if end > start else t) - start)
         ttft = ms if ttft is None else ttft  # a turn of headless input has none: the request's time bounds it
         timing = {"duration_ms": ms, "ttft_ms": ttft}
         self._event("api_request", end, {
@@ -287,7 +290,7 @@ class Session:
                 "gen_ai.usage.input_tokens": usage.input_tokens, "gen_ai.usage.output_tokens": usage.output_tokens,
                 "gen_ai.usage.cache_read.input_tokens": read, "gen_ai.usage.cache_write.input_tokens": made,
                 "gen_ai.response.model": model})
-            turn.span.end(end_time=_ns(end))
+            turn.span.end(end_time=_ns(start + ms / 1000))
         for event in turn.tools if turn is not None else []:
             self._event(*event)
 
@@ -301,22 +304,18 @@ class Session:
             "status_code": "undefined" if error.status is None else str(error.status), "duration_ms": ms,
             "attempt": 1})
 
-    def history_prompt(self, run: RunSummary) -> None:
-        """`user_prompt`, once the run's prompt is known (a raw log has it only in RunEnd's
-        history): stamped at the run's start, where Claude Code writes it."""
-        content = None if run.final_messages is None or self.told else prompt_of(run.final_messages)
-        if content is not None:
-            self.tell_prompt(prompt_text(content))
-
     def tell_prompt(self, text: str) -> None:
+        """`user_prompt`, stamped at the run's start, where Claude Code writes it. Numbered as it
+        is written, as every event: first when the prompt is known before the run (the shim's,
+        an echo), after the run's events when a raw log says it only at its end (they are
+        exported as they come, not held for it)."""
         self.told = True
         if self.interaction is not None:
             self.interaction.set_attributes({"user_prompt": self._text_or_redacted(text), "user_prompt_length": len(text)})
         self._event("user_prompt", self.run_t, {
             "prompt_length": str(len(text)), "prompt": self._text_or_redacted(text),
             "prompt_text": self._text_or_redacted(text),
-            "message.uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.session_id}/{self.prompt_id}"))},
-            sequence=self.prompt_number)
+            "message.uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.session_id}/{self.prompt_id}"))})
 
     def count(self, model: str, cost: float, tokens: dict[str, int], t: float) -> None:
         """A turn's cost and tokens, added to the counters once per export interval of the run's
@@ -379,7 +378,7 @@ class Session:
             for event in self.turn.tools:
                 self._event(*event)
             self.turn = None
-        self.history_prompt(run)
+        self.open = False
         if run.stop_kind == "ProviderError" and self.i.detailed:
             self.api_error(str(run.stop_value), _ms(t - began), t)
         self.reconcile(run, t)

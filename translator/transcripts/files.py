@@ -78,7 +78,7 @@ class Written:
 
     def stream_open(self, stream: StreamId, t: float) -> None:
         if self._opens:
-            self.transcript.cwd = stream.cwd
+            self.transcript.session_id, self.transcript.cwd = stream.session_id, stream.cwd
             self.transcript.written_at = written_at(stream.source)
 
     def prompt(self, content: Any, t: float) -> None:
@@ -125,7 +125,8 @@ def written_at(source: str) -> float | None:
 
 class Transcripts:
     """`--transcripts DIR`, a Watch: each input stream's runs as one session under DIR, named
-    from its first turn, so a second translation of a log rewrites its own file. `deferred`:
+    by the stream's one session id (a log's own, else its path's: a second translation of a
+    log rewrites its own file; two logs are two sessions, whatever they hold). `deferred`:
     for the streaming shells, which drain it after each step's frames are out."""
 
     def __init__(self, config_dir: str, version: str, deferred: bool = False) -> None:

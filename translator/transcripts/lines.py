@@ -24,18 +24,17 @@ import orjson
 
 from translator.encoders import RunSummary
 from translator.encoders.claude_code.frames import wire_usage
+from translator.encoders.provider_errors import api_error
 from translator.model import (
     ESTIMATED,
     HeadlessFrame,
-    SystemFrame,
     ToolCallEnd,
     ToolCallStart,
     TurnEnd,
     TurnStart,
-    UserFrame,
 )
 
-# The namespace of the ids derived from a log (the session from its first turn, each line's
+# The namespace of the ids derived from a log (each line's
 # uuid from the session and the line's place): translating the same log again gives the same ids.
 NAMESPACE = uuid.UUID("6f1c2d3e-8a4b-5c6d-9e0f-7a8b9c0d1e2f")
 COUNTERS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
@@ -79,13 +78,7 @@ class Ids:
         return [f"{prefix}{(node + n) & 0xFFFFFFFFFFFF:012x}" for n in range(first, first + count)]
 
 
-class _Message(msgspec.Struct):
-    role: str = ""
-    content: msgspec.Raw = msgspec.Raw(b'""')
-
-
 _MESSAGES = msgspec.json.Decoder(list[msgspec.Raw])  # a history's messages, each left as its bytes
-_MESSAGE = msgspec.json.Decoder(_Message)
 _ENCODE = msgspec.json.Encoder().encode  # (it writes a Raw as its bytes)
 
 
@@ -95,30 +88,6 @@ def messages(raw: msgspec.Raw | None) -> list[msgspec.Raw]:
         return _MESSAGES.decode(raw) if raw else []
     except msgspec.DecodeError:
         return []
-
-
-def prompt_of(final_messages: msgspec.Raw) -> Any:
-    """The first user message's content in a RunEnd's history, or None; only it is decoded."""
-    for item in messages(final_messages):
-        try:
-            message = _MESSAGE.decode(item)
-        except msgspec.DecodeError:
-            continue
-        if message.role == "user":
-            return msgspec.json.decode(message.content)
-    return None
-
-
-def echoed(raw: msgspec.Raw) -> Any:
-    """A headless user frame's content when it is a prompt (text only, no tool results), else None."""
-    try:
-        content = msgspec.json.decode(raw) if raw else None
-    except msgspec.DecodeError:
-        return None
-    if isinstance(content, str) or (isinstance(content, list) and content
-                                    and all(isinstance(b, dict) and b.get("type") == "text" for b in content)):  # fmt: skip
-        return content
-    return None
 
 
 def prompt_text(content: Any) -> str:
@@ -134,6 +103,12 @@ def prompt_text(content: Any) -> str:
 ASSISTANT = (b'"message":{"id":%s,"type":"message","role":"assistant","model":%s,"content":[%s],'
              b'"stop_reason":%s,"stop_sequence":null,"usage":%s},"requestId":%s,"type":"assistant"')
 PROMPT = b'"type":"user","message":{"role":"user","content":%s}'
+# A provider error's synthetic answer, as Claude Code writes it in the session file (recorded with the
+# CLI 2.1.332 and the fake API: fixtures/claude-code/api_error_400.session.jsonl): no usage, no cost
+API_ERROR = (b'"message":{"id":%s,"type":"message","role":"assistant","model":"<synthetic>","content":[%s],'
+             b'"stop_reason":"stop_sequence","stop_sequence":"","usage":{"input_tokens":0,"output_tokens":0,'
+             b'"cache_creation_input_tokens":0,"cache_read_input_tokens":0}},"type":"assistant","error":%s,'
+             b'"isApiErrorMessage":true,"apiErrorStatus":%s,"apiErrorType":%s')
 INTERRUPTED = "[Request interrupted by user]"  # the user line Claude Code writes after an interrupted run's turns
 RESULTS = b'"type":"user","message":%s'  # one message of a TurnEnd's tool results, as caliban gave it
 
@@ -161,10 +136,12 @@ class Turn:
 
 
 class Transcript:
-    """One session file's lines, an `Observer` of one input stream. `session_id` None: derived
-    from the stream's first turn (with `derived` ids: the same log gives the same file and
-    lines); `parent`: the uuid a resumed session's first line follows; `written_at`: a replayed
-    file's modification time, where its estimated times start (the same log, the same times)."""
+    """One session file's lines, an `Observer` of one input stream. `session_id`: the stream's
+    (a log's is told when it opens: files.Written); `from_log`: a log's, whose line ids are
+    derived from it (the same log gives the same file and lines), where the shim's are random
+    (a resumed file goes on); `parent`: the uuid a resumed session's first line follows;
+    `written_at`: a replayed file's modification time, where its estimated times start (the
+    same log, the same times)."""
 
     def __init__(
         self,
@@ -186,7 +163,7 @@ class Transcript:
         self.leaf = parent  # the last line's uuid
         self.written_at = written_at
         self.from_log = from_log  # a headless log's init names the cwd (the project folder), its echoes the prompts
-        self.derived = session_id is None
+        self.derived = from_log
         self.lines: list[bytes] = []  # ready for the file
         self._ids: Ids | None = None  # made once the session is named
         self._suffix: bytes | None = None
@@ -197,7 +174,6 @@ class Transcript:
         self._wire: dict[str, int] = dict.fromkeys(COUNTERS, 0)  # the run's usage written so far
         self._prompt: Any = None
         self._prompted = False
-        self._run_t = 0.0
         self._start: float | None = None  # the stream's first run's start
         self._open = False  # a run is open (between its start and its end)
         self._interrupted = False  # the app interrupted the open run
@@ -208,39 +184,32 @@ class Transcript:
 
     # ------------------------------------------------------------------ from the shell
 
-    def prompt(self, content: Any, t: float) -> None:
-        """The next run's prompt, as the app sent it (the shim knows it before the run): at once."""
-        self._prompt, self._prompted = content, True
-        self._held.append((PROMPT % orjson.dumps(content), t))
-        self._release(None)
-
     # ------------------------------------------------------------------ the Observer
 
+    def prompt(self, content: Any, t: float) -> None:
+        """A run's prompt (core/prompts.py: the app's message, a headless echo, a raw log's
+        history at the run's end): the run's first goes before its turns, a further one after
+        what came before it."""
+        line = (PROMPT % orjson.dumps(content), t)
+        if not self._prompted:
+            self._held.insert(0, line)
+        else:
+            if self._last is not None:
+                self._held += self._last.lines()
+                self._last = None
+            self._held.append(line)
+        self._prompt, self._prompted = content, True
+        self._release(None)
+
     def headless_frame(self, frame: HeadlessFrame, t: float) -> None:
-        """What a headless log says that no move does (with `from_log`): its init's cwd, before
-        any line is made, and the prompts it echoes (`--replay-user-messages`), in their places."""
-        if not self.from_log:
-            return
-        if isinstance(frame, SystemFrame):
-            if frame.subtype == "init" and frame.cwd and self._suffix is None:
-                self.cwd = frame.cwd
-        elif isinstance(frame, UserFrame) and (content := echoed(frame.content)) is not None:
-            line = (PROMPT % orjson.dumps(content), t)
-            if not self._prompted:  # the run's first
-                self._held.insert(0, line)
-            else:  # one more in the same run, after what came before it
-                if self._last is not None:
-                    self._held += self._last.lines()
-                    self._last = None
-                self._held.append(line)
-            self._prompt, self._prompted = content, True
+        pass  # (its init names the stream; its echoes are prompts)
 
     def interrupted(self) -> None:
         """The app interrupted the open run (the shim knows it): said after its turns, as Claude Code."""
         self._interrupted = self._open
 
     def run_start(self, model: str | None, t: float) -> None:
-        self._run_t, self._open = t, True
+        self._open = True
         if self._start is None:
             self._start = t
 
@@ -255,9 +224,6 @@ class Transcript:
 
     def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
         message_id, turn_model = self._turn
-        if self.session_id is None:
-            named = orjson.dumps([ev.turn_index, message_id, turn_model, ev.assistant_message.content])
-            self.session_id = derived(named.decode())
         turn = Turn(ev, message_id or f"msg_{self._ids_for(1)[0]}", model or turn_model, t)
         for key in COUNTERS:
             self._wire[key] += turn.usage[key]
@@ -274,14 +240,13 @@ class Transcript:
             for key in COUNTERS:
                 last.usage[key] += max(wire[key] - self._wire[key], 0)
             self._held += last.lines()
+        if run.stop_kind == "ProviderError":  # the CLI's synthetic answer, after what the run said
+            error = api_error(str(run.stop_value))
+            self._held.append((API_ERROR % (b'"%s"' % self._ids_for(1)[0].encode(), orjson.dumps(
+                {"type": "text", "text": error.text}), orjson.dumps(error.category), orjson.dumps(error.status),
+                orjson.dumps(error.type)), t))
         if self._interrupted:
             self._held.append((PROMPT % orjson.dumps([{"type": "text", "text": INTERRUPTED}]), t))
-        if not self._prompted and run.final_messages is not None:
-            self._prompt = prompt_of(run.final_messages)
-            if self._prompt is not None:
-                self._held.insert(0, (PROMPT % orjson.dumps(self._prompt), self._run_t))
-        if self.session_id is None:  # no turn: nothing to say (and no name to say it under)
-            self._held = []
         self._release(run)
         if self._prompt is not None and self.leaf is not None and self.session_id is not None:
             self.lines.append(_ENCODE({"type": "last-prompt", "lastPrompt": prompt_text(self._prompt),
@@ -298,7 +263,11 @@ class Transcript:
         return self._ids.next(count)
 
     def _release(self, run: RunSummary | None) -> None:
-        """The held lines, given their ids and times, chained, in order."""
+        """The held lines, given their ids and times, chained, in order, never stamped before the
+        line above. A replayed file's wait for its run's end (`run`), whose clock says whether
+        their times are an estimate to start at the file's own time: all shifted alike."""
+        if run is None and self.written_at is not None:
+            return
         ready, self._held = self._held, []
         if not ready:
             return
@@ -309,7 +278,7 @@ class Transcript:
         parent = b"null" if self.leaf is None else b'"%s"' % self.leaf.encode()
         last_t, stamp = self._stamp
         for (middle, t), uid in zip(ready, self._ids_for(len(ready)), strict=True):
-            t += shift
+            t = max(t + shift, last_t)
             if t != last_t:
                 last_t, stamp = t, iso(t).encode()
             ident = uid.encode()
