@@ -1,0 +1,170 @@
+"""Collectors that are dead, slow, huge or refusing (set-t5's otel-dead, and the issue's huge
+answers), as real processes: stdout and the exit status those of telemetry off, one stderr line
+at most, the exit within its bound, and a follower's memory bounded while a collector answers
+every export with a gigabyte (over HTTP and over gRPC)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent import futures
+from contextlib import contextmanager
+from pathlib import Path
+
+import grpc
+import orjson
+import pytest
+from support_otlp import closed_port, receiver, telemetry_env
+from support_otlp_grpc import METHODS, grpc_receiver
+from support_processes import TRANSLATOR, Follower, append, fixture, peak_rss_kb
+
+FIXTURE = fixture("tool_use_two_turns")
+SID = "4f1c2d9e-0000-4000-8000-000000000006"
+GIGABYTE = 1 << 30
+
+
+def masked(stdout: bytes) -> list[dict[str, object]]:
+    return [{k: v for k, v in orjson.loads(line).items() if k not in ("uuid", "timestamp")}
+            for line in stdout.splitlines()]
+
+
+def translate(env: dict[str, str]) -> tuple[subprocess.CompletedProcess[bytes], float]:
+    began = time.monotonic()
+    done = subprocess.run([TRANSLATOR, "--session-id", SID, FIXTURE], env=env, capture_output=True, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    return done, time.monotonic() - began
+
+
+@contextmanager
+def tcp(serve: Callable[[socket.socket], None]) -> Iterator[str]:
+    """A loopback "collector" running `serve` on each connection."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        listener.close()
+
+
+def blackhole(conn: socket.socket) -> None:
+    """Accepts and reads, never answers (tcp_blackhole.py)."""
+    with conn:
+        while conn.recv(65536):
+            pass
+
+
+def huge(conn: socket.socket) -> None:
+    """Answers every POST 200 with a gigabyte body."""
+    with conn:
+        try:
+            while True:
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    head += chunk
+                headers, _, body = head.partition(b"\r\n\r\n")
+                length = next((int(line.split(b":")[1]) for line in headers.split(b"\r\n")
+                               if line.lower().startswith(b"content-length:")), 0)
+                while len(body) < length:
+                    body += conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: "
+                             + str(GIGABYTE).encode() + b"\r\n\r\n")
+                zeros = bytes(1 << 20)
+                for _ in range(GIGABYTE >> 20):
+                    conn.sendall(zeros)
+        except OSError:
+            return
+
+
+@pytest.fixture(scope="module")
+def plain() -> list[dict[str, object]]:
+    done, _ = translate({k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "CLAUDE_CODE_"))})
+    return masked(done.stdout)
+
+
+@pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
+def test_a_collector_that_never_answers_costs_the_exit_bound_at_most(protocol: str,
+                                                                     plain: list[dict[str, object]]) -> None:
+    with tcp(blackhole) as endpoint:
+        done, took = translate(telemetry_env(endpoint, protocol))
+    assert done.returncode == 0 and masked(done.stdout) == plain
+    assert took < 4 + 2.5, took  # the 4 s exit bound, and the translation itself
+    said = done.stderr.decode().splitlines()
+    assert len(said) == 1 and said[0].startswith("translator: telemetry: not exported: "), said
+
+
+def test_a_refused_grpc_collector_is_one_line(plain: list[dict[str, object]]) -> None:
+    done, took = translate(telemetry_env(f"http://127.0.0.1:{closed_port()}", "grpc"))
+    assert done.returncode == 0 and masked(done.stdout) == plain
+    said = done.stderr.decode().splitlines()
+    assert len(said) == 1 and said[0].startswith("translator: telemetry: not exported: "), said
+    assert took < 4 + 2.5, took
+
+
+@contextmanager
+def huge_grpc() -> Iterator[str]:
+    """A gRPC "collector" answering every Export with a 64 MiB message."""
+    big = b"\x0a" + b"\x80\x80\x80\x20" + bytes(64 << 20)  # field 1, length 64 MiB
+
+    class Handler(grpc.GenericRpcHandler):
+        def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
+            if handler_call_details.method not in METHODS:  # type: ignore[attr-defined]
+                return None
+            return grpc.unary_unary_rpc_method_handler(lambda request, context: big)
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), handlers=[Handler()],
+                         options=[("grpc.max_send_message_length", 128 << 20)])
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop(grace=None)
+
+
+def follower_peak(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, endpoint: str, protocol: str) -> tuple[int, bytes]:
+    """A follower exporting every 200 ms for ~6 s of runs: its peak RSS (KiB) and stderr."""
+    for key, value in telemetry_env(endpoint, protocol, OTEL_METRIC_EXPORT_INTERVAL="200",
+                                    OTEL_LOGS_EXPORT_INTERVAL="200", OTEL_TRACES_EXPORT_INTERVAL="200").items():
+        monkeypatch.setenv(key, value)
+    log = tmp_path / f"agent-{protocol.replace('/', '-')}-{len(list(tmp_path.iterdir()))}.ndjson"
+    log.touch()
+    follower = Follower(log)
+    try:
+        for _ in range(20):
+            append(log, Path(FIXTURE).read_bytes())
+            while follower.read_frames(1, timeout=30)[0]["type"] != "result":
+                pass
+            time.sleep(0.3)
+        peak = peak_rss_kb(follower.proc.pid)
+    finally:
+        _, _, err = follower.stop()
+    return peak, err
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+def test_a_collector_answering_gigabytes_does_not_grow_a_follower(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   protocol: str) -> None:
+    """Each answer is read to 64 KiB: the follower's memory stays within 64 MiB of one whose
+    collector answers as a collector does (it grew to gigabytes reading the whole bodies)."""
+    with (grpc_receiver() if protocol == "grpc" else receiver()) as (_, endpoint):
+        calm, _ = follower_peak(tmp_path, monkeypatch, endpoint, protocol)
+    with (tcp(huge) if protocol != "grpc" else huge_grpc()) as endpoint:
+        peak, err = follower_peak(tmp_path, monkeypatch, endpoint, protocol)
+    assert peak < calm + 64 * 1024, (peak, calm)
+    assert len(err.splitlines()) <= 1, err
