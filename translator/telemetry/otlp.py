@@ -161,7 +161,7 @@ def exporter(signal: str, protocol: str, otlp: Otlp) -> Any:
         return made(endpoint=otlp.endpoint, insecure=otlp.insecure, credentials=credentials,
                     headers=tuple((k.lower(), v) for k, v in otlp.headers), timeout=timeout,
                     compression=grpc.Compression.Gzip if otlp.gzip else grpc.Compression.NoCompression,
-                    channel_options=(("grpc.max_receive_message_length", RESPONSE_MAX),
+                    channel_options=(("grpc.max_receive_message_length", RESPONSE_MAX), ("grpc.http2.bdp_probe", 0),
                                      ("grpc.max_metadata_size", RESPONSE_MAX)))
     module, name = {"metrics": ("metric_exporter", "OTLPMetricExporter"), "logs": ("_log_exporter", "OTLPLogExporter"),
                     "traces": ("trace_exporter", "OTLPSpanExporter")}[signal]
