@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import signal
 import sys
 from typing import NoReturn
 
@@ -108,9 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if prompt is None:
             assert sdk is not None
-            return sdk.serve()
+            return _stopped_by_signals(sdk).serve()
         printer = printing.Printer(args)
-        shim = ShimSession(binary, p, session, printer.take, telemetry=exporter)
+        shim = _stopped_by_signals(ShimSession(binary, p, session, printer.take, telemetry=exporter))
         shim.inbox.put(printing.user_message(prompt))
         shim.inbox.put(None)
         return shim.serve(read_input=False, end=printer.end)
@@ -118,6 +119,12 @@ def main(argv: list[str] | None = None) -> int:
         session.close()
         if exporter is not None:
             exporter.close()  # the last exports, within a few seconds whatever the collector does
+
+
+def _stopped_by_signals(session: ShimSession) -> ShimSession:
+    for signum in stdio.stop_signals():  # (nohup's SIGHUP stays ignored)
+        signal.signal(signum, session.on_signal)
+    return session
 
 
 def run() -> NoReturn:

@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import os
 import queue
-import select
-import signal
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from translator import stdio
 from translator.core.prompts import prompted
 from translator.encoders.observed import Observer, StreamId, observer_of
 from translator.exits import EX_IOERR
@@ -32,6 +29,7 @@ from translator.shim.permissions.hooks import Hooks
 from translator.shim.permissions.policy import Policy
 from translator.shim.protocol import frames, initialize
 from translator.shim.protocol.channel import Channel, Inbound
+from translator.shim.protocol.transport import Transport
 from translator.shim.restricting import bypass_refused
 from translator.shim.say import PROG, say, warn
 from translator.shim.tools.servers import SdkServers
@@ -74,7 +72,7 @@ class ShimSession:
     def __init__(
         self, binary: str, p: Plan, files: sessions.Session, shape: Callable[[list[bytes]], list[bytes]] = _unchanged,
         *, policy: Policy | None = None, backend: str | None = None, prompt_tool: bool = False,
-        telemetry: Deferred | None = None,
+        telemetry: Deferred | None = None, transport: Transport | None = None,
     ) -> None:  # fmt: skip
         self.binary, self.plan, self.files = binary, p, files
         self.policy, self.prompt_tool = policy or Policy(None, None), prompt_tool
@@ -82,7 +80,7 @@ class ShimSession:
         self.mode = p.permission_mode
         # A user message; the error of one that could not be read (str); None: stdin ended.
         self.inbox: queue.Queue[Inbound] = queue.Queue()
-        self.channel = Channel(self.control, self.inbox.put, shape)
+        self.channel = Channel(self.control, self.inbox.put, shape, transport)
         self.transcript = transcript.open_transcript(files)  # the session's file, as Claude Code keeps it
         # Claude Code's telemetry: the session as one of its sessions (its id), told each message's prompt
         self.telemetry = None if telemetry is None else telemetry.observer(resumed=not files.new)
@@ -274,18 +272,14 @@ class ShimSession:
         """Until the input's messages are done (`read_input` False: the inbox holds them all);
         then `end()`, what the output format writes last (print mode's text or json). The status
         counts every write, the last too: output that could not be written is 74."""
-        for signum in stdio.stop_signals():  # (nohup's SIGHUP stays ignored)
-            signal.signal(signum, self._on_signal)
         if read_input:
             threading.Thread(target=self.channel.read_stdin, name="stdin", daemon=True).start()
         worker = threading.Thread(target=self.work, name="runs", daemon=True)
         worker.start()
-        stdout = select.poll()
-        stdout.register(1, 0)  # its errors only: POLLERR once the reader has closed its end
         gone = False  # the app stopped reading: nobody would see what caliban does now
         while worker.is_alive() and self.signal is None and not self.channel.closed and not gone:
             worker.join(0.1)
-            gone = bool(stdout.poll(0))
+            gone = self.channel.transport.gone()
         if self.signal is not None or self.channel.closed or gone:
             self.stop(worker)
         self.channel.write_bytes(end())  # (nothing once the channel is closed)
@@ -298,7 +292,8 @@ class ShimSession:
             return EX_IOERR
         return 1 if self.backend.last_is_error else 0
 
-    def _on_signal(self, signum: int, frame: object) -> None:
+    def on_signal(self, signum: int, frame: object) -> None:
+        """A stop signal (main.py installs it): the session ends as its app leaving ends it."""
         self.signal = signum
 
     def stop(self, worker: threading.Thread) -> None:

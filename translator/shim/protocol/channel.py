@@ -12,7 +12,6 @@ no answer can come (`Unanswered`, which the asker settles as failing closed).
 from __future__ import annotations
 
 import errno
-import os
 import threading
 import uuid
 from collections.abc import Callable
@@ -20,9 +19,9 @@ from typing import Any
 
 import orjson
 
-from translator.core.feed import CHUNK
 from translator.shim.protocol import stdin
 from translator.shim.protocol.frames import error
+from translator.shim.protocol.transport import Stdio, Transport
 from translator.shim.say import PROG, warn
 
 Answer = dict[str, Any] | None  # the response body; None: cancelled, or the app answered an error
@@ -49,8 +48,9 @@ def _unchanged(frames: list[bytes]) -> list[bytes]:
 
 class Channel:
     def __init__(self, on_request: Callable[[str, dict[str, Any]], None], on_user: Callable[[Inbound], None],
-                 shape: Callable[[list[bytes]], list[bytes]] = _unchanged) -> None:  # fmt: skip
+                 shape: Callable[[list[bytes]], list[bytes]] = _unchanged, transport: Transport | None = None) -> None:  # fmt: skip
         self._on_request, self._on_user = on_request, on_user
+        self.transport = transport or Stdio()
         self.shape = shape  # what of the frames is written as they come (print mode holds some back)
         self._out = threading.Lock()
         self.closed = False  # stdout failed: the SDK stopped reading, or a write error
@@ -70,7 +70,7 @@ class Channel:
         with self._out:
             while data and not self.closed:
                 try:
-                    data = data[os.write(1, data) :]
+                    data = data[self.transport.write(data) :]
                 except OSError as exc:
                     self.closed = True
                     if exc.errno != errno.EPIPE:
@@ -84,7 +84,7 @@ class Channel:
     def read_stdin(self) -> None:
         """Until EOF; then the session is told there is nothing more, whatever happened here."""
         try:
-            for n, line in stdin.lines(self._read):
+            for n, line in stdin.lines(self.transport.read):
                 try:
                     self.message(n, line)
                 except Exception as exc:  # a bug here must not end the reader: the app would wait
@@ -92,13 +92,6 @@ class Channel:
         finally:
             self.end_input()
             self._on_user(None)
-
-    @staticmethod
-    def _read() -> bytes:
-        try:
-            return os.read(0, CHUNK)
-        except OSError:
-            return b""
 
     def message(self, n: int, line: bytes | stdin.TooLong) -> None:
         if isinstance(line, stdin.TooLong):

@@ -1,0 +1,146 @@
+"""permissions/gate.py over the real channel, its app in this process (protocol/transport.py's
+`Memory`): the control requests the app is sent, its answers, and the `Decision` each call gets.
+A decision that ends the run settles every later call of it as denied, without asking the app."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import orjson
+import pytest
+
+from translator.shim.permissions.gate import DEFERRED, Decision, Gate, ToolCall
+from translator.shim.permissions.hooks import Hooks
+from translator.shim.permissions.policy import Policy
+from translator.shim.protocol.channel import Channel
+from translator.shim.protocol.initialize import HookMatcher
+from translator.shim.protocol.transport import Memory
+
+LS = ToolCall("Bash", {"command": "ls"}, "toolu_1")
+RM = ToolCall("Bash", {"command": "rm -rf build"}, "toolu_2")
+
+
+class App:
+    """The app's end: each frame the shim writes, and an answer to a request."""
+
+    def __init__(self, memory: Memory) -> None:
+        self.memory = memory
+
+    def frame(self) -> dict[str, Any]:
+        frame: dict[str, Any] = orjson.loads(self.memory.line())
+        return frame
+
+    def request(self) -> dict[str, Any]:
+        """The next control request (the session's state frames around it skipped)."""
+        while (frame := self.frame())["type"] != "control_request":
+            assert frame["subtype"] == "session_state_changed"
+        return frame
+
+    def answer(self, request: dict[str, Any], body: dict[str, Any]) -> None:
+        response = {"subtype": "success", "request_id": request["request_id"], "response": body}
+        self.memory.send(orjson.dumps({"type": "control_response", "response": response}) + b"\n")
+
+
+@pytest.fixture
+def memory() -> Iterator[Memory]:
+    memory = Memory()
+    yield memory
+    memory.end()
+
+
+@pytest.fixture
+def app(memory: Memory) -> App:
+    return App(memory)
+
+
+@pytest.fixture
+def pool() -> Iterator[ThreadPoolExecutor]:
+    with ThreadPoolExecutor(2) as pool:
+        yield pool
+
+
+def gate_on(memory: Memory, hooks: Hooks | None = None, allowed: str | None = None) -> Gate:
+    channel = Channel(lambda rid, request: None, lambda message: None, transport=memory)
+    threading.Thread(target=channel.read_stdin, daemon=True).start()
+    gate = Gate(channel, Policy(allowed, None), True, hooks or Hooks({}), lambda said: None, "S")
+    gate.begin("default", "P")
+    return gate
+
+
+def decided(future: Future[Decision]) -> Decision:
+    return future.result(timeout=10)
+
+
+def test_can_use_tool_is_asked_and_its_allow_runs_the_call(memory: Memory, app: App, pool: ThreadPoolExecutor) -> None:
+    gate = gate_on(memory)
+    pending = pool.submit(gate.decide, LS)
+    request = app.request()
+    assert request["request"]["subtype"] == "can_use_tool"
+    assert (request["request"]["tool_name"], request["request"]["input"], request["request"]["tool_use_id"]) == (
+        "Bash", {"command": "ls"}, "toolu_1")  # fmt: skip
+    app.answer(request, {"behavior": "allow", "updatedInput": {"command": "ls"}})
+    assert decided(pending) == Decision("allow", input={"command": "ls"})
+    assert decided(pending).runs and not decided(pending).ends_run
+
+
+def test_a_deny_with_interrupt_ends_the_run_and_every_later_call_is_denied_unasked(
+    memory: Memory, app: App, pool: ThreadPoolExecutor
+) -> None:
+    gate = gate_on(memory)
+    pending = pool.submit(gate.decide, LS)
+    app.answer(app.request(), {"behavior": "deny", "message": "no", "interrupt": True})
+    first = decided(pending)
+    assert first == Decision("interrupt", "no") and first.ends_run and not first.runs
+    later = gate.decide(RM)  # (not asked: the app would block this thread otherwise)
+    assert later == Decision("deny", "the user interrupted this run") and not later.runs
+    gate.begin("default", "P2")  # the next run asks again
+    pending = pool.submit(gate.decide, RM)
+    app.answer(app.request(), {"behavior": "allow"})
+    assert decided(pending).runs
+
+
+def test_a_plain_deny_leaves_the_run_going(memory: Memory, app: App, pool: ThreadPoolExecutor) -> None:
+    gate = gate_on(memory, allowed="Bash(rm:*)")
+    pending = pool.submit(gate.decide, LS)
+    app.answer(app.request(), {"behavior": "deny", "message": "not that one"})
+    assert decided(pending) == Decision("deny", "not that one")
+    assert gate.decide(RM) == Decision("allow", input={"command": "rm -rf build"})  # (an allow rule: not asked)
+
+
+def test_a_deferring_hook_stops_the_run_with_the_call_pending(memory: Memory, app: App, pool: ThreadPoolExecutor) -> None:
+    hooks = Hooks({"PreToolUse": [HookMatcher("Bash", ("hook_0",))]})
+    gate = gate_on(memory, hooks, allowed="Bash")
+    pending = pool.submit(gate.decide, LS)
+    request = app.request()
+    assert (request["request"]["subtype"], request["request"]["callback_id"]) == ("hook_callback", "hook_0")
+    assert request["request"]["input"]["tool_input"] == {"command": "ls"}
+    app.answer(request, {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "defer"}})
+    assert decided(pending) == Decision("defer", DEFERRED, {"command": "ls"})
+    assert gate.decide(RM) == Decision("deny", "the turn stopped at a deferred tool call")  # no hook asked
+
+
+def test_a_hook_s_continue_false_runs_the_call_then_ends_the_run(memory: Memory, app: App, pool: ThreadPoolExecutor) -> None:
+    gate = gate_on(memory, Hooks({"PreToolUse": [HookMatcher(None, ("hook_0",))]}), allowed="Bash")
+    pending = pool.submit(gate.decide, LS)
+    app.answer(app.request(), {"continue": False, "stopReason": "enough"})
+    assert decided(pending) == Decision("stop", "enough", {"command": "ls"}) and decided(pending).runs
+    assert gate.decide(RM) == Decision("deny", "a hook stopped this run")
+
+
+def test_the_run_ended_by_the_backend_denies_what_follows(memory: Memory) -> None:
+    gate = gate_on(memory, allowed="Bash")
+    assert gate.decide(LS).runs
+    gate.end(Decision("interrupt", "the user interrupted this run"))
+    assert gate.decide(RM) == Decision("deny", "the user interrupted this run")
+
+
+def test_the_app_s_input_ending_denies_a_pending_call(memory: Memory, app: App, pool: ThreadPoolExecutor) -> None:
+    gate = gate_on(memory)
+    pending = pool.submit(gate.decide, LS)
+    app.request()
+    memory.end()
+    decision = decided(pending)
+    assert not decision.runs and decision.reason == "the app closed its input: no answer can come"
