@@ -371,3 +371,15 @@ def test_a_name_a_module_does_not_define_is_found(tmp_path: Path) -> None:
     module.write_text("X = 1\nclass A:\n    y: int = 0\n    def f(self): ...\ndef g(): ...\n")
     assert all(defines(module, n) for n in ("X", "A", "A.f", "A.y", "g"))
     assert not any(defines(module, n) for n in ("Y", "A.g", "g.x", "B.f"))
+
+
+def test_the_shim_s_permissions_serve_both_backends_and_import_neither() -> None:
+    """permissions/ decides for the drive backend and for the relay of `caliban -p` alike, and
+    knows no backend: each asks it, it never reaches back."""
+    edges = graph(typing=True)
+    gate = "translator.shim.permissions.gate"
+    assert gate in edges["translator.shim.backends.drive.backend"] and gate in edges["translator.shim.tools.servers"]
+    permissions = {name: deps for name, deps in edges.items() if name.startswith("translator.shim.permissions")}
+    assert permissions and {dep for deps in permissions.values() for dep in deps
+                            if dep.startswith(("translator.shim.backends", "translator.shim.tools",
+                                               "translator.shim.session"))} == set()  # fmt: skip
