@@ -201,6 +201,26 @@ def test_the_app_closing_its_input_while_a_question_is_open_ends_shim_and_server
     assert gone(servers(reaped))
 
 
+def test_a_later_call_after_the_app_closed_its_input_is_denied_unasked(reaped: Path) -> None:
+    """The app that gates its calls closes its input while the run's first call is asked: that
+    call is denied, and so is the run's next one, which the rules (`Bash(echo:*)`) would have
+    allowed: no call runs once the app cannot say no, and the app is asked nothing more."""
+    echo = {"name": "Bash", "input": {"command": "echo hi"}, "id": "toolu_e"}
+    script = {"messages": [{"turns": [{"text": "Making d.", "tools": [TOUCH_D, echo]}, {"text": "Made d."}]}]}
+    shim = Raw(reaped, script, [*ARGV, "--allowedTools", "Bash(echo:*)"])
+    shim.user("make d")
+    shim.until(is_question)
+    status, out, err = shim.finish(timeout=15)
+    assert status == 0, ("the shim did not exit" if status is None else status, err)
+    closed = "the app closed its input: no answer can come"
+    assert [(p["tool_use_id"], p["allow"], p.get("reason")) for p in permits(reaped)] == [
+        ("toolu_d", False, closed), ("toolu_e", False, closed)]  # fmt: skip
+    assert not any(is_question(f) for f in map(json.loads, out.splitlines()))
+    (result,) = results(out)
+    assert [d["tool_use_id"] for d in result["permission_denials"]] == ["toolu_d", "toolu_e"]
+    assert gone(servers(reaped))
+
+
 @pytest.mark.parametrize("size", [100, 1 << 20], ids=["small", "1MiB"])
 def test_a_server_that_stops_reading_is_given_the_request_deadline(reaped: Path, size: int) -> None:
     """It reads nothing after tools/list: a message small enough for the pipe waits for an

@@ -5,6 +5,7 @@ A decision that ends the run settles every later call of it as denied, without a
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -15,7 +16,7 @@ import pytest
 from translator.shim.permissions.gate import DEFERRED, Decision, Gate, ToolCall
 from translator.shim.permissions.hooks import Hooks
 from translator.shim.permissions.policy import Policy
-from translator.shim.protocol.channel import Channel
+from translator.shim.protocol.channel import INPUT_ENDED, Channel, Inbound
 from translator.shim.protocol.initialize import HookMatcher
 from translator.shim.protocol.transport import Memory
 
@@ -62,10 +63,18 @@ def pool() -> Iterator[ThreadPoolExecutor]:
         yield pool
 
 
-def gate_on(memory: Memory, hooks: Hooks | None = None, allowed: str | None = None) -> Gate:
-    channel = Channel(lambda rid, request: None, lambda message: None, transport=memory)
+def gate_on(memory: Memory, hooks: Hooks | None = None, allowed: str | None = None, can_use_tool: bool = True) -> Gate:
+    """The gate over a channel whose input's end is told to it, as the session tells its gates."""
+    gates: list[Gate] = []
+
+    def inbound(message: Inbound) -> None:
+        if message is None:
+            gates[0].input_ended()
+
+    channel = Channel(lambda rid, request: None, inbound, transport=memory)
+    gate = Gate(channel, Policy(allowed, None), can_use_tool, hooks or Hooks({}), lambda said: None, "S")
+    gates.append(gate)
     threading.Thread(target=channel.read_stdin, daemon=True).start()
-    gate = Gate(channel, Policy(allowed, None), True, hooks or Hooks({}), lambda said: None, "S")
     gate.begin("default", "P")
     return gate
 
@@ -144,3 +153,39 @@ def test_the_app_s_input_ending_denies_a_pending_call(memory: Memory, app: App, 
     memory.end()
     decision = decided(pending)
     assert not decision.runs and decision.reason == "the app closed its input: no answer can come"
+
+
+def input_closed(gate: Gate) -> None:
+    deadline = time.monotonic() + 10
+    while not gate.app.input_ended and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert gate.app.input_ended
+
+
+def test_the_app_s_input_ending_ends_the_run_and_a_call_the_rules_allow_is_denied(memory: Memory) -> None:
+    """The rules allow Bash, but the app that gates its calls is gone: no call runs behind its
+    back, in this run or a later one."""
+    gate = gate_on(memory, allowed="Bash")
+    assert gate.decide(LS).runs
+    memory.end()
+    input_closed(gate)
+    assert gate.decide(RM) == Decision("deny", INPUT_ENDED)
+    gate.begin("default", "P2")
+    assert gate.decide(LS) == Decision("deny", INPUT_ENDED)
+
+
+def test_a_hook_pending_as_the_input_ends_lets_nothing_through(memory: Memory, app: App, pool: ThreadPoolExecutor) -> None:
+    """The hook that could deny the call cannot answer: the call is denied, not left to the rules."""
+    gate = gate_on(memory, Hooks({"PreToolUse": [HookMatcher("Bash", ("hook_0",))]}), allowed="Bash")
+    pending = pool.submit(gate.decide, RM)
+    assert app.request()["request"]["subtype"] == "hook_callback"
+    memory.end()
+    assert decided(pending) == Decision("deny", INPUT_ENDED)
+    assert gate.decide(LS) == Decision("deny", INPUT_ENDED)
+
+
+def test_a_gate_that_asks_the_app_nothing_keeps_to_its_rules_after_the_input_ends(memory: Memory) -> None:
+    gate = gate_on(memory, allowed="Bash", can_use_tool=False)
+    memory.end()
+    input_closed(gate)
+    assert gate.decide(RM) == Decision("allow", input={"command": "rm -rf build"})

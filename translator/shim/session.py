@@ -80,7 +80,7 @@ class ShimSession:
         self.mode = p.permission_mode
         # A user message; the error of one that could not be read (str); None: stdin ended.
         self.inbox: queue.Queue[Inbound] = queue.Queue()
-        self.channel = Channel(self.control, self.inbox.put, shape, transport)
+        self.channel = Channel(self.control, self.inbound, shape, transport)
         self.transcript = transcript.open_transcript(files)  # the session's file, as Claude Code keeps it
         # Claude Code's telemetry: the session as one of its sessions (its id), told each message's prompt
         self.telemetry = None if telemetry is None else telemetry.observer(resumed=not files.new)
@@ -107,6 +107,15 @@ class ShimSession:
         self.signal: int | None = None
 
     # ------------------------------------------------------------------ the app's requests
+
+    def inbound(self, message: Inbound) -> None:
+        """What the app's input brings, queued for the worker; its end (None) also ends the
+        gates' runs at once (the run in progress may have calls still to come)."""
+        if message is None:
+            self.relay_gate.input_ended()
+            if self.drive is not None:
+                self.drive.gate.input_ended()
+        self.inbox.put(message)
 
     def control(self, rid: str, request: dict[str, Any]) -> None:
         """Answer at once: the SDK blocks on every control request."""

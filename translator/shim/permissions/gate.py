@@ -7,7 +7,8 @@ rest), then the session's mode and rules (policy.py), then the app's `can_use_to
 The answer is a value, `Decision`: what the backend does with the call and with its run. Once a
 decision has ended the run (a defer, a deny with `interrupt`, a hook's `continue: false`, or
 the run's end told by `end`), every later call of that run is denied with its reason: a run
-that stops settles every call it still makes, failing closed.
+that stops settles every call it still makes, failing closed. The app's input ending ends the
+run of a gate that asks the app, and every later one (`input_ended`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from translator.shim.permissions import outputs as outputs_
 from translator.shim.permissions.hooks import Hooks, pre_tool_verdict
 from translator.shim.permissions.policy import Policy
 from translator.shim.protocol import frames
-from translator.shim.protocol.channel import Channel, Unanswered
+from translator.shim.protocol.channel import INPUT_ENDED, Channel, Unanswered
 
 DEFERRED = "deferred by a PreToolUse hook: the turn stops here, the call pending"
 INTERRUPTED = "the user interrupted this run"
@@ -80,15 +81,24 @@ class Gate:
         self.mode = "default"
         self.prompt_id = ""
         self.ended: Decision | None = None  # what ended the run: every later call of it is denied
+        self._closed: Decision | None = None  # the app's input ended: what ends every run from now on
 
     def begin(self, mode: str, prompt_id: str) -> None:
         """A new run: nothing has ended it yet."""
-        self.mode, self.prompt_id, self.ended = mode, prompt_id, None
+        self.mode, self.prompt_id, self.ended = mode, prompt_id, self._closed
 
     def end(self, decision: Decision) -> None:
         """The run stopped (the first decision that ends it stands): later calls are denied."""
         if self.ended is None:
             self.ended = decision
+
+    def input_ended(self) -> None:
+        """The app's input ended. A gate that asks the app (`can_use_tool`, PreToolUse hooks)
+        cannot any more: its run is ended, and each later one as it begins, so that no call is
+        settled by the rules alone once the app's own say (a hook's deny) cannot come."""
+        if self.can_use_tool or self.hooks.callbacks("PreToolUse"):
+            self._closed = Decision("interrupt", INPUT_ENDED)
+            self.end(self._closed)
 
     def still(self, decision: Decision) -> Decision:
         """`decision` once more, as its call is about to run: a run ended meanwhile by another
@@ -96,13 +106,13 @@ class Gate:
         allow that came late never runs the tool."""
         if not decision.runs or self.ended is None or self.ended is decision:
             return decision
-        return Decision("deny", DENIED_AFTER.get(self.ended.verdict, INTERRUPTED))
+        return _denied_after(self.ended)
 
     def decide(self, call: ToolCall) -> Decision:
         """What is done with the call, and with its run."""
         if self.ended is not None:
-            return Decision("deny", DENIED_AFTER.get(self.ended.verdict, INTERRUPTED))
-        decision = self._decide(call)
+            return _denied_after(self.ended)
+        decision = self.still(self._decide(call))  # (ended while it was decided: the app's input, a parallel call)
         if decision.ends_run:
             self.end(decision)
         return decision
@@ -196,3 +206,8 @@ class Gate:
             if present and (event, kind) not in self._unreached:
                 self._unreached.add((event, kind))
                 self.warn(f"{event} hook {kind}: {self.beyond}; it does not reach the model")
+
+
+def _denied_after(ended: Decision) -> Decision:
+    """A call of a run that `ended` ended: denied, saying why."""
+    return Decision("deny", INPUT_ENDED if ended.reason == INPUT_ENDED else DENIED_AFTER.get(ended.verdict, INTERRUPTED))

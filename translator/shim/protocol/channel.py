@@ -89,9 +89,9 @@ class Channel:
                     self.message(n, line)
                 except Exception as exc:  # a bug here must not end the reader: the app would wait
                     warn(f"stdin:{n}: internal error: {exc!r}")
-        finally:
-            self.end_input()
+        finally:  # (the session first: a call a cancelled wait lets through finds its run ended)
             self._on_user(None)
+            self.end_input()
 
     def message(self, n: int, line: bytes | stdin.TooLong) -> None:
         if isinstance(line, stdin.TooLong):
