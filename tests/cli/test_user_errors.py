@@ -38,6 +38,8 @@ def one_line_error(proc: subprocess.CompletedProcess[bytes], status: int, messag
         (["--socket-mode", "644", FIXTURE], "--socket-mode: only with --listen"),
         (["--listen", "tcp:7", "--line-timeout", "0"], "--line-timeout: must be a positive number of seconds"),
         (["--session-id", "", FIXTURE], "--session-id: must not be empty"),
+        (["--session-id", "../x", FIXTURE], "--session-id: must be a plain name (letters, digits, '.', '_', '-'), not a path"),
+        (["--session-id", "/tmp/x", FIXTURE], "--session-id: must be a plain name"),
         (["--results-only", "--include-partial-messages", FIXTURE], "--include-partial-messages: does not go with --results-only"),
         (["--listen", "tcp:7", "--follow", "x"], "--follow: does not go with --listen"),
         (["--follow", "x", FIXTURE], "--follow: takes no input files"),

@@ -20,7 +20,7 @@ import pytest
 from support_fixtures import FIXTURES, SUPPORT, events
 from support_processes import Follower, Live, Server, append, exchange, fixture, poll, run
 
-from translator.encoders.observed import session_id_of
+from translator.encoders.observed import NAMESPACE, session_id_of
 from translator.transcripts.files import slug
 from translator.transcripts.lines import iso
 
@@ -372,3 +372,22 @@ def test_the_frames_ccusage_and_the_results_table_tell_one_story(tmp_path: Path,
                                          result["usage"]["cache_read_input_tokens"],
                                          result["usage"]["cache_creation_input_tokens"])
     assert whole_input - read - made == result["usage"]["input_tokens"] and cost == pytest.approx(result["total_cost_usd"])
+
+
+@pytest.mark.parametrize("own", ["../../../PWNED", "/tmp/PWNED", "..", "a/b"])
+def test_a_logs_own_id_never_makes_a_path_outside_its_project_folder(tmp_path: Path, own: str) -> None:
+    """A headless log's init names its session; that id is data (a log, a --listen client), so
+    one that is no plain file name names its file by a uuid5 of it, inside the project folder,
+    and the frames still carry it."""
+    log = tmp_path / "own.jsonl"
+    log.write_bytes(
+        (FIXTURES / "headless" / "max_turns.jsonl").read_bytes().replace(b'"SESSION"', orjson.dumps(own))
+    )
+    config = tmp_path / "cfg" / "a" / "b"
+    done = run("--format", "claude-code", "--transcripts", str(config), str(log))
+    assert done.returncode == 0, done.stderr
+    assert {ln["session_id"] for ln in lines_of(done.stdout)} == {own}
+    made = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
+    name = uuid.uuid5(NAMESPACE, own)
+    assert made == [f"cfg/a/b/projects/{slug('/home/dev/project')}/{name}.jsonl", "own.jsonl"]
+    assert {ln["sessionId"] for ln in lines_of((config / "projects" / slug("/home/dev/project") / f"{name}.jsonl").read_bytes())} == {own}

@@ -9,6 +9,7 @@ import os
 import re
 import stat
 
+from translator.encoders.observed import plain
 from translator.exits import EX_CANTCREAT, EX_NOINPUT, EX_USAGE
 
 # Options that only mean something in one mode (a mode is on when one of its options is
@@ -103,6 +104,8 @@ def check(args: argparse.Namespace) -> None:
         check_cluster(args.cluster)
     if args.session_id is not None and not args.session_id.strip():
         raise UserError("--session-id", "must not be empty")
+    if args.session_id is not None and not plain(args.session_id):
+        raise UserError("--session-id", "must be a plain name (letters, digits, '.', '_', '-'), not a path")
     if args.include_partial_messages and args.results_only:
         raise UserError("--include-partial-messages", "does not go with --results-only (no deltas in a result)")
     for dest, low in (("max_line_bytes", 1), ("jobs", 1), ("max_connections", 1)):

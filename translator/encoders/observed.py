@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import threading
 import uuid
 from collections.abc import Callable
@@ -40,6 +41,13 @@ class StreamId(NamedTuple):
 
 
 NAMESPACE = uuid.UUID("7b7c2f0e-49a1-4b5e-9c1d-0c6a1e5d2b49")  # this tool's uuid5 namespace
+_PLAIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")  # one folder's file name: never `..`, never a `/`
+
+
+def plain(session_id: str) -> bool:
+    """Whether an id can name a file as it is (letters, digits, `.`, `_`, `-`; a letter or digit
+    first): an id is data — a log's own, a client's — and only such a one is used in a path."""
+    return _PLAIN.fullmatch(session_id) is not None
 
 
 def session_id_of(source: str) -> str:
@@ -51,16 +59,18 @@ def session_id_of(source: str) -> str:
     return str(uuid.UUID(bytes=digest[:16], version=5))
 
 
-def identity(source: str, given: str | None) -> StreamId:
+def identity(source: str, given: str | None, nth: int = 0) -> StreamId:
     """Who a stream of the shells is: `given` (--session-id) if any, else for a file or URL the
-    id of its full path, else (stdin, a socket's connection) a random one; its folder the
-    file's (a URL's), else the working directory. A headless log's own init may still name it
-    (Observed, unless `given`)."""
+    id of its full path (of the path and `nth` for a followed file's later streams: cut back or
+    replaced, another conversation), else (stdin, a socket's connection) a random one; its
+    folder the file's (a URL's), else the working directory. A headless log's own init may
+    still name it (Observed, unless `given`)."""
     named = "://" in source or os.path.isfile(source)
     if given is not None:
         session = given
     elif named:
-        session = session_id_of(source if "://" in source else os.path.abspath(source))
+        path = source if "://" in source else os.path.abspath(source)
+        session = session_id_of(path if nth == 0 else f"{path}#{nth}")
     else:
         session = str(uuid.uuid4())
     return StreamId(source, session, folder_of(source))

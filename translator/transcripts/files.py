@@ -8,11 +8,12 @@ from __future__ import annotations
 import os
 import re
 import sys
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 from translator.encoders import RunSummary
-from translator.encoders.observed import Hold, Observer, StreamId
+from translator.encoders.observed import NAMESPACE, Hold, Observer, StreamId, plain
 from translator.model import HeadlessFrame, ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 from translator.transcripts.lines import Transcript
 
@@ -40,7 +41,11 @@ def slug(cwd: str) -> str:
 
 
 def session_path(config_dir: str, cwd: str, session_id: str) -> str:
-    return os.path.join(config_dir, "projects", slug(cwd), f"{session_id}.jsonl")
+    """The session's file. An id is data (a log's own init, a client's): one that is no plain file
+    name (`../x`, `/etc/x`) names its file by a uuid5 of it, so no path made of an id leaves its
+    project folder."""
+    name = session_id if plain(session_id) else str(uuid.uuid5(NAMESPACE, session_id))
+    return os.path.join(config_dir, "projects", slug(cwd), f"{name}.jsonl")
 
 
 def append(path: str, lines: list[bytes], fresh: bool = False) -> None:
