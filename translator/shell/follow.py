@@ -108,6 +108,7 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
     pos: Position | None = None
     pump: Pump | None = None
     data: bytes | None = b""
+    streams = 0  # the file's streams so far: each cut back or replaced one is another conversation
 
     async def read() -> bytes | None:
         nonlocal data
@@ -159,7 +160,8 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
                     identity = _identity(opened)
                     pos = Position(fd, opened.st_size if skip_existing else 0)
                     skip_existing = False
-                    core = shell.new_core(path, live=True)
+                    core = shell.new_core(path, live=True, nth=streams)
+                    streams += 1
                     pump = Pump(shell, core)  # a .gz or .zst, complete or growing, is read inflated
                     if shell.metrics is not None:
                         shell.metrics.follow_offset = pos.offset
@@ -174,7 +176,8 @@ async def follow(shell: Shell, path: str, from_end: bool) -> None:
                 except Exception as exc:  # the last resort: this stream ends, a new one goes on
                     await shell.abandon(core, exc)
                     shell.tally(core)
-                    core = shell.new_core(path, live=True)
+                    core = shell.new_core(path, live=True, nth=streams)
+                    streams += 1
                     pump = Pump(shell, core)
                     continue
                 st: os.stat_result | None = None

@@ -184,9 +184,10 @@ class Sink:
             self.metrics.update(core, taken.diagnostics)
         return batches(taken.frames if self.array is None else self.array.take(taken.frames))
 
-    def new_core(self, label: str, live: bool) -> Translator:
-        """A fresh core for one input stream: `live` streams are timed as they arrive."""
-        stream = identity(label, self.cfg.session_id)
+    def new_core(self, label: str, live: bool, nth: int = 0) -> Translator:
+        """A fresh core for one input stream: `live` streams are timed as they arrive; `nth`, the
+        stream's number in its file (a followed file's later ones)."""
+        stream = identity(label, self.cfg.session_id, nth)
         watchers: list[Observer] = [] if self.cfg.watch is None else [self.cfg.watch.observer()]
         if self.metrics is not None:
             watchers.append(self.metrics.observer())  # its closed runs, counted
