@@ -213,7 +213,16 @@ def source(sink: Sink, name: str, signals: Signals, out: Output) -> None:
     if opened is None:
         return
     fd, label, live = opened
-    core = sink.new_core(label, live)
+    try:
+        core = sink.new_core(label, live)
+    except OSError as exc:  # out of fds (a named log's id imports hashlib at its first use): no fault of the file's
+        if exc.errno not in SCARCE:
+            raise
+        _stderr([f"translator: {label}: {exc.strerror}"])
+        sink.outcome.out_of_resources = True
+        if fd > 0:
+            os.close(fd)
+        return
 
     def chunks() -> Iterator[bytes]:
         while signals.received is None and (not live or signals.wait(fd)):
