@@ -65,6 +65,9 @@ CASES = {
         {"OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE": "/nonexistent/ca.pem"},
         ["OTEL_EXPORTER_OTLP_LOGS_CERTIFICATE=/nonexistent/ca.pem cannot be read; logs not exported"],
         {"metrics", "traces"}),
+    "a header that is no name=value (its text, often a token, not said)": (
+        {"OTEL_EXPORTER_OTLP_HEADERS": "X-Team=a,Bearer sk-secret-1"},
+        ["OTEL_EXPORTER_OTLP_HEADERS's entry 2 is not name=value; left out"], {"metrics", "logs", "traces"}),
     "an unknown compression": (
         {"OTEL_EXPORTER_OTLP_COMPRESSION": "brotli"},
         ["OTEL_EXPORTER_OTLP_COMPRESSION=brotli is not supported (gzip, none); not compressed"],

@@ -52,10 +52,10 @@ def _get(environ: Mapping[str, str], signal: str, name: str) -> tuple[str, str]:
 def headers(raw: str, notes: list[str], key: str) -> tuple[tuple[str, str], ...]:
     """Claude Code's reading of OTEL_EXPORTER_OTLP_HEADERS: `k=v,k2=v 2`, values kept as they are."""
     found: list[tuple[str, str]] = []
-    for entry in filter(None, (e.strip() for e in raw.split(","))):
+    for n, entry in enumerate(filter(None, (e.strip() for e in raw.split(","))), 1):
         name, sep, value = entry.partition("=")
-        if not sep or not name.strip():
-            notes.append(f"{key} has {entry!r}, not name=value; left out")
+        if not sep or not name.strip():  # (its text not said: a header's value is often a token)
+            notes.append(f"{key}'s entry {n} is not name=value; left out")
             continue
         found.append((name.strip(), value.strip()))
     return tuple(found)
