@@ -63,7 +63,13 @@ def pool() -> Iterator[ThreadPoolExecutor]:
         yield pool
 
 
-def gate_on(memory: Memory, hooks: Hooks | None = None, allowed: str | None = None, can_use_tool: bool = True) -> Gate:
+def gate_on(
+    memory: Memory,
+    hooks: Hooks | None = None,
+    allowed: str | None = None,
+    can_use_tool: bool = True,
+    disallowed: str | None = None,
+) -> Gate:
     """The gate over a channel whose input's end is told to it, as the session tells its gates."""
     gates: list[Gate] = []
 
@@ -72,7 +78,7 @@ def gate_on(memory: Memory, hooks: Hooks | None = None, allowed: str | None = No
             gates[0].input_ended()
 
     channel = Channel(lambda rid, request: None, inbound, transport=memory)
-    gate = Gate(channel, Policy(allowed, None), can_use_tool, hooks or Hooks({}), lambda said: None, "S")
+    gate = Gate(channel, Policy(allowed, disallowed), can_use_tool, hooks or Hooks({}), lambda said: None, "S")
     gates.append(gate)
     threading.Thread(target=channel.read_stdin, daemon=True).start()
     gate.begin("default", "P")
@@ -189,3 +195,33 @@ def test_a_gate_that_asks_the_app_nothing_keeps_to_its_rules_after_the_input_end
     memory.end()
     input_closed(gate)
     assert gate.decide(RM) == Decision("allow", input={"command": "rm -rf build"})
+
+
+ALLOW = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
+
+
+@pytest.mark.parametrize("mode", ["default", "bypassPermissions"])
+def test_a_hook_s_allow_does_not_skip_a_deny_rule(memory: Memory, app: App, pool: ThreadPoolExecutor, mode: str) -> None:
+    """The Agent SDK's order: a hook's allow skips the ask, never the deny rules (disallowedTools)."""
+    gate = gate_on(memory, Hooks({"PreToolUse": [HookMatcher(None, ("hook_0",))]}), disallowed="Bash(rm:*)")
+    gate.begin(mode, "P")
+    pending = pool.submit(gate.decide, RM)
+    app.answer(app.request(), ALLOW)
+    assert decided(pending) == Decision("deny", "Permission to use Bash has been denied.")
+    pending = pool.submit(gate.decide, LS)  # (not a denied one: the hook's allow runs it, the app not asked)
+    app.answer(app.request(), ALLOW)
+    assert decided(pending) == Decision("allow", input={"command": "ls"})
+
+
+@pytest.mark.parametrize("answer", [{}, ALLOW])
+def test_a_run_ended_while_its_hook_is_asked_denies_the_call(
+    memory: Memory, app: App, pool: ThreadPoolExecutor, answer: dict[str, Any]
+) -> None:
+    """An interrupt while a PreToolUse hook is asked: neither the allow rule nor the hook's late
+    allow runs the call (the gate checks the run's end itself, for the drive backend too)."""
+    gate = gate_on(memory, Hooks({"PreToolUse": [HookMatcher(None, ("hook_0",))]}), allowed="Bash")
+    pending = pool.submit(gate.decide, LS)
+    request = app.request()
+    gate.end(Decision("interrupt", "the user interrupted this run"))
+    app.answer(request, answer)
+    assert decided(pending) == Decision("deny", "the user interrupted this run")

@@ -187,7 +187,7 @@ class ShimSession:
         if self.tools is not None:
             self.tools.add(fresh, manifests)
         elif fresh:
-            self.tools = SdkServers(fresh, manifests, self.channel, self.settle, self.uses, warn, self.relay_gate.still)
+            self.tools = SdkServers(fresh, manifests, self.channel, self.settle, self.uses, warn)
             self.oneshot.tools = self.tools
             self.oneshot.conversation.sdk_servers = self.tools.init_entries
             self.oneshot.conversation.on_tool_use = self.uses.named

@@ -2,7 +2,8 @@
 poll's `permission_request`) and a relayed call of the app's own tools on `caliban -p`
 (tools/servers.py) are settled here, as Claude Code settles one: PreToolUse hooks first (a deny
 or a decision not known denies, a defer stops the turn with the tool pending, an allow skips the
-rest), then the session's mode and rules (policy.py), then the app's `can_use_tool`.
+rest, but never a deny rule), then the session's mode and rules (policy.py), then the app's
+`can_use_tool`.
 
 The answer is a value, `Decision`: what the backend does with the call and with its run. Once a
 decision has ended the run (a defer, a deny with `interrupt`, a hook's `continue: false`, or
@@ -136,6 +137,8 @@ class Gate:
             return Decision("deny", f"denied: a PreToolUse hook answered the unknown permissionDecision {why}")
         if verdict == "defer":  # Claude Code's: the turn stops here, the tool pending (never run)
             return Decision("defer", DEFERRED, call.input)
+        if self.policy.denies(call.name, call.input):  # (a deny rule wins over a hook's allow or ask, as the SDK's)
+            return Decision("deny", f"Permission to use {call.name} has been denied.")
         return Decision("allow", input=call.input) if verdict == "allow" else self._ask(call, verdict == "ask")
 
     def _ask(self, call: ToolCall, asked: bool) -> Decision:
@@ -149,7 +152,7 @@ class Gate:
         if not self.can_use_tool:
             return Decision("deny", f"Claude requested permissions to use {name}, but you haven't granted it yet.")
         if self.ended is not None:  # (ended while its hooks were asked: the app is not asked about a call of a stopped run)
-            return self.still(Decision("allow"))
+            return _denied_after(self.ended)
         self.app_state("requires_action")
         try:
             answer = self.app.ask(frames.can_use_tool(name, tool_input, call.id))

@@ -26,9 +26,13 @@ class Policy:
         """Rules the SDK sent in `initialize` (the TypeScript SDK's `disallowedTools`)."""
         self.deny += [_rule(r) for r in rules]
 
+    def denies(self, tool: str, tool_input: Any) -> bool:
+        """A deny rule takes the call: it wins over every mode and over a hook's allow."""
+        return any(_matches(r, tool, tool_input) for r in self.deny)
+
     def decide(self, mode: str, tool: str, tool_input: Any) -> Decision:
         """Claude Code's order: a deny rule, then the mode, then an allow rule; else ask."""
-        if any(_matches(r, tool, tool_input) for r in self.deny):
+        if self.denies(tool, tool_input):
             return "deny"
         if mode == "bypassPermissions":
             return "allow"

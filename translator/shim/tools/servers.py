@@ -36,7 +36,6 @@ from translator.shim.tools.relay import TOKEN_ENV
 from translator.shim.tools.uses import ToolUses
 
 Decide = Callable[[ToolCall], Decision]  # permissions/gate.py's, for a relayed call
-Still = Callable[[Decision], Decision]  # the same decision as the call is about to run: denied if the run ended since
 RELAY_LINE = 64 << 20  # bytes of one of caliban's JSON-RPC lines to a relay (the app's stdin takes as many)
 _ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")')
 ANNOTATIONS = {"readOnlyHint": "readOnly", "destructiveHint": "destructive", "idempotentHint": "idempotent",
@@ -58,10 +57,9 @@ def _error(mid: Any, message: str) -> dict[str, Any]:
 
 class SdkServers:
     def __init__(self, names: list[str], manifests: dict[str, dict[str, Any]], app: Channel, decide: Decide,
-                 uses: ToolUses, warn: Callable[[str], None], still: Still | None = None) -> None:  # fmt: skip
+                 uses: ToolUses, warn: Callable[[str], None]) -> None:  # fmt: skip
         self.names, self.manifests = list(names), dict(manifests)
         self.app, self.decide, self.uses, self.warn = app, decide, uses, warn
-        self.still: Still = still or (lambda decision: decision)
         self._dir = tempfile.mkdtemp(prefix="caliban-claude-")
         self.path = os.path.join(self._dir, "relay.sock")
         self._token = secrets.token_hex(16)
@@ -240,7 +238,7 @@ class SdkServers:
         assert isinstance(params, dict)
         name, arguments = tool_name(server, str(params.get("name", ""))), params.get("arguments") or {}
         tid = self.uses.relayed(name, arguments)  # (caliban names its call only once it has returned: uses.py)
-        decision = self.still(self.decide(ToolCall(name, arguments, tid)))
+        decision = self.decide(ToolCall(name, arguments, tid))  # (a run ended meanwhile: denied, by the gate)
         if decision.verdict == "interrupt":  # (Claude Code's words for a call the user stopped the run at)
             return _reply(msg.get("id"), {"content": [{"type": "text", "text": REJECTED}], "isError": True})
         if not decision.runs:
