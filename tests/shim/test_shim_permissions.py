@@ -225,3 +225,12 @@ def test_a_run_ended_while_its_hook_is_asked_denies_the_call(
     gate.end(Decision("interrupt", "the user interrupted this run"))
     app.answer(request, answer)
     assert decided(pending) == Decision("deny", "the user interrupted this run")
+
+
+def test_a_hook_that_blocks_on_failure_and_times_out_denies_its_call(memory: Memory, app: App) -> None:
+    """onFailure "block": the hook's silence fails closed; the allow rule does not run the call."""
+    gate = gate_on(memory, Hooks({"PreToolUse": [HookMatcher(None, ("hook_0",), 0.2, "block")]}), allowed="Bash")
+    decision = gate.decide(LS)
+    assert decision == Decision("deny", "a PreToolUse hook that blocks on failure failed: no answer within 0.2 s")
+    gate = gate_on(memory, Hooks({"PreToolUse": [HookMatcher(None, ("hook_1",), 0.2)]}), allowed="Bash")
+    assert gate.decide(LS).runs  # (not marked: it decides nothing, as Claude Code's)

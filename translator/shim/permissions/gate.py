@@ -190,10 +190,16 @@ class Gate:
             try:
                 answer = self.app.ask(frames.hook_callback(callback, event, base, fields, tid), timeout)
             except Unanswered as exc:  # (Claude Code's hook that fails or times out: no decision, what follows goes on)
-                self.warn(f"{event} hook {callback}: {exc}; it decides nothing")
-                continue
+                answer, failed = None, str(exc)
+            else:
+                failed = self.app.errors.pop() if answer is None and self.app.errors and self.hooks.blocks(callback) else ""
             if answer is not None:
                 outputs.append(answer)
+            elif failed and event == "PreToolUse" and self.hooks.blocks(callback):  # (onFailure "block": fails closed)
+                self.warn(f"{event} hook {callback}: {failed}; it blocks on failure: its tool is denied")
+                outputs.append({"decision": "block", "reason": f"a PreToolUse hook that blocks on failure failed: {failed}"})
+            elif failed:
+                self.warn(f"{event} hook {callback}: {failed}; it decides nothing")
         self.said(event, tool, outputs)
         return outputs
 

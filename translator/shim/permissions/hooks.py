@@ -32,6 +32,11 @@ class Hooks:
         self._table: dict[str, list[tuple[str | None, tuple[str, ...], float]]] = {
             event: [(m.matcher, m.callback_ids, m.timeout or timeout) for m in ms] for event, ms in config.items() if ms
         }
+        # the callbacks whose matcher says onFailure "block": one that fails or times out denies its tool
+        self._blocking = {c for ms in config.values() for m in ms if m.on_failure == "block" for c in m.callback_ids}
+
+    def blocks(self, callback: str) -> bool:
+        return callback in self._blocking
 
     def unfired(self) -> list[str]:
         """The events the app registered that the drive path never raises."""
