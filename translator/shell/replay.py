@@ -28,7 +28,7 @@ from translator.core.feed import CHUNK, Feed, new_core, steps
 from translator.core.rates import RateCard
 from translator.core.translator import Options
 from translator.encoders.formats import make_encoder
-from translator.encoders.observed import FanOut, Observer, StreamId, folder_of, session_id_of
+from translator.encoders.observed import Observer, StreamId, folder_of, observer_of, session_id_of
 from translator.shell import ledger
 from translator.table.rows import Recorder
 from translator.version import __version__
@@ -228,10 +228,8 @@ def _translate(job: Job, store: Store, progress: Callable[[int], None], done: Do
                            new_id=counter_ids(session) if job.format == "claude-code" else None)
     source = shown(job.source)
     recorder = Recorder(job.mtime)
-    others = watching(job)
-    observer: Observer = FanOut([recorder, *others]) if others else recorder
     feed = Feed(new_core(encoder, rates=job.rates, options=job.options, clock=job.clock, live=False, epoch=job.mtime,
-                         source=source, observer=observer, stream=StreamId(source, session, folder_of(job.source))))
+                         source=source, observer=observer_of([recorder, *watching(job)]), stream=StreamId(source, session, folder_of(job.source))))
     sink: AbstractContextManager[Any] = store.writer(job.target) if job.target is not None else _null()
     with store.open_input(job.source) as raw, sink as out:
         for taken in steps(feed, chunks(raw, progress)):
