@@ -23,14 +23,14 @@ class Clock:
         self._last_ts: float | None = None
         self._estimated_s = 0.0  # estimated API time of the stream's closed runs
 
-    def stamp(self, now: float, src: Source, fr: OpenRun | None) -> float:
+    def stamp(self, now: float, src: Source, run: OpenRun | None) -> float:
         """Wall-clock seconds of an event, for the timestamps frames carry. With the estimated
         clock, never the arrival: the stream's start plus the API time estimated so far (it
         grows at each TurnEnd), so the same bytes give the same frames however they arrive."""
         if self.kind == RECORDED:
             return self.when(now, src)
         if self.kind == ESTIMATED:
-            return self.epoch + self.started_at + self._estimated_s + (fr.api_s if fr is not None else 0.0)
+            return self.epoch + self.started_at + self._estimated_s + (run.api_s if run is not None else 0.0)
         return now + self.epoch
 
     def when(self, now: float, src: Source) -> float:
@@ -54,29 +54,29 @@ class Clock:
         self._first_run = False
         return t_start
 
-    def turn_span(self, fr: OpenRun, now: float, end: TurnEnd | None, in_turn: bool) -> None:
+    def turn_span(self, run: OpenRun, now: float, end: TurnEnd | None, in_turn: bool) -> None:
         """Add the API time of the turn just ended (or cut off) to the run."""
         if self.kind == ESTIMATED:
             if end is not None:
                 ttft = end.ttft.seconds if end.ttft is not None else 0.0
                 tbt = end.tbt.seconds if end.tbt is not None else 0.0
-                fr.api_s += ttft + tbt * max(fr.turn_deltas - 1, 0)
+                run.api_s += ttft + tbt * max(run.turn_deltas - 1, 0)
             return
-        if in_turn and fr.t_prev_end is not None:
-            fr.api_s += max(self.when(fr.last_model_now, fr.last_model_src) - fr.t_prev_end, 0.0)
+        if in_turn and run.t_prev_end is not None:
+            run.api_s += max(self.when(run.last_model_now, run.last_model_src) - run.t_prev_end, 0.0)
         if end is not None:
-            fr.t_prev_end = self.when(now, end)
+            run.t_prev_end = self.when(now, end)
 
-    def durations(self, fr: OpenRun, now: float, end: Source) -> tuple[float, float | None]:
+    def durations(self, run: OpenRun, now: float, end: Source) -> tuple[float, float | None]:
         """A closing run's duration and time to its first model output (None: not known)."""
         if self.kind == ESTIMATED:
-            return fr.api_s, fr.first_ttft
+            return run.api_s, run.first_ttft
         ttft = None
-        if fr.first_model_now is not None and fr.t_start is not None and self.kind == WALL:
-            ttft = fr.first_model_now - fr.t_start
+        if run.first_model_now is not None and run.t_start is not None and self.kind == WALL:
+            ttft = run.first_model_now - run.t_start
         t_end = self.when(now, end) if end is not None else (now if self.kind == WALL else (self._last_ts or 0.0))
-        return t_end - (fr.t_start or 0.0), ttft
+        return t_end - (run.t_start or 0.0), ttft
 
-    def run_closed(self, fr: OpenRun) -> None:
+    def run_closed(self, run: OpenRun) -> None:
         if self.kind == ESTIMATED:
-            self._estimated_s += fr.api_s
+            self._estimated_s += run.api_s

@@ -96,15 +96,15 @@ class RunFold:
         a tool call starting, a tool's input): the run's first and the turn's last model
         output are timed."""
         runs = self.runs
-        fr = runs.run or runs.open(now, src)
-        fr.last_now = now
-        if fr.first_model_now is None:
-            fr.first_model_now = now
+        run = runs.run or runs.open(now, src)
+        run.last_now = now
+        if run.first_model_now is None:
+            run.first_model_now = now
         if runs.state.state not in MODEL_STAYS:
             runs.move(Move.MODEL, now)
-        fr.last_model_now = now
-        fr.last_model_src = src
-        return fr
+        run.last_model_now = now
+        run.last_model_src = src
+        return run
 
     # ------------------------------------------------------------------ the raw events' moves
 
@@ -113,10 +113,10 @@ class RunFold:
         no turn has given one, and handed whole to an encoder that takes it so. `one_by_one`:
         to the encoder delta by delta whatever it asked for (a headless turn's deltas: no
         message follows them that would say what they were)."""
-        fr = self._model_run(now, run.last)
-        fr.turn_deltas += run.count
-        if fr.fallback is not None:
-            fr.fallback.append(run)
+        open_run = self._model_run(now, run.last)
+        open_run.turn_deltas += run.count
+        if open_run.fallback is not None:
+            open_run.fallback.append(run)
         runs = self.runs
         if self._delta_mode == RAW and not one_by_one:
             runs.encoder.raw_deltas(run, runs.stamp(now, None))
@@ -136,23 +136,23 @@ class RunFold:
         index = ev.turn_index
         if index == 0 and numbered:  # a new run
             runs.end_orphan()
-        fr = runs.run
-        retry = fr is not None and fr.open_index == index
+        run = runs.run
+        retry = run is not None and run.open_index == index
         # turn_index restarts at 0 after a completed turn only with a new run: the previous
         # RunEnd was lost.
-        restart = fr is not None and not retry and index == 0 and fr.turns and numbered
+        restart = run is not None and not retry and index == 0 and run.turns and numbered
         runs.move(Move.RETRY if retry else Move.RESTART if restart else Move.TURN_START, now)
         runs.model = ev.model if runs.model is None else runs.model
-        fr = self._model_run(now, ev)
-        fr.start_turn(ev, retry)
+        run = self._model_run(now, ev)
+        run.start_turn(ev, retry)
         if retry:
-            runs.encoder.turn_retry(ev, fr.attempts, runs.stamp(now, ev))
+            runs.encoder.turn_retry(ev, run.attempts, runs.stamp(now, ev))
             return
         runs.encoder.turn_start(ev, runs.stamp(now, ev))
 
     def tool_start(self, ev: ToolCallStart, now: float) -> None:
-        fr = self._model_run(now, ev)
-        fr.tools[ev.tool_use_id] = (ev.name, [])
+        run = self._model_run(now, ev)
+        run.tools[ev.tool_use_id] = (ev.name, [])
         self.runs.encoder.tool_start(ev, self.runs.stamp(now, ev))
 
     def tool_input(self, ev: ToolCallInputDelta, now: float) -> None:
@@ -161,25 +161,25 @@ class RunFold:
 
     def tool_end(self, ev: ToolCallEnd, now: float) -> None:
         runs = self.runs
-        fr = runs.run or runs.open(now, ev)  # (run_for, inline: a hot path)
-        fr.last_now = now
+        run = runs.run or runs.open(now, ev)  # (run_for, inline: a hot path)
+        run.last_now = now
         if runs.state.state not in TOOL_END_STAYS:
             runs.move(Move.TOOL_END, now)
-        name, parts = fr.tools.pop(ev.tool_use_id, (None, []))
-        fr.tool_calls += 1
+        name, parts = run.tools.pop(ev.tool_use_id, (None, []))
+        run.tool_calls += 1
         t = runs.stamp(now, ev)
         runs.encoder.tool_call(ev.tool_use_id, name, tool_input("".join(parts)), ev, t)
 
     def turn_end(self, ev: TurnEnd, now: float) -> None:
         runs = self.runs
-        fr = runs.run or runs.open(now, ev)  # (run_for and close_turn_span, inline)
-        fr.last_now = now
-        runs.clock.turn_span(fr, now, ev, runs.state.state is State.IN_TURN)
-        model = fr.turn_model or runs.model
+        run = runs.run or runs.open(now, ev)  # (run_for and close_turn_span, inline)
+        run.last_now = now
+        runs.clock.turn_span(run, now, ev, runs.state.state is State.IN_TURN)
+        model = run.turn_model or runs.model
         cost = self._cost(model, ev)
-        fr.end_turn(ev, cost)
+        run.end_turn(ev, cost)
         runs.move(Move.TURN_END, now)
-        fr.turn_closed()
+        run.turn_closed()
         runs.encoder.turn_end(ev, model, cost, runs.stamp(now, ev))
 
     def _cost(self, model: str | None, ev: TurnEnd) -> float:
@@ -218,13 +218,13 @@ class RunFold:
         """The open run, or one opened by a frame of the dialect's own (a headless run's reply
         is found its own way: never from the deltas' fallback)."""
         runs = self.runs
-        fr = runs.run
-        if fr is None:
+        run = runs.run
+        if run is None:
             runs.move(Move.RUN_START, now)
-            fr = runs.run_for(now, src)
-            fr.fallback = None
-        fr.last_now = now
-        return fr
+            run = runs.run_for(now, src)
+            run.fallback = None
+        run.last_now = now
+        return run
 
     def tool_use(self, tool_use_id: str, name: str, input_json: str) -> None:
         """A tool call of the open run known whole at once (a headless tool_use, written after

@@ -105,16 +105,16 @@ class HeadlessReader:
         read), as the output of this dialect: every encoder is one."""
         return cast(HeadlessOutput, self.fold.runs.encoder)
 
-    def _of(self, fr: OpenRun) -> Dialect:
-        """The dialect state of run `fr` (a new run starts with a fresh one)."""
-        if fr is not self._run:
-            self._run, self._dialect = fr, Dialect()
+    def _of(self, run: OpenRun) -> Dialect:
+        """The dialect state of `run` (a new run starts with a fresh one)."""
+        if run is not self._run:
+            self._run, self._dialect = run, Dialect()
         return self._dialect
 
-    def _turn(self, fr: OpenRun | None, now: float) -> None:
+    def _turn(self, run: OpenRun | None, now: float) -> None:
         """A headless frame of the model's: the turn it belongs to starts if none is open."""
-        if fr is None or not self.fold.in_turn:
-            index = len(fr.message_ids) if fr is not None else 0
+        if run is None or not self.fold.in_turn:
+            index = len(run.message_ids) if run is not None else 0
             start = M.TurnStart(turn_index=index, message_id="", model=self.fold.runs.model or "")
             self.fold.turn_start(start, now, numbered=False)
 
@@ -135,24 +135,24 @@ class HeadlessReader:
             self._other(ev, now, line)
             return
         self._frame(ev, now, line)
-        fr = fold.run
-        if fr is not None and fr.saw_turn:
-            self._finish(fr, now, fold.runs.stamp(now, ev))
+        run = fold.run
+        if run is not None and run.saw_turn:
+            self._finish(run, now, fold.runs.stamp(now, ev))
         self._open(now, ev)
 
     def _delta(self, ev: M.TextFrame | M.ThinkingFrame, now: float, line: bytes) -> None:
         fold = self.fold
-        fr = fold.run
+        run = fold.run
         if self._partial is None:  # the first delta: held tool frames were streamed
             self._partial = True
-            if fr is not None:
-                self._release(fr, now)
-        if fr is not None and self._of(fr).block[0] is M.ToolResultFrame:
-            self._turn_end(fr, now, [], "tool_use")  # a tool's result: the next call began
+            if run is not None:
+                self._release(run, now)
+        if run is not None and self._of(run).block[0] is M.ToolResultFrame:
+            self._turn_end(run, now, [], "tool_use")  # a tool's result: the next call began
         self._frame(ev, now, line)
-        fr = self._open(now, ev)
-        self._turn(fr, now)
-        st = self._of(fr)
+        run = self._open(now, ev)
+        self._turn(run, now)
+        st = self._of(run)
         st.streamed = True
         kind = type(ev)
         if st.block[0] is not kind:
@@ -167,9 +167,9 @@ class HeadlessReader:
         """Written when the tool call ends (after it ran), with its whole input. Without
         partial messages the turn's text is not known yet: the call waits for the message."""
         self._frame(ev, now, line)
-        fr = self._open(now, ev)
-        self._turn(fr, now)
-        st = self._of(fr)
+        run = self._open(now, ev)
+        self._turn(run, now)
+        st = self._of(run)
         st.tool_ids.add(ev.id)
         st.since_tool.clear()
         if self._hold(st, ev):
@@ -185,10 +185,10 @@ class HeadlessReader:
             return True
         return False
 
-    def _release(self, fr: OpenRun, now: float) -> None:
-        """The held tool frames of run `fr`, now that the stream's kind is known, made into
+    def _release(self, run: OpenRun, now: float) -> None:
+        """The held tool frames of `run`, now that the stream's kind is known, made into
         the moves that kind makes of them (at `now`: the frames go out in time order)."""
-        st = self._of(fr)
+        st = self._of(run)
         held, st.held = st.held, []
         if held and self._partial:
             st.streamed = True
@@ -208,8 +208,8 @@ class HeadlessReader:
 
     def _tool_result(self, ev: M.ToolResultFrame, now: float, line: bytes) -> None:
         self._frame(ev, now, line)
-        fr = self._open(now, ev)
-        st = self._of(fr)
+        run = self._open(now, ev)
+        st = self._of(run)
         st.since_tool.clear()
         if not self._hold(st, ev):
             self._tool_result_moves(st, ev, now)
@@ -230,20 +230,20 @@ class HeadlessReader:
 
     def _message(self, ev: M.MessageFrame, now: float, line: bytes) -> None:
         self._frame(ev, now, line)
-        fr = self._open(now, ev)
+        run = self._open(now, ev)
         if self._partial is None:
             self._partial = False
-            self._release(fr, now)
-        self._turn(fr, now)
+            self._release(run, now)
+        self._turn(run, now)
         content = ev.content
         tools = [b["id"] for b in content if isinstance(b, dict) and b.get("type") == "tool_use" and "id" in b]
-        self._of(fr).tool_ids.update(tools)
-        self._turn_end(fr, now, content, "tool_use" if tools else "end_turn", ev.role)
+        self._of(run).tool_ids.update(tools)
+        self._turn_end(run, now, content, "tool_use" if tools else "end_turn", ev.role)
 
-    def _turn_end(self, fr: OpenRun, now: float, content: list[Any], stop: str, role: str = "assistant") -> None:
+    def _turn_end(self, run: OpenRun, now: float, content: list[Any], stop: str, role: str = "assistant") -> None:
         """The end of a headless turn: its message frame, or (with partial messages, where
         there is none) the next call's start or the result. The dialect has no usage per turn."""
-        st = self._of(fr)
+        st = self._of(run)
         turn_end = M.TurnEnd(
             turn_index=0,
             assistant_message=M.Message(role=role, content=content),
@@ -267,17 +267,17 @@ class HeadlessReader:
         return self.fold.open_run(now, ev)
 
     def _finish(
-        self, fr: OpenRun, now: float, t: float, upstream: M.ResultFrame | None = None, whole: dict[str, Any] | None = None
+        self, run: OpenRun, now: float, t: float, upstream: M.ResultFrame | None = None, whole: dict[str, Any] | None = None
     ) -> None:
         """Close a headless run: at the upstream result, or (for Claude Code) at the
         next echoed prompt, when the agent has evidently answered this one."""
-        if self._partial is None and self._of(fr).held:
+        if self._partial is None and self._of(run).held:
             self._partial = True  # tool calls and no message before the result: streamed
-        self._release(fr, now)
-        st = self._of(fr)
+        self._release(run, now)
+        st = self._of(run)
         if st.streamed:  # with partial messages the last call ends here
-            self._turn_end(fr, now, [], "end_turn")
-        end = H.run_end(upstream if upstream is not None else M.ResultFrame(subtype="success", turns=fr.turns))
+            self._turn_end(run, now, [], "end_turn")
+        end = H.run_end(upstream if upstream is not None else M.ResultFrame(subtype="success", turns=run.turns))
         totals = Totals(
             usage=end.total_usage.counts(),  # the dialect reports tokens once, at its end
             tool_calls=len(st.tool_ids),

@@ -137,7 +137,7 @@ class Totals(msgspec.Struct):
 
 
 def summary(
-    fr: OpenRun, subtype: str, error: str | None, end: RunEnd | None, duration: float, ttft: float | None, clock: str
+    run: OpenRun, subtype: str, error: str | None, end: RunEnd | None, duration: float, ttft: float | None, clock: str
 ) -> RunSummary:
     """What the run came to: its state, its end (None when the translator closed it), and how
     long it took by `clock`."""
@@ -145,24 +145,24 @@ def summary(
     return RunSummary(
         subtype=subtype,
         error=error,
-        answer=fr.answer,
-        fallback_text=fallback_text(fr.fallback) if fr.answer is None and fr.fallback else "",
-        turns=fr.turns if end is None else end.turn_count,
-        usage=fr.usage,  # the sum of TurnEnd.usage, as the agent's driver reports it
-        cost_usd=fr.cost,
+        answer=run.answer,
+        fallback_text=fallback_text(run.fallback) if run.answer is None and run.fallback else "",
+        turns=run.turns if end is None else end.turn_count,
+        usage=run.usage,  # the sum of TurnEnd.usage, as the agent's driver reports it
+        cost_usd=run.cost,
         duration_ms=to_ms(duration),
-        duration_api_ms=to_ms(fr.api_s),
+        duration_api_ms=to_ms(run.api_s),
         duration_source=clock,
-        tool_calls=fr.tool_calls,
+        tool_calls=run.tool_calls,
         turns_without_edit=None if end is None else end.turns_without_edit,
         no_edit_nudge_emitted=None if end is None else end.no_edit_nudge_emitted,
         stop_kind=stop_kind,
         stop_value=stop_value,
-        stop_reason=fr.stop_reason,
+        stop_reason=run.stop_reason,
         ttft_ms=None if ttft is None else to_ms(ttft),
-        message_ids=fr.message_ids,
-        last_text=fr.last_text,
-        tools_running=bool(fr.tools),
+        message_ids=run.message_ids,
+        last_text=run.last_text,
+        tools_running=bool(run.tools),
         final_messages=None if end is None else end.final_messages,
     )
 

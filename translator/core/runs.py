@@ -85,18 +85,18 @@ class Runs:
     # ------------------------------------------------------------------ opening
 
     def open(self, now: float, src: Source) -> OpenRun:
-        self.run = fr = OpenRun(self.clock.run_start(now, src))
+        self.run = run = OpenRun(self.clock.run_start(now, src))
         self.encoder.run_start(self.model, self.stamp(now, src))
-        return fr
+        return run
 
     def run_for(self, now: float, src: Source) -> OpenRun:
         """The open run, or a new one; `now` is its latest arrival."""
-        fr = self.run or self.open(now, src)
-        fr.last_now = now
-        return fr
+        run = self.run or self.open(now, src)
+        run.last_now = now
+        return run
 
-    def close_turn_span(self, fr: OpenRun, now: float, end: TurnEnd | None) -> None:
-        self.clock.turn_span(fr, now, end, self.state.state is State.IN_TURN)
+    def close_turn_span(self, run: OpenRun, now: float, end: TurnEnd | None) -> None:
+        self.clock.turn_span(run, now, end, self.state.state is State.IN_TURN)
 
     # ------------------------------------------------------------------ closing
 
@@ -111,11 +111,11 @@ class Runs:
             self._drop()
             self.encoder, self._orphan_of = self._orphan_of, None
 
-    def summary(self, fr: OpenRun, now: float, subtype: str, error: str | None, end: RunEnd | None) -> RunSummary:
+    def summary(self, run: OpenRun, now: float, subtype: str, error: str | None, end: RunEnd | None) -> RunSummary:
         """What the run came to (see open_run.summary), timed by the clock."""
-        fr.last_model_src = None  # the run is ending: a long line this points to can go
-        duration, ttft = self.clock.durations(fr, now, end)
-        return summary(fr, subtype, error, end, duration, ttft, self.clock.kind)
+        run.last_model_src = None  # the run is ending: a long line this points to can go
+        duration, ttft = self.clock.durations(run, now, end)
+        return summary(run, subtype, error, end, duration, ttft, self.clock.kind)
 
     def finish(self, run: RunSummary, t: float) -> None:
         """The open run's result is written (unless its failure wrote one) and the run is over."""
@@ -153,20 +153,20 @@ class Runs:
         one in the headless dialect, or the translator: input cut, signal, rejected input):
         its last span timed, its result written at `t` (default: `src`'s time, read after the
         summary), with what a headless run reports once (`totals`)."""
-        fr = self.run
-        assert fr is not None
-        self.close_turn_span(fr, now, None)
-        if totals is not None and fr.answer is None and totals.answer is not None:
-            fr.answer = totals.answer
-        run = self.summary(fr, now, subtype, error, end)
+        run = self.run
+        assert run is not None
+        self.close_turn_span(run, now, None)
+        if totals is not None and run.answer is None and totals.answer is not None:
+            run.answer = totals.answer
+        result = self.summary(run, now, subtype, error, end)
         if totals is not None:
-            run.usage = totals.usage
+            result.usage = totals.usage
             if totals.upstream is not None:  # repaired key by key, keeping its order and every key it has
-                run.upstream = totals.upstream
+                result.upstream = totals.upstream
                 if totals.cost_usd is not None:  # the agent's figure is the run's cost
-                    run.cost_usd = totals.cost_usd
-            run.tool_calls = totals.tool_calls
-        self.finish(run, self.stamp(now, src) if t is None else t)
+                    result.cost_usd = totals.cost_usd
+            result.tool_calls = totals.tool_calls
+        self.finish(result, self.stamp(now, src) if t is None else t)
 
     def close(self, now: float, subtype: str, error: str | None) -> None:
         """End the open run without its RunEnd (input cut, signal, rejected input)."""
