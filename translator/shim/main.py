@@ -9,6 +9,8 @@ import os
 import shutil
 import signal
 import sys
+import threading
+from collections.abc import Mapping
 from typing import NoReturn
 
 from translator import stdio, telemetry
@@ -20,6 +22,7 @@ from translator.shim.flags import parse
 from translator.shim.mapping import plan
 from translator.shim.permissions.policy import Policy
 from translator.shim.protocol.frames import CLI_VERSION
+from translator.shim.protocol.transport import Transport
 from translator.shim.say import PROG, say, warn
 from translator.shim.session import ShimSession
 from translator.version import __version__
@@ -53,7 +56,15 @@ MCP_SERVE = (f"mcp: not available: {PROG} cannot serve caliban's tools over MCP 
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse(sys.argv[1:] if argv is None else argv)
+    return serve(sys.argv[1:] if argv is None else argv, os.environ)
+
+
+def serve(argv: list[str], env: Mapping[str, str], transport: Transport | None = None) -> int:
+    """The program for `argv` and `env`, its app on `transport` (None: stdin and stdout), and
+    its exit status: the one door a session is built by, the command's or a test's in this
+    process (tests/support/support_inprocess.py). Stop signals are taken on the main thread
+    only. (What the modules below read of the environment, and caliban inherits, is os.environ.)"""
+    args = parse(argv)
     asked = {given.split(" ")[0] for given in args.unknown}  # flags, not values that look like them
     if asked & {"-v", "--version"}:
         return stdout_text(f"{CLI_VERSION} (Claude Code; {PROG} {__version__})\n", PROG)
@@ -78,11 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     if refused:
         _stderr([refused])
         return 1
-    binary = os.environ.get("CALIBAN_BIN") or "caliban"
-    if (cannot := unrunnable(os.environ.get("CALIBAN_BIN") or "")) is not None:
+    binary = env.get("CALIBAN_BIN") or "caliban"
+    if (cannot := unrunnable(env.get("CALIBAN_BIN") or "")) is not None:
         say(f"{cannot}; every message will get an error result")
-    p = plan(args, keep_system_prompt=os.environ.get("CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT") == "1")
-    flagged = restricting.refusal(args, p.permission_mode, os.geteuid() == 0, os.environ.get("IS_SANDBOX"))
+    p = plan(args, keep_system_prompt=env.get("CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT") == "1")
+    flagged = restricting.refusal(args, p.permission_mode, os.geteuid() == 0, env.get("IS_SANDBOX"))
     if flagged is not None:
         line, claudes = flagged
         _stderr([line])  # (the CLI's own line: its status; ours: a usage error)
@@ -90,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     if text_input and len(args.positional) > 1:
         p.warnings.append(f"arguments after the prompt ignored: {' '.join(map(repr, args.positional[1:]))}")
     session = sessions.Session(args, p.warnings)
-    backend = os.environ.get("CALIBAN_CLAUDE_BACKEND") or None
+    backend = env.get("CALIBAN_CLAUDE_BACKEND") or None
     if backend not in (None, *BACKENDS):
         warn(f"CALIBAN_CLAUDE_BACKEND={backend}: expected drive or print; chosen per session")
         backend = None
@@ -98,9 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     policy = Policy(args.get("--allowedTools"), args.get("--disallowedTools"))
     # Claude Code's OpenTelemetry export, when asked (-p: one message, a scrape endpoint would show nothing)
     text = prompt is not None and (args.get("--output-format") or "text") == "text"  # console only then, on stderr
-    exporter = telemetry.start_or_say(os.environ, warn, lasting=prompt is None, formatted=not text)
+    exporter = telemetry.start_or_say(env, warn, lasting=prompt is None, formatted=not text)
     sdk = ShimSession(binary, p, session, policy=policy, backend=backend, prompt_tool=prompt_tool,
-                      telemetry=exporter) if prompt is None else None
+                      telemetry=exporter, transport=transport) if prompt is None else None
     drive = sdk is not None and (backend == "drive" or (backend is None and prompt_tool)) and sdk.use_drive()
     if drive or (sdk is not None and sdk.tools is not None):  # bridged, or said for the relayed tools
         p.warnings = [w for w in p.warnings if not w.startswith("can_use_tool")]
@@ -111,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
             assert sdk is not None
             return _stopped_by_signals(sdk).serve()
         printer = printing.Printer(args)
-        shim = _stopped_by_signals(ShimSession(binary, p, session, printer.take, telemetry=exporter))
+        shim = _stopped_by_signals(ShimSession(binary, p, session, printer.take, telemetry=exporter,
+                                               transport=transport))
         shim.inbox.put(printing.user_message(prompt))
         shim.inbox.put(None)
         return shim.serve(read_input=False, end=printer.end)
@@ -122,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _stopped_by_signals(session: ShimSession) -> ShimSession:
+    if threading.current_thread() is not threading.main_thread():  # (a session served off it: its app ends it)
+        return session
     for signum in stdio.stop_signals():  # (nohup's SIGHUP stays ignored)
         signal.signal(signum, session.on_signal)
     return session
