@@ -16,14 +16,15 @@ from translator.core.rates import RateCard
 from translator.core.translator import Options
 from translator.encoders import RunSummary
 from translator.encoders.formats import make_encoder
-from translator.encoders.observed import StreamId
+from translator.core.prompts import Prompts, prompted
+from translator.encoders.observed import MOVES, Observed, Quiet, StreamId, takes
 from translator.model import ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 
 FIXTURE = FIXTURES / "tool_use_two_turns.events.jsonl"
 
 
 class Log:
-    """An observer that writes down what it is told."""
+    """An observer that writes down what it is told (it names no moves it takes: it is told all)."""
 
     timed = True
 
@@ -61,7 +62,7 @@ class Log:
         self.moves.append(("run_end", run.subtype, run.turns, run.cost_usd, t))
 
 
-def translate(fmt: str, observer: Log | None) -> bytes:
+def translate(fmt: str, observer: Any) -> bytes:
     card = RateCard.default({})
     numbers = itertools.count()
     encoder = make_encoder(fmt, "sid-1", rates=card, new_id=lambda: f"id-{next(numbers)}")  # type: ignore[arg-type]
@@ -100,3 +101,36 @@ def test_the_observer_is_told_each_run_turn_and_tool_call_in_order_with_times(fm
     times = [move[-1] for move in log.moves if move[0] != "prompt"]
     assert times == sorted(times)  # estimated from the recorded ttft/tbt, on the replay's epoch
     assert times[0] >= 1_800_000_000.0 and times[-1] > times[0]
+
+
+class Ends(Quiet):
+    """A watcher of the runs' results alone (as the metrics' counts, the results table's rows)."""
+
+    def __init__(self) -> None:
+        self.ends: list[tuple[str, int]] = []
+
+    def run_end(self, run: RunSummary, t: float) -> None:
+        self.ends.append((run.subtype, run.turns))
+
+
+def test_an_observer_that_names_none_takes_every_move_and_its_prompts() -> None:
+    log = Log()
+    assert takes(log) == MOVES
+    assert isinstance(prompted(log), Prompts)
+
+
+@pytest.mark.parametrize("fmt", ["enriched", "claude-code"])
+def test_a_watcher_is_told_only_the_moves_it_takes_and_no_tee_stands_in_the_others_way(fmt: str) -> None:
+    ends = Ends()
+    assert takes(ends) == {"run_end"} and takes(Quiet()) == frozenset()
+    assert translate(fmt, ends) == translate(fmt, None)
+    assert ends.ends == [("success", 2)]
+    assert prompted(ends) is ends  # no history decoded for a prompt nobody takes
+    encoder = make_encoder(fmt, "sid-1", rates=RateCard.default({}))
+    tee = Observed(encoder, ends, StreamId("fixture", "sid-1", "/project"))
+    assert tee.result != encoder.result  # told, then passed on
+    for move in ("run_start", "turn_start", "tool_start", "tool_call", "turn_end"):
+        assert getattr(tee, move) == getattr(encoder, move)  # the encoder's own method: no tee
+    core = new_core(encoder, rates=RateCard.default({}), options=Options(), clock="auto", live=False, epoch=0.0,
+                    source="fixture", observer=Quiet(), stream=StreamId("fixture", "sid-1", "/project"))
+    assert core.fold.runs.encoder is encoder  # an observer that takes nothing is not in the way at all

@@ -25,7 +25,7 @@ from translator.core.prompts import prompted
 from translator.core.rates import RateCard
 from translator.core.translator import ESTIMATED, WALL, Options, Translator
 from translator.encoders import Encoder
-from translator.encoders.observed import Observed, Observer, StreamId
+from translator.encoders.observed import Observed, Observer, StreamId, takes
 
 Clock = Literal["auto", "wall", "recorded", "estimated"]
 CLOCKS: tuple[Clock, ...] = ("auto", "wall", "recorded", "estimated")
@@ -60,8 +60,8 @@ def new_core(
     is the Unix time of monotonic 0 (a replay passes its file's time, so reruns agree). An
     `observer` is told the runs' moves beside the encoder (encoders/observed.py), the stream
     opened as `stream` (None: the caller opened it; `adopt`: a headless init's own session id
-    names it)."""
-    if observer is not None:
+    names it). An observer that takes no move is not put in the way at all."""
+    if observer is not None and takes(observer):
         encoder = cast(Encoder, Observed(encoder, prompted(observer), stream, epoch + started_at, adopt))
     return Translator(
         encoder, rates=rates, options=core_options(options, clock, live, epoch), started_at=started_at, source=source

@@ -2,7 +2,8 @@
 (`Observer.prompt`): the shell that has it before the run (the shim: the app's message), the
 prompt a headless log echoes (`--replay-user-messages`), or, for a raw log, which says it only
 there, the first user message of its RunEnd's history. Every watcher (session files, telemetry)
-takes it from here; none decodes a history or an echo itself."""
+takes it from here; none decodes a history or an echo itself. Only an observer that takes
+prompts is given them: for the others (the metrics, the results table's rows) nothing is decoded."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import msgspec
 
 from translator.encoders import RunSummary
-from translator.encoders.observed import Observer
+from translator.encoders.observed import Observer, takes
 from translator.model import HeadlessFrame, UserFrame
 
 
@@ -60,6 +61,7 @@ class Prompts:
     def __init__(self, inner: Observer) -> None:
         self.inner = inner
         self.timed = inner.timed
+        self.takes = takes(inner) | {"run_start", "run_end", "headless_frame"}
         self.open = self.told = self.ahead = False
         self.run_t = 0.0
         self.stream_open, self.turn_start, self.tool_start = inner.stream_open, inner.turn_start, inner.tool_start
@@ -92,5 +94,6 @@ class Prompts:
 
 
 def prompted(observer: Observer) -> Observer:
-    """`observer` with its prompts found (once: one already wrapped is itself)."""
-    return observer if isinstance(observer, Prompts) else Prompts(observer)
+    """`observer` with its prompts found (once: one already wrapped is itself; one that takes
+    none is itself too, and no history or echo is decoded for it)."""
+    return observer if isinstance(observer, Prompts) or "prompt" not in takes(observer) else Prompts(observer)

@@ -84,10 +84,17 @@ def folder_of(source: str) -> str:
     return os.path.dirname(os.path.abspath(source)) if os.path.isfile(source) else os.getcwd()
 
 
+MOVES = frozenset({"stream_open", "run_start", "turn_start", "tool_start", "tool_end", "turn_end", "run_end", "prompt",
+                   "interrupted", "headless_frame"})  # fmt: skip
+
+
 class Observer(Protocol):
     """One input stream's runs as they happen (`t`: Unix seconds on the run's clock). `timed`:
     whether it needs the moves' times (else the fold may leave them 0 for a format that
-    writes none: the table's rows and the metrics do not)."""
+    writes none: the table's rows and the metrics do not). It may say which moves it acts
+    on (`takes`, read by `takes()`): the others are not told it, so a watcher that needs few
+    costs the stream nothing for the rest (no tee between the fold and the encoder for them,
+    no prompt looked for)."""
 
     timed: bool
 
@@ -109,13 +116,28 @@ class Observer(Protocol):
     def headless_frame(self, frame: HeadlessFrame, t: float) -> None: ...
 
 
+def takes(observer: Observer) -> frozenset[str]:
+    """The moves `observer` acts on: those its `takes` names, every move for one that names none
+    (an observer of the library's user)."""
+    named: frozenset[str] = getattr(observer, "takes", MOVES)
+    return named
+
+
+# Observed's tees: each of the encoder's moves, by the observer's moves it tells (stream_open:
+# the first move of any of them opens the stream).
+TEES = {"run_start": {"stream_open", "run_start"}, "turn_start": {"turn_start"}, "tool_start": {"tool_start"},
+        "tool_call": {"tool_end"}, "turn_end": {"turn_end"}, "result": {"stream_open", "run_end"},
+        "headless_frame": {"stream_open", "headless_frame"}}  # fmt: skip
+
+
 class Observed:
     """An encoder that tells `observer` each move, then hands it to `inner`. The stream opens
     at its first move, as `stream` (None: the caller opened it, the shim's one session over its
     backends' translations): a headless log whose first line is its init names it itself, with
     its session id (unless `adopt` is false: --session-id wins) and working directory, as the
     frames do. It asks the fold for times when the observer needs them even if the inner
-    format writes none (`timed`), the one cost of watching."""
+    format writes none (`timed`), the one cost of watching. A move the observer does not take
+    goes straight to `inner` (its method bound here: no tee)."""
 
     def __init__(self, inner: Encoder, observer: Observer, stream: StreamId | None = None, t: float = 0.0,
                  adopt: bool = True) -> None:  # fmt: skip
@@ -125,6 +147,10 @@ class Observed:
         # The bulk goes straight through, bound once rather than looked up (`__getattr__`) per call.
         self.raw_deltas, self.text_delta, self.thinking_delta = inner.raw_deltas, inner.text_delta, inner.thinking_delta
         self.tool_input, self.passthrough = inner.tool_input, inner.passthrough
+        wanted = takes(observer)
+        for move, tells in TEES.items():
+            if wanted.isdisjoint(tells) and hasattr(inner, move):
+                setattr(self, move, getattr(inner, move))
         self.opening = stream  # until the first move
         self.opened_at = t
         self.adopt = adopt
@@ -176,9 +202,15 @@ class Observed:
 
 
 class Quiet:
-    """An observer told nothing it acts on: a watcher names only the moves it needs."""
+    """An observer told nothing it acts on: a watcher names only the moves it needs, and takes
+    (`takes`) just those it defines."""
 
     timed = False
+    takes: frozenset[str] = frozenset()
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        cls.takes = frozenset(move for move in MOVES if getattr(cls, move) is not getattr(Quiet, move))
 
     def stream_open(self, stream: StreamId, t: float) -> None:
         pass
@@ -217,6 +249,7 @@ class FanOut:
     def __init__(self, observers: list[Observer]) -> None:
         self.observers = observers
         self.timed = any(o.timed for o in observers)
+        self.takes = frozenset[str]().union(*map(takes, observers))
 
     def stream_open(self, stream: StreamId, t: float) -> None:
         for o in self.observers:
@@ -297,6 +330,7 @@ class Kept:
         self.hold = hold
         self.inner = inner
         self.timed = inner.timed
+        self.takes = takes(inner)
         self.moves: list[tuple[Callable[..., None], tuple[Any, ...]]] = []
         self.lock = threading.Lock()  # the telemetry's start thread releases while the stream goes on
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from translator.encoders import RunSummary
-from translator.encoders.observed import Hold, Observer, StreamId
+from translator.encoders.observed import MOVES, Hold, Observer, StreamId
 from translator.model import HeadlessFrame, ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 from translator.telemetry.settings import Settings
 
@@ -66,6 +66,7 @@ class Opening:
     ready: the hold tells nothing before)."""
 
     timed = True
+    takes = MOVES - {"interrupted", "headless_frame"}
 
     def __init__(self, exporter: Callable[[], Telemetry | None], resumed: bool = False) -> None:
         self.exporter = exporter

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from translator.encoders import RunSummary
-from translator.encoders.observed import NAMESPACE, Hold, Observer, StreamId, plain
+from translator.encoders.observed import MOVES, NAMESPACE, Hold, Observer, StreamId, plain
 from translator.model import HeadlessFrame, ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 from translator.transcripts.lines import Transcript
 
@@ -70,6 +70,7 @@ class Written:
     session's file, never the stream."""
 
     timed = True
+    takes = MOVES - {"tool_start", "tool_end"}
 
     def __init__(self, transcript: Transcript, write: Callable[[Transcript, list[bytes]], None],
                  opens: bool = False) -> None:  # fmt: skip
