@@ -12,11 +12,11 @@ import pytest
 from support_fixtures import FIXTURES
 
 from translator.core.feed import Feed, new_core, steps
+from translator.core.prompts import Prompts, prompted
 from translator.core.rates import RateCard
 from translator.core.translator import Options
 from translator.encoders import RunSummary
 from translator.encoders.formats import make_encoder
-from translator.core.prompts import Prompts, prompted
 from translator.encoders.observed import MOVES, Observed, Quiet, StreamId, takes
 from translator.model import ToolCallEnd, ToolCallStart, TurnEnd, TurnStart
 
