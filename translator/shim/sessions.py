@@ -13,6 +13,7 @@ import re
 import shutil
 import uuid
 
+from translator.shim import history
 from translator.shim.argfiles import ArgFiles
 from translator.shim.flags import ClaudeArgs
 from translator.transcripts.files import session_path
@@ -94,6 +95,8 @@ class Session:
         self.new = not resume and continued is None  # not one resumed or continued
         self.resume_pending = bool(resume)  # the next run must find the session (--resume)
         source = resume or continued
+        if source:
+            self._seed(source, into_scratch="--fork-session" not in args.flags, warnings=warnings)
         if source and "--fork-session" in args.flags:
             self.forked_from = source
             self.id = self._fork(source, given or str(uuid.uuid4()), warnings)
@@ -116,6 +119,18 @@ class Session:
         self.argfiles.close()
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
+
+    def _seed(self, source: str, into_scratch: bool, warnings: list[str]) -> None:
+        """A session that caliban does not have but whose Claude Code file is here (a copy, an
+        SDK fork or session store's) is made caliban's from the file: the file says a session
+        exists, as for Claude Code. One without persistence is made in its own directory."""
+        if os.path.exists(_file(self.dir, source)):
+            return
+        folder = self.scratch if into_scratch and self.scratch is not None else self.dir
+        dropped = history.seed(transcript_path(source), _file(folder, source), source)
+        if dropped:
+            warnings.append(f"session {source}: {dropped} content block(s) of its file have no caliban form "
+                            "(redacted thinking, server tools, documents) and were left out of its history")
 
     def _copy_into_scratch(self) -> None:
         """A session resumed without persistence is read from the store, never written back."""

@@ -18,10 +18,13 @@ from translator.transcripts.lines import Transcript
 from translator.version import __version__
 
 TAIL = 1 << 20  # bytes read back from a resumed session's file to find its last line
+# The lines of a conversation's chain, as the SDKs' readers walk it (an SDK fork's `custom-title`
+# line has a uuid too, but a line chained to it would start a conversation of its own).
+CHAINED = ("user", "assistant", "attachment", "system", "progress")
 
 
 def last_uuid(path: str) -> str | None:
-    """The uuid of the file's last line that has one (a resumed session's first line follows it)."""
+    """The uuid of the file's last line of its conversation (a resumed session's first line follows it)."""
     try:
         with open(path, "rb") as fh:
             fh.seek(max(os.fstat(fh.fileno()).st_size - TAIL, 0))
@@ -33,7 +36,8 @@ def last_uuid(path: str) -> str | None:
             entry = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue  # a cut line (the file's first in the tail, or a crash's last)
-        if isinstance(entry, dict) and isinstance(entry.get("uuid"), str) and not entry.get("isSidechain"):
+        if (isinstance(entry, dict) and isinstance(entry.get("uuid"), str) and entry.get("type") in CHAINED
+                and not entry.get("isSidechain")):
             return str(entry["uuid"])
     return None
 
