@@ -383,3 +383,18 @@ def test_the_shim_s_permissions_serve_both_backends_and_import_neither() -> None
     assert permissions and {dep for deps in permissions.values() for dep in deps
                             if dep.startswith(("translator.shim.backends", "translator.shim.tools",
                                                "translator.shim.session"))} == set()  # fmt: skip
+
+
+def test_the_shim_s_session_names_no_backend() -> None:
+    """The session holds one backend through backends/base.py's protocol: choose.py decides which
+    over the protocols too, and only main.py (which builds the session) names the backends; the
+    relay's servers and the hooks are the `-p` backend's and the gates'."""
+    edges = graph(typing=True)
+    session, chooser = edges["translator.shim.session"], edges["translator.shim.choose"]
+    backends = {dep for dep in session | chooser if dep.startswith("translator.shim.backends")}
+    assert backends == {"translator.shim.backends.base"}
+    assert not session & {"translator.shim.tools.servers", "translator.shim.permissions.hooks"}
+    assert "translator.shim.permissions.policy" not in edges["translator.shim.main"]
+    assert {"translator.shim.backends.oneshot.backend", "translator.shim.backends.drive.backend"} <= edges[
+        "translator.shim.main"
+    ]

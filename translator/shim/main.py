@@ -17,18 +17,17 @@ from translator import stdio, telemetry
 from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text
 from translator.exits import EX_USAGE
-from translator.shim import printing, restricting, sessions
+from translator.shim import choose, printing, restricting, sessions
+from translator.shim.backends.base import RunContext
+from translator.shim.backends.drive.backend import DriveBackend
+from translator.shim.backends.oneshot.backend import OneshotBackend
 from translator.shim.flags import parse
 from translator.shim.mapping import plan
-from translator.shim.permissions.policy import Policy
 from translator.shim.protocol.frames import CLI_VERSION
 from translator.shim.protocol.transport import Transport
 from translator.shim.say import PROG, say, warn
 from translator.shim.session import ShimSession
 from translator.version import __version__
-
-BACKENDS = ("drive", "print")  # CALIBAN_CLAUDE_BACKEND: force one (default: chosen per session)
-
 
 DOCS = os.path.join(sys.prefix, "share", "doc", "caliban-stream-translator")  # pyproject's data-files
 USAGE = f"""usage: {PROG} -p [PROMPT] [--output-format text|json|stream-json --verbose] [CLAUDE CODE OPTIONS]
@@ -101,20 +100,18 @@ def serve(argv: list[str], env: Mapping[str, str], transport: Transport | None =
     if text_input and len(args.positional) > 1:
         p.warnings.append(f"arguments after the prompt ignored: {' '.join(map(repr, args.positional[1:]))}")
     session = sessions.Session(args, p.warnings)
-    backend = env.get("CALIBAN_CLAUDE_BACKEND") or None
-    if backend not in (None, *BACKENDS):
-        warn(f"CALIBAN_CLAUDE_BACKEND={backend}: expected drive or print; chosen per session")
-        backend = None
+    force = choose.forced(env, warn)
     prompt_tool = args.get("--permission-prompt-tool") == "stdio"
-    policy = Policy(args.get("--allowedTools"), args.get("--disallowedTools"))
     # Claude Code's OpenTelemetry export, when asked (-p: one message, a scrape endpoint would show nothing)
     text = prompt is not None and (args.get("--output-format") or "text") == "text"  # console only then, on stderr
     exporter = telemetry.start_or_say(env, warn, lasting=prompt is None, formatted=not text)
-    sdk = ShimSession(binary, p, session, policy=policy, backend=backend, prompt_tool=prompt_tool,
-                      telemetry=exporter, transport=transport) if prompt is None else None
-    drive = sdk is not None and (backend == "drive" or (backend is None and prompt_tool)) and sdk.use_drive()
-    if drive or (sdk is not None and sdk.tools is not None):  # bridged, or said for the relayed tools
-        p.warnings = [w for w in p.warnings if not w.startswith("can_use_tool")]
+
+    def chosen(ctx: RunContext) -> choose.Choice:  # (the backends named here, chosen there)
+        return choose.Choice(ctx, OneshotBackend, DriveBackend, force)
+
+    rules = (args.get("--allowedTools"), args.get("--disallowedTools"))
+    sdk = ShimSession(binary, p, session, chosen, rules=rules, prompt_tool=prompt_tool, telemetry=exporter,
+                      transport=transport) if prompt is None else None  # (the backend chosen: its warnings said)
     for message in p.warnings:
         warn(message)
     try:
@@ -122,8 +119,9 @@ def serve(argv: list[str], env: Mapping[str, str], transport: Transport | None =
             assert sdk is not None
             return _stopped_by_signals(sdk).serve()
         printer = printing.Printer(args)
-        shim = _stopped_by_signals(ShimSession(binary, p, session, printer.take, telemetry=exporter,
-                                               transport=transport))
+        printed = ShimSession(binary, p, session, lambda ctx: choose.Choice(ctx, OneshotBackend), printer.take,
+                              telemetry=exporter, transport=transport)  # fmt: skip
+        shim = _stopped_by_signals(printed)
         shim.inbox.put(printing.user_message(prompt))
         shim.inbox.put(None)
         return shim.serve(read_input=False, end=printer.end)

@@ -17,16 +17,14 @@ from typing import Any
 
 import orjson
 
-from translator.encoders.observed import Observer
 from translator.shim import limits
+from translator.shim.backends.base import RunContext
 from translator.shim.backends.drive.frames import DriveFrames
 from translator.shim.backends.drive.mcp import McpServer, ServerGone, ToolError
 from translator.shim.backends.drive.segments import Segments
 from translator.shim.permissions import outputs
 from translator.shim.permissions.gate import INTERRUPTED, Decision, Gate, ToolCall
 from translator.shim.permissions.hooks import Hooks, blocked
-from translator.shim.permissions.policy import Policy
-from translator.shim.protocol.channel import Channel
 from translator.shim.protocol.frames import interrupted, session_state
 from translator.shim.protocol.initialize import HookMatcher
 
@@ -37,15 +35,13 @@ SETTLING = ("awaiting_input", "done", "failed")
 
 
 class DriveBackend:
-    def __init__(self, *, binary: str, model: Callable[[], str | None], session_id: str, partial: bool,
-                 mode: Callable[[], str], policy: Policy, can_use_tool: bool, app: Channel,
-                 warn: Callable[[str], None], observer: Observer | None = None) -> None:  # fmt: skip
-        self.binary, self.session_id = binary, session_id
-        self._model, self._mode, self.warn = model, mode, warn
-        self.frames = DriveFrames(session_id, partial=partial, observer=observer)
-        self.app = app
+    def __init__(self, ctx: RunContext) -> None:
+        self.binary, self.session_id = ctx.binary, ctx.files.id
+        self._model, self._mode, self.warn = ctx.model, ctx.mode, ctx.warn
+        self.frames = DriveFrames(self.session_id, partial=ctx.plan.partial, observer=ctx.observer)
+        self.app = ctx.channel
         self.hooks = Hooks({})
-        self.gate = Gate(self.app, policy, can_use_tool, self.hooks, warn, session_id)
+        self.gate = Gate(self.app, ctx.policy, ctx.can_use_tool, self.hooks, ctx.warn, self.session_id)
         self.segments = Segments()
         self.server: McpServer | None = None
         self.run_id: str | None = None
@@ -96,6 +92,9 @@ class DriveBackend:
         self.hooks = self.gate.hooks = Hooks(config, limits.hook_timeout())
         for event in self.hooks.unfired():
             self.warn(f"{event} hooks never fire on caliban (the drive surface has no such event)")
+
+    def input_ended(self) -> None:
+        self.gate.input_ended()
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any] | None:
         subtype = request.get("subtype")

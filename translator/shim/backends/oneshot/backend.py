@@ -1,40 +1,100 @@
 """The `caliban -p` backend: each user message is one caliban process (process.py), its output
-folded into the conversation's frames (conversation.py) and written as it comes."""
+folded into the conversation's frames (conversation.py) and written as it comes; and the app's
+SDK MCP servers relayed to caliban (tools/), each call settled by the backend's gate."""
 
 from __future__ import annotations
 
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
 
-from translator.encoders.observed import Observer
+from translator.shim.backends.base import RunContext
 from translator.shim.backends.oneshot.conversation import Conversation
 from translator.shim.backends.oneshot.group import LADDER, TICK
 from translator.shim.backends.oneshot.process import CalibanRun
-from translator.shim.mapping import Plan, run_argv
+from translator.shim.mapping import run_argv
+from translator.shim.permissions.gate import BEYOND_PRINT, INTERRUPTED, Decision, Gate, ToolCall
+from translator.shim.permissions.hooks import Hooks
 from translator.shim.protocol.frames import session_state
+from translator.shim.protocol.initialize import HookMatcher
 from translator.shim.say import say
-from translator.shim.sessions import Session
 from translator.shim.tools.servers import SdkServers
+from translator.shim.tools.uses import ToolUses
 
 
 class OneshotBackend:
-    def __init__(self, *, binary: str, plan: Plan, session: Session, model: Callable[[], str | None],
-                 mode: Callable[[], str], write: Callable[[list[bytes]], None],
-                 observer: Observer | None = None) -> None:  # fmt: skip
-        self.binary, self.plan, self.session = binary, plan, session
-        self._model, self._mode, self._write = model, mode, write
-        self.conversation = Conversation(session.id, partial=plan.partial, mode=mode(), observer=observer)
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx, self.binary, self.plan, self.session = ctx, ctx.binary, ctx.plan, ctx.files
+        self._model, self._mode, self._write = ctx.model, ctx.mode, ctx.channel.write
+        self.conversation = Conversation(ctx.files.id, partial=ctx.plan.partial, mode=ctx.mode(), observer=ctx.observer)
         self.current: CalibanRun | None = None
         self.tools: SdkServers | None = None  # the app's SDK MCP servers, relayed
+        self.uses = ToolUses()
+        # Settles the app's own tools (relayed): the same hooks, rules and can_use_tool as the drive's gate.
+        self.gate = Gate(ctx.channel, ctx.policy, ctx.can_use_tool, Hooks({}), ctx.warn, ctx.files.id, BEYOND_PRINT)
+        self._relayed: set[str] = set()  # the servers whose relay is in the plan
 
     @property
     def last_is_error(self) -> bool:
         return self.conversation.last_is_error
 
+    # ------------------------------------------------------------------ the relayed servers
+
+    @property
+    def relays(self) -> bool:
+        return self.tools is not None
+
+    def relay(self, manifests: dict[str, dict[str, Any]]) -> list[str]:
+        """The app's SDK MCP servers (the plan's), each given to caliban as a relay of the shim's
+        (tools/): in caliban's settings, their names their own, and each of their tools allowed
+        by its exact name in caliban's rules (the relay settles each call itself, as Claude Code
+        would). Before the first run. The servers relayed now."""
+        fresh = [name for name in self.plan.sdk_servers if name not in self._relayed]
+        if self.tools is not None:
+            self.tools.add(fresh, manifests)
+        elif fresh:
+            self.tools = SdkServers(fresh, manifests, self.ctx.channel, self.settle, self.uses, self.ctx.warn)
+            self.conversation.sdk_servers = self.tools.init_entries
+            self.conversation.on_tool_use = self.uses.named
+        if self.tools is None:
+            return []
+        self.tools.claim(self.plan.overlay.setdefault("mcp_servers", {}))  # (an external one may have come since)
+        self._relayed.update(fresh)
+        return fresh
+
+    def settle(self, call: ToolCall) -> Decision:
+        """One relayed call of the app's tools, as the drive's gate settles a permission prompt."""
+        decision = self.gate.decide(call)
+        if decision.verdict in ("defer", "interrupt"):  # the run stops here: what waits for the app is denied too
+            self.ctx.channel.cancel()
+            stopped = self.defer if decision.verdict == "defer" else self.abort
+            stopped({"id": call.id, "name": call.name, "input": call.input})
+        return decision
+
+    def set_hooks(self, config: Mapping[str, Sequence[HookMatcher]]) -> None:
+        self.gate.hooks = Hooks(config)
+
+    def input_ended(self) -> None:
+        self.gate.input_ended()
+
+    def ready(self, then: Callable[[], None]) -> None:
+        tools = self.tools
+        if tools is not None and tools.unshaken():  # (Claude Code's handshake with them comes first)
+            threading.Thread(target=tools.handshake, args=(then,), daemon=True).start()
+        else:
+            then()
+
+    def close(self) -> None:
+        if self.tools is not None:
+            self.tools.close()
+
+    # ------------------------------------------------------------------ messages
+
     def run_message(self, prompt: str) -> None:
+        self.gate.begin(self._mode(), "")  # (a run of its own: what ended the last one is over)
         conv = self.conversation
         conv.mode = self._mode()
         if self.tools is not None:  # (the TS SDK ends a callback's run only at the idle after its result)
@@ -65,6 +125,7 @@ class OneshotBackend:
         if run is not None:
             self.conversation.interrupted = True
             run.interrupt()
+        self.gate.end(Decision("interrupt", INTERRUPTED))  # (every later call of the run: denied)
 
     def defer(self, call: dict[str, Any]) -> None:
         """A PreToolUse hook deferred a relayed call: the run stops there (SIGINT: caliban saves
