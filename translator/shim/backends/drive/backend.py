@@ -22,6 +22,7 @@ from translator.shim.backends.base import RunContext
 from translator.shim.backends.drive.frames import DriveFrames
 from translator.shim.backends.drive.mcp import McpServer, ServerGone, ToolError
 from translator.shim.backends.drive.segments import Segments
+from translator.shim.backends.drive.stops import AT_TURN_END, FOLLOWED, State, step
 from translator.shim.permissions import outputs
 from translator.shim.permissions.gate import INTERRUPTED, Decision, Gate, ToolCall
 from translator.shim.permissions.hooks import Hooks, blocked
@@ -46,7 +47,7 @@ class DriveBackend:
         self.server: McpServer | None = None
         self.run_id: str | None = None
         self.cursor = 0
-        self.interrupted: str | None = None  # "user" (interrupt), "tool" (a deny with interrupt), "defer" (a hook's)
+        self.stop: State = "running"  # how the message's run stops (stops.py)
         self.active = False  # a message is being run
         self._asked: set[str] = set()  # the prompts asked while their call is open (a poll repeats one until answered)
         self.denials: list[dict[str, Any]] = []  # the run's calls denied (the result's permission_denials)
@@ -112,7 +113,8 @@ class DriveBackend:
         """The app's interrupt: end the server, which ends the run."""
         if not self.active:
             return
-        self.interrupted = self.interrupted or "user"
+        action, self.stop = step(self.stop, "user")
+        assert action == "kill"
         self.gate.end(Decision("interrupt", INTERRUPTED))
         self.app.cancel()
         if self.server is not None:
@@ -145,7 +147,7 @@ class DriveBackend:
 
     def run_message(self, prompt: str) -> None:
         """One user message to its result (always exactly one)."""
-        self.active, self.interrupted, self.denials, self.deferred = True, None, [], None
+        self.active, self.stop, self.denials, self.deferred = True, "running", [], None
         self.frames.begin(self._mode())
         self.gate.begin(self._mode(), str(uuid.uuid4()))
         self.send(session_state("running", self.session_id))
@@ -167,26 +169,34 @@ class DriveBackend:
                 armed = self._send(prompt)
                 stopped = self._follow(armed)
             except ServerGone as exc:
-                stopped = "Cancelled" if self.interrupted else {"Error": str(exc)}
+                stopped = {"Error": str(exc)}  # (a run stopped meanwhile: Cancelled, below)
                 self._drop()
-        if self.interrupted == "defer":  # (the run cannot wait with a call pending: it ends, as on interrupt)
-            self._drop()
-            self.frames.deferred, stopped = self.deferred, "EndOfTurn"
-        elif self.interrupted == "hook":  # a PreToolUse continue:false: the tool ran, the run ends there
-            self._drop()
-            stopped = "EndOfTurn"
-            self.frames.overrides = {"result": "", "stop_reason": "tool_use", "terminal_reason": "hook_stopped"}
-        elif self.interrupted:
-            self._drop()
-            self.frames.before_result = interrupted(self.session_id, self.interrupted == "tool")
-            stopped = "Cancelled"
-            if self.interrupted == "tool":
-                self.frames.terminal_reason = "aborted_tools"
+        stopped = self._stopped(stopped)
         self.frames.denials = self.denials
         self.gate.hook("Stop", {"stop_hook_active": False})  # (before the result, as Claude Code calls it)
         self.emit(self.segments.close(stopped))
         self.active = False
         self.send(session_state("idle", self.session_id))
+
+    def _stopped(self, stopped: Any) -> Any:
+        """The stop the message's RunEnd gets, as its run stopped (stops.py): a run the gate or the
+        user stopped ends here, its server with it."""
+        match self.stop:
+            case "defer":  # (the run cannot wait with a call pending: it ends, as on interrupt)
+                self._drop()
+                self.frames.deferred = self.deferred
+                return "EndOfTurn"
+            case "hook":  # a PreToolUse continue:false: the tool ran, the run ends there
+                self._drop()
+                self.frames.overrides = {"result": "", "stop_reason": "tool_use", "terminal_reason": "hook_stopped"}
+                return "EndOfTurn"
+            case "user" | "tool":  # (the app's interrupt, or a deny with interrupt)
+                self._drop()
+                self.frames.before_result = interrupted(self.session_id, self.stop == "tool")
+                if self.stop == "tool":
+                    self.frames.terminal_reason = "aborted_tools"
+                return "Cancelled"
+        return stopped
 
     def _send(self, prompt: str) -> bool:
         """Start the run, or give it the message. True: the status that follows is this message's."""
@@ -214,7 +224,7 @@ class DriveBackend:
         """Poll to the message's boundary: the stop its RunEnd gets."""
         assert self.server is not None and self.run_id is not None
         interval, settling = POLL_MIN_S, None
-        while self.interrupted in (None, "tool", "defer", "hook"):
+        while self.stop in FOLLOWED:
             body, events, self.cursor = self.server.poll(self.run_id, self.cursor)
             for envelope in events:
                 event = envelope.get("event") if isinstance(envelope, dict) else None
@@ -249,8 +259,8 @@ class DriveBackend:
             self.deferred = self.deferred or {"id": call.id, "name": call.name, "input": call.input}
         elif not decision.runs:
             self.denials.append({"tool_name": call.name, "tool_use_id": call.id, "tool_input": call.input})
-        if decision.ends_run and self.interrupted is None:
-            self.interrupted = {"interrupt": "tool", "defer": "defer", "stop": "hook"}[decision.verdict]
+        if decision.verdict in ("interrupt", "defer", "stop"):
+            _, self.stop = step(self.stop, decision.verdict)  # (its action: the turn followed to its end)
 
     def _permit(self, call: ToolCall, decision: Decision) -> None:
         assert self.server is not None
@@ -278,7 +288,7 @@ class DriveBackend:
             name, parts = self._tools.pop(tid, ("", []))
             if not deferred:
                 self.gate.post_tool(name, _input(parts), tid, event)
-        return kind == "TurnEnd" and self.interrupted in ("tool", "defer", "hook")
+        return kind == "TurnEnd" and self.stop in AT_TURN_END
 
 
 def _state(body: dict[str, Any]) -> str:
