@@ -23,6 +23,7 @@ from translator.core.translator import Options
 from translator.encoders.formats import FORMATS, Format, make_encoder
 
 if TYPE_CHECKING:
+    from translator.encoders.claude_code.frames import Completion
     from translator.schema.frames import ClaudeCodeFrame, EnrichedFrame
 from translator.encoders.observed import Observer, StreamId, folder_of
 
@@ -74,7 +75,9 @@ class Stream:
     not read (the API reads only what it is given); `rates=RateCard.default(os.environ)`
     prices as the command line does without `--rates`. `observer`: told the stream's identity
     (`stream_open`), then each run, turn and tool call as the core makes them
-    (translator.encoders.observed), beside the frames."""
+    (translator.encoders.observed), beside the frames. `completion` (`claude-code`): the
+    caller's facts each init and result frame is completed with before it is written
+    (translator.encoders.claude_code.frames.Completion: caliban-claude's)."""
 
     def __init__(
         self,
@@ -91,13 +94,14 @@ class Stream:
         max_line_bytes: int = 64 << 20,
         source: str = "<stream>",
         observer: Observer | None = None,
+        completion: Completion | None = None,
     ) -> None:
         card = _card(rates)
         self.session_id = session_id or str(uuid.uuid4())
         encoder = make_encoder(
             format, session_id=self.session_id, fixed_session_id=bool(session_id),
             include_partial_messages=include_partial_messages,
-            results_only=results_only, rates=card,
+            results_only=results_only, rates=card, completion=completion,
         )
         base = Options(strict=strict, stop_on_invalid=on_invalid == "fail", max_line_bytes=max_line_bytes)
         self._feed = Feed(new_core(

@@ -5,10 +5,13 @@ input stream."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from translator.encoders import Encoder
 from translator.encoders.enriched import EnrichedEncoder
+
+if TYPE_CHECKING:
+    from translator.encoders.claude_code.frames import Completion
 
 Format = Literal["enriched", "claude-code"]
 FORMATS: tuple[Format, ...] = ("enriched", "claude-code")
@@ -30,13 +33,17 @@ def make_encoder(
     results_only: bool = False,
     new_id: Callable[[], str] | None = None,
     fixed_session_id: bool = False,
+    completion: Completion | None = None,
 ) -> Encoder:
     """A fresh encoder of one output format, for one input stream. `fixed_session_id`: the
-    user chose `session_id`; otherwise `claude-code` takes headless input's own (its init's)."""
+    user chose `session_id`; otherwise `claude-code` takes headless input's own (its init's).
+    `completion`: what completes `claude-code`'s init and result frames (caliban-claude's)."""
     if format == "claude-code":
         from translator.encoders.claude_code import ClaudeCodeEncoder  # only its users pay for it
 
         extra: dict[str, Any] = {} if new_id is None else {"new_id": new_id}
+        if completion is not None:
+            extra["completion"] = completion
         return ClaudeCodeEncoder(
             [], session_id=session_id, fixed_session_id=fixed_session_id, partial=include_partial_messages,
             results_only=results_only, limits=rates.limits, **extra,

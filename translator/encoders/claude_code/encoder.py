@@ -27,6 +27,7 @@ from translator.encoders.claude_code.frames import (
     USER,
     USER_MCP,
     USER_MCP_ERROR,
+    Completion,
     api_error_message,
     init_parts,
     installation,
@@ -75,8 +76,11 @@ class ClaudeCodeEncoder:
         results_only: bool = False,
         limits: Callable[[str], tuple[int, int]] = lambda model: (0, 0),
         new_id: Callable[[], str] | None = None,
+        completion: Completion | None = None,
     ) -> None:
+        """`completion`: the caller's facts each init and result are completed with."""
         self.out = out
+        self.completion = completion
         self.session_id = session_id
         self.fixed_session_id = fixed_session_id  # the user's --session-id: the agent's own id does not replace it
         self.partial = partial and not results_only
@@ -123,8 +127,12 @@ class ClaudeCodeEncoder:
     def run_start(self, model: str | None, t: float) -> None:
         self.model = model or self.model
         self._new_frame(t)
-        if self.installation:  # headless input: the agent's init said where and with what it runs
-            self._emit({**INIT, "session_id": self.session_id, "model": self.model, "uuid": self.new_id(), **self.installation})
+        if self.installation or (self.frames and self.completion is not None):
+            # (headless input: the agent's init said where and with what it runs)
+            frame = {**INIT, "session_id": self.session_id, "model": self.model, "uuid": self.new_id(), **self.installation}
+            if self.completion is not None:
+                self.completion.complete_init(frame)
+            self._emit(frame)
         elif self.frames:
             first, middle, last = self._init
             self.out.append(b"".join((first, dumps(self.model), middle, dumps(self.new_id()), last)))
@@ -303,4 +311,8 @@ class ClaudeCodeEncoder:
         error = api_error(str(run.stop_value)) if run.stop_kind == "ProviderError" else None
         if error is not None and self.frames:  # Claude Code's synthetic message before the result
             self._emit(api_error_message(error, self.session_id, self.new_id, t))
-        self._emit(self.session.result(run, error))
+        frame = self.session.result(run, error)
+        if self.completion is not None:
+            for before in self.completion.complete_result(frame, self.out):
+                self._emit(before)
+        self._emit(frame)

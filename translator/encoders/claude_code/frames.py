@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import lru_cache
 from itertools import chain
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -22,6 +22,19 @@ from translator.model import SystemFrame
 from translator.version import CLAUDE_CODE
 
 _NL = orjson.OPT_APPEND_NEWLINE
+
+
+class Completion(Protocol):
+    """What the caller knows that the events do not (caliban-claude: the installation, the
+    permission mode the app named, how it stopped a run), handed to the encoder: each init and
+    result is written complete, never parsed back and patched."""
+
+    def complete_init(self, frame: dict[str, Any]) -> None:
+        """The init frame, completed in place."""
+
+    def complete_result(self, frame: dict[str, Any], written: list[bytes]) -> list[dict[str, Any]]:
+        """The result frame, completed in place; the frames to go before it. `written`: the
+        frames written since they were last taken (read only)."""
 NO_USAGE = {"input_tokens": 0, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 # A turn's usage arrives only with its TurnEnd: frames written before it carry zeros.
 UNKNOWN_USAGE = {**NO_USAGE, "output_tokens": 0, "service_tier": "standard"}

@@ -1,9 +1,10 @@
-"""A translation's frames completed with what only the shim knows, for both backends
-(oneshot/conversation.py, drive/frames.py), and each frame kept under the SDK's line limit."""
+"""Each frame the shim writes kept under the SDK's line limit, for both backends
+(oneshot/conversation.py, drive/frames.py). What only the shim knows is not patched in here:
+each backend hands it to the encoder (encoders/claude_code/frames.py `Completion`), which
+writes the init and the result complete."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -36,26 +37,6 @@ def _cut(value: Any, limit: int) -> Any:
     return value
 
 
-def complete(frames: list[bytes], init: Callable[[dict[str, Any]], None],
-             result: Callable[[dict[str, Any]], list[bytes]]) -> list[bytes]:
-    """A translation's frames with what only the shim knows: `init` completes an init in
-    place; `result` completes a result in place and gives the frames to go before it; the
-    rest pass as they are, each fitted."""
-    out: list[bytes] = []
-    for raw in frames:
-        # Only an init or a result is completed: the rest pass as they are. (A key cannot
-        # hide in a string value: its quotes would be escaped there.)
-        if b'"subtype":"init"' not in raw[:64] and b'"result_index":' not in raw:
-            out.append(fit(raw))
-            continue
-        frame = orjson.loads(raw)
-        kind = frame.get("type")
-        if kind == "system" and frame.get("subtype") == "init":
-            init(frame)
-        elif kind == "result":
-            out.extend(result(frame))
-        else:
-            out.append(fit(raw))
-            continue
-        out.append(fit(orjson.dumps(frame) + b"\n"))
-    return out
+def fitted(frames: list[bytes]) -> list[bytes]:
+    """The frames, each fitted."""
+    return [fit(raw) for raw in frames]

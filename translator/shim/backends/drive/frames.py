@@ -1,7 +1,8 @@
 """The drive backend's Claude Code frames: each message's run (segments.py) through the
-translator's own core, completed with what only the shim knows (as conversation.py does for
-the `-p` backend): the installation facts, the permission mode, the tools the shim denied,
-the interrupt's terminal reason, a deferred call. Every frame stays under the SDK's line limit.
+translator's own core, handed what only the shim knows (as conversation.py does for the `-p`
+backend): the installation facts, the permission mode, the tools the shim denied, the
+interrupt's terminal reason, a deferred call; its init and result frames come out complete.
+Every frame stays under the SDK's line limit.
 """
 
 from __future__ import annotations
@@ -9,11 +10,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import orjson
-
 from translator.api import Stream
 from translator.encoders.observed import Observer
-from translator.shim.backends.completion import complete
+from translator.shim.backends.completion import fitted
 from translator.shim.mapping import CALIBAN_TOOLS
 from translator.shim.protocol.frames import CLI_VERSION, api_key_source
 
@@ -24,7 +23,7 @@ class DriveFrames:
         # One translation for the whole shim session: result_index counts and the cost adds up.
         self.translation = Stream(
             "claude-code", session_id=session_id, include_partial_messages=partial, clock="wall",
-            source="caliban mcp serve", observer=observer,
+            source="caliban mcp serve", observer=observer, completion=self,
         )  # fmt: skip
         self.mode = "default"
         self.last_is_error = False
@@ -46,14 +45,14 @@ class DriveFrames:
         return self.translation.take_diagnostics()
 
     def _complete(self, frames: list[bytes]) -> list[bytes]:
-        return complete(frames, self._init, self._result)
+        return fitted(frames)
 
-    def _init(self, frame: dict[str, Any]) -> None:
+    def complete_init(self, frame: dict[str, Any]) -> None:
         cwd = os.getcwd()  # the server's workspace: its cwd, which is ours
         frame.update(cwd=cwd, original_cwd=cwd, tools=list(CALIBAN_TOOLS), permissionMode=self.mode,
                      claude_code_version=CLI_VERSION, apiKeySource=api_key_source())  # fmt: skip
 
-    def _result(self, frame: dict[str, Any]) -> list[bytes]:
+    def complete_result(self, frame: dict[str, Any], written: list[bytes]) -> list[dict[str, Any]]:
         """This message's denials and terminal reason; the interrupted-by-user frame before it."""
         frame["permission_denials"] = self.denials
         if self.terminal_reason is not None:
@@ -64,4 +63,4 @@ class DriveFrames:
         if self.deferred is not None:  # Claude Code's defer: the turn stopped, the call pending
             frame.update(stop_reason="tool_deferred", terminal_reason="tool_deferred", deferred_tool_use=self.deferred)
         self.last_is_error = frame.get("is_error") is True
-        return [] if self.before_result is None else [orjson.dumps(self.before_result) + b"\n"]
+        return [] if self.before_result is None else [self.before_result]

@@ -1,10 +1,11 @@
 """caliban's runs of one conversation, as the Claude Code frames the SDK reads (spec §5).
 
 Each caliban line goes through the project's translation (the library's `Stream`, in process,
-as it arrives); the frames that come out are completed with
-what only the shim knows: the installation facts of caliban's own init, the permission mode
-the app asked for, the interrupted-by-user frame, `structured_output`, and a result for a run
-that ended without one. Every frame stays under the SDK's line limit.
+as it arrives), handed what only the shim knows (`complete_init`, `complete_result`: the
+installation facts of caliban's own init, the permission mode the app asked for, the
+interrupted-by-user frame, a deferred or aborted call), so that its init and result frames come
+out complete; a run that ended without a result gets one. Every frame stays under the SDK's
+line limit.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import orjson
 from translator.api import Stream
 from translator.encoders.claude_code.frames import mcp_servers
 from translator.encoders.observed import Observer
-from translator.shim.backends.completion import complete
+from translator.shim.backends.completion import fitted
 from translator.shim.permissions.gate import REJECTED
 from translator.shim.protocol.frames import CLI_VERSION, api_key_source, interrupted, now
 
@@ -38,7 +39,7 @@ class Conversation:
         # up across caliban runs, as in one Claude Code session.
         self.translation = Stream(
             "claude-code", session_id=session_id, include_partial_messages=partial, clock="wall", source="caliban",
-            max_line_bytes=MAX_CALIBAN_LINE, observer=observer,
+            max_line_bytes=MAX_CALIBAN_LINE, observer=observer, completion=self,
         )  # fmt: skip
         self.caliban_init: dict[str, Any] = {}
         self.last_is_error = False
@@ -54,6 +55,7 @@ class Conversation:
         self.deferred: dict[str, Any] | None = None  # the call a PreToolUse hook deferred: {id, name, input}
         self.aborted: dict[str, Any] | None = None  # the call a deny with interrupt ended the run at: {id, name, input}
         self._deferred_shown = False
+        self._own: list[bytes] = []  # the uuids of the run's frames the shim made (never dropped as caliban's)
         self.sdk_servers: Callable[[], list[dict[str, Any]]] | None = None  # the app's, in the init frame
 
     def start_run(self) -> None:
@@ -62,6 +64,7 @@ class Conversation:
         self.deferred = self.aborted = None
         self._deferred_shown = False  # its call went out in an assistant frame
         self._renamed.clear()
+        self._own.clear()
 
     def caliban_output(self, chunk: bytes) -> list[bytes]:
         """A chunk of caliban's stdout (split anywhere) → the Claude Code frames it completed."""
@@ -139,20 +142,33 @@ class Conversation:
         stopped_at = self.deferred or self.aborted
         if stopped_at is not None:  # (caliban's result for the call is not shown: pending, or Claude Code's own)
             pending = orjson.dumps(stopped_at["id"])
-            frames = [f for f in frames if not (f.startswith(b'{"type":"user"') and pending in f)]
-            self._deferred_shown |= any(f.startswith(b'{"type":"assistant"') and pending in f for f in frames)
-        return complete(frames, self._init, self._result)
+            frames = [f for f in frames if not (f.startswith(b'{"type":"user"') and pending in f and not self._made(f))]
+            self._deferred_shown |= self._shown(frames, pending)
+        return fitted(frames)
 
-    def _result(self, frame: dict[str, Any]) -> list[bytes]:
+    def _made(self, frame: bytes) -> bool:
+        return any(uid in frame for uid in self._own)
+
+    def _shown(self, frames: list[bytes], pending: bytes) -> bool:
+        """Whether an assistant frame among `frames` shows the call (by its id, or by caliban's
+        for it, not renamed yet)."""
+        ids = [pending, *(caliban for caliban, relayed in self._renamed.items() if relayed == pending)]
+        return any(f.startswith(b'{"type":"assistant"') and any(i in f for i in ids) for f in frames)
+
+    def complete_result(self, frame: dict[str, Any], written: list[bytes]) -> list[dict[str, Any]]:
         """The interrupted-by-user frame before an interrupted run's result; a deferred call's
-        result is Claude Code's (the run was stopped for it: no error)."""
-        before: list[bytes] = []
+        result is Claude Code's (the run was stopped for it: no error). `written`: the frames
+        of this chunk before it (the call may be shown there)."""
+        before: list[dict[str, Any]] = []
+        stopped_at = self.deferred or self.aborted
+        if stopped_at is not None:
+            self._deferred_shown |= self._shown(written, orjson.dumps(stopped_at["id"]))
         if self.deferred is not None:
             frame.pop("errors", None)
             frame.update(subtype="success", is_error=False, result=frame.get("result") or "", stop_reason="tool_deferred",
                          terminal_reason="tool_deferred", deferred_tool_use=self.deferred)  # fmt: skip
             if not self._deferred_shown:  # (caliban was stopped before its turn's message: the call, as Claude Code shows it)
-                before.append(orjson.dumps(self._call_frame(self.deferred)) + b"\n")
+                before.append(self._call_frame(self.deferred))
         elif self.aborted is not None:  # Claude Code's: the call rejected, the run ended there (aborted_tools)
             call = self.aborted
             frame.update(subtype="error_during_execution", is_error=True, stop_reason="tool_use",
@@ -161,12 +177,13 @@ class Conversation:
                                            {"tool_name": call["name"], "tool_use_id": call["id"], "tool_input": call["input"]}]  # fmt: skip
             frame.pop("result", None)
             if not self._deferred_shown:
-                before.append(orjson.dumps(self._call_frame(call)) + b"\n")
-            before.append(orjson.dumps(self._rejected_frame(call["id"])) + b"\n")
-            before.append(orjson.dumps(interrupted(self.session_id, for_tool=True)) + b"\n")
+                before.append(self._call_frame(call))
+            before.append(self._rejected_frame(call["id"]))
+            before.append(interrupted(self.session_id, for_tool=True))
         self.last_is_error = frame.get("is_error") is True
         plain = self.interrupted and self.aborted is None
-        return before + ([orjson.dumps(interrupted(self.session_id)) + b"\n"] if plain else [])
+        self._own += [orjson.dumps(f["uuid"]) for f in before if isinstance(f.get("uuid"), str)]
+        return before + ([interrupted(self.session_id)] if plain else [])
 
     def _rejected_frame(self, tool_use_id: str) -> dict[str, Any]:
         block = {"type": "tool_result", "content": REJECTED, "is_error": True, "tool_use_id": tool_use_id}
@@ -182,7 +199,7 @@ class Conversation:
         return {"type": "assistant", "message": message, "parent_tool_use_id": None, "session_id": self.session_id,
                 "uuid": str(uuid.uuid4()), "request_id": None}  # fmt: skip
 
-    def _init(self, frame: dict[str, Any]) -> None:
+    def complete_init(self, frame: dict[str, Any]) -> None:
         """Claude Code's init, with what caliban's own init says about the installation."""
         got = self.caliban_init
         cwd = got.get("cwd")
