@@ -393,8 +393,11 @@ def test_the_shim_s_session_names_no_backend() -> None:
     session, chooser = edges["translator.shim.session"], edges["translator.shim.choose"]
     backends = {dep for dep in session | chooser if dep.startswith("translator.shim.backends")}
     assert backends == {"translator.shim.backends.base"}
-    assert not session & {"translator.shim.tools.servers", "translator.shim.permissions.hooks"}
+    assert {dep for dep in session | chooser
+            if dep.startswith("translator.shim.tools") or dep == "translator.shim.permissions.hooks"} == set()  # fmt: skip
     assert "translator.shim.permissions.policy" not in edges["translator.shim.main"]
     assert {"translator.shim.backends.oneshot.backend", "translator.shim.backends.drive.backend"} <= edges[
         "translator.shim.main"
     ]
+    gate = "translator.shim.permissions.gate"  # (serves both: each backend asks it)
+    assert all(gate in edges[f"translator.shim.backends.{b}.backend"] for b in ("oneshot", "drive"))
