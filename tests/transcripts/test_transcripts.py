@@ -188,11 +188,20 @@ def test_a_logs_estimated_times_start_at_its_files_time(tmp_path: Path) -> None:
     assert times[0] == "2025-07-04T12:00:00.000Z" and times == sorted(times)
 
 
-def test_headless_input_puts_the_runs_usage_on_its_last_turn(tmp_path: Path, ccusage: Any) -> None:
-    """caliban's headless stream-json reports usage once, in its result: it is not lost."""
-    log = str(FIXTURES / "headless" / "multi_input_frames.jsonl")
+def test_headless_input_splits_the_runs_usage_across_its_turns_marked_as_an_estimate(tmp_path: Path, ccusage: Any) -> None:
+    """caliban's headless stream-json reports usage and cost once, in its result: split evenly
+    across the run's API calls, each line saying so, the sums the result's."""
+    log = str(FIXTURES / "headless" / "tool_use_two_turns.jsonl")
     assert run("--transcripts", str(tmp_path / "claude"), log).returncode == 0
-    assert counted(ccusage(tmp_path / "claude", "session")) == result_usage(log)
+    report = ccusage(tmp_path / "claude", "session")
+    assert counted(report) == result_usage(log)
+    (path,) = (tmp_path / "claude").rglob("*.jsonl")
+    calls = {ln["message"]["id"]: ln for ln in lines_of(path.read_bytes()) if ln.get("type") == "assistant"}
+    (first, second) = calls.values()
+    assert [first["message"]["usage"]["output_tokens"], second["message"]["usage"]["output_tokens"]] == [28, 29]  # 57
+    assert {first["usageEstimate"], second["usageEstimate"]} == {"caliban -p: the run's totals split evenly across its API calls"}
+    (result,) = lines_of(run("--format", "claude-code", "--results-only", log).stdout)
+    assert first["costUSD"] + second["costUSD"] == pytest.approx(result["total_cost_usd"]) == report["totals"]["totalCost"]
 
 
 def test_the_typescript_sdk_reads_the_same_sessions(sdk: Path, tmp_path: Path) -> None:

@@ -3,13 +3,15 @@ made from what an observer is told (encoders/observed.py). Pure: lines wait in `
 
 Only what the readers use: the SDKs' `list_sessions` (the head's `cwd` and first `timestamp`, the
 first prompt, the tail's `last-prompt`), `get_session_messages` (`user`/`assistant` lines chained
-by `uuid`/`parentUuid`) and ccusage (each `assistant` line's `message.id`, `requestId`,
-`message.model`, `message.usage` and `timestamp`). A response is one `assistant` line per content
-block, all with the turn's usage, as Claude Code writes them (ccusage counts a message once).
+by `uuid`/`parentUuid`) and ccusage, llm-usage and claude-monitor (each `assistant` line's `message.id`, `requestId`,
+`message.model`, `message.usage`, `timestamp` and, where ccusage takes it over its own prices,
+`costUSD`). A response is one `assistant` line per content block, all with the turn's usage and
+cost, as Claude Code writes them (the readers count a message once, by its id).
 
-A turn's lines wait until the next turn ends or the run does (headless input reports its usage
-once, at the run's end: it goes on the last turn), and a run's until its prompt is known (a raw
-log has it only in RunEnd's history)."""
+A turn's lines wait until the next turn ends or the run does, and a run's until its prompt is
+known (a raw log has it only in RunEnd's history). Headless input (caliban -p) reports usage and
+cost once, for the whole run: its turns' lines wait for the run's end, where the totals are split
+evenly across its API calls (the remainder on the last), each line marked `usageEstimate`."""
 
 from __future__ import annotations
 
@@ -38,6 +40,8 @@ from translator.model import (
 # uuid from the session and the line's place): translating the same log again gives the same ids.
 NAMESPACE = uuid.UUID("6f1c2d3e-8a4b-5c6d-9e0f-7a8b9c0d1e2f")
 COUNTERS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+# What an estimated line says of its usage and costUSD (caliban -p gives the run's totals only)
+ESTIMATE = b',"usageEstimate":"caliban -p: the run\'s totals split evenly across its API calls"'
 
 
 def derived(name: str) -> str:
@@ -101,7 +105,7 @@ def prompt_text(content: Any) -> str:
 # A line's middle, between its parent and its uuid, as bytes (a line is built by splicing, not encoded
 # whole: its parts are JSON already). An assistant line is one content block of its message.
 ASSISTANT = (b'"message":{"id":%s,"type":"message","role":"assistant","model":%s,"content":[%s],'
-             b'"stop_reason":%s,"stop_sequence":null,"usage":%s},"requestId":%s,"type":"assistant"')
+             b'"stop_reason":%s,"stop_sequence":null,"usage":%s},"requestId":%s,"type":"assistant","costUSD":%s%s')
 PROMPT = b'"type":"user","message":{"role":"user","content":%s}'
 # A provider error's synthetic answer, as Claude Code writes it in the session file (recorded with the
 # CLI 2.1.332 and the fake API: fixtures/claude-code/api_error_400.session.jsonl): no usage, no cost
@@ -114,12 +118,13 @@ RESULTS = b'"type":"user","message":%s'  # one message of a TurnEnd's tool resul
 
 
 class Turn:
-    """A turn's message until its lines are made (the run's end may still add to its usage)."""
+    """A turn's message until its lines are made (an estimated one's usage and cost are set at
+    the run's end)."""
 
-    __slots__ = ("blocks", "id", "model", "results", "stop", "t", "usage")
+    __slots__ = ("blocks", "cost", "estimated", "id", "model", "results", "stop", "t", "usage")
 
-    def __init__(self, ev: TurnEnd, message_id: str, model: str, t: float) -> None:
-        self.id, self.model, self.t = message_id, model, t
+    def __init__(self, ev: TurnEnd, message_id: str, model: str, cost: float, t: float, estimated: bool) -> None:
+        self.id, self.model, self.t, self.cost, self.estimated = message_id, model, t, cost, estimated
         self.stop = ev.stop_reason
         self.usage = wire_usage(ev.usage.counts())
         self.blocks = [orjson.dumps(b) for b in ev.assistant_message.content
@@ -130,7 +135,8 @@ class Turn:
         """Its lines' middles: one per block, then its tool results (after the message, as Claude Code)."""
         # caliban reports no API request id: the message id stands in (ccusage counts a message once by both)
         ident = orjson.dumps(self.id)
-        fixed = (ident, orjson.dumps(self.model), orjson.dumps(self.stop), orjson.dumps(self.usage), ident)
+        tail = (orjson.dumps(self.cost), ESTIMATE if self.estimated else b"")
+        fixed = (ident, orjson.dumps(self.model), orjson.dumps(self.stop), orjson.dumps(self.usage), ident, *tail)
         made = [(ASSISTANT % (fixed[0], fixed[1], block, *fixed[2:]), self.t) for block in self.blocks]
         return made + [(RESULTS % bytes(result), self.t) for result in self.results]
 
@@ -168,10 +174,12 @@ class Transcript:
         self._ids: Ids | None = None  # made once the session is named
         self._suffix: bytes | None = None
         self._stamp = (-1.0, b"")  # the last time written and how (a turn's lines share one)
-        self._held: list[tuple[bytes, float]] = []  # the run's line middles not yet given their ids
+        self._held: list[tuple[bytes, float] | Turn] = []  # the run's line middles (or turns) not yet given their ids
         self._last: Turn | None = None  # the last turn, until the next ends or the run does
         self._turn: tuple[str, str] = ("", "")  # the open turn's message id and model
         self._wire: dict[str, int] = dict.fromkeys(COUNTERS, 0)  # the run's usage written so far
+        self._cost = 0.0  # and its cost
+        self._estimated: list[Turn] = []  # the run's turns without usage of their own (caliban -p)
         self._prompt: Any = None
         self._prompted = False
         self._start: float | None = None  # the stream's first run's start
@@ -195,7 +203,7 @@ class Transcript:
             self._held.insert(0, line)
         else:
             if self._last is not None:
-                self._held += self._last.lines()
+                self._held.append(self._last)
                 self._last = None
             self._held.append(line)
         self._prompt, self._prompted = content, True
@@ -224,22 +232,25 @@ class Transcript:
 
     def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
         message_id, turn_model = self._turn
-        turn = Turn(ev, message_id or f"msg_{self._ids_for(1)[0]}", model or turn_model, t)
+        # headless input names no message and reports no usage per turn: both made here
+        estimated = not message_id and not any(ev.usage.counts().values())
+        turn = Turn(ev, message_id or f"msg_{self._ids_for(1)[0]}", model or turn_model, cost, t, estimated)
         for key in COUNTERS:
             self._wire[key] += turn.usage[key]
+        self._cost += cost
+        if estimated:
+            self._estimated.append(turn)
         if self._last is not None:
-            self._held += self._last.lines()
+            self._held.append(self._last)
         self._last, self._turn = turn, ("", "")
         if self._prompted:
             self._release(None)
 
     def run_end(self, run: RunSummary, t: float) -> None:
-        last = self._last
-        if last is not None:  # headless input reports the run's usage once, at its end: on its last turn
-            wire = wire_usage(run.usage)
-            for key in COUNTERS:
-                last.usage[key] += max(wire[key] - self._wire[key], 0)
-            self._held += last.lines()
+        if self._last is not None:
+            self._held.append(self._last)
+        if self._estimated:
+            self._apportion(run)
         if run.stop_kind == "ProviderError":  # the CLI's synthetic answer, after what the run said
             error = api_error(str(run.stop_value))
             self._held.append((API_ERROR % (b'"%s"' % self._ids_for(1)[0].encode(), orjson.dumps(
@@ -253,7 +264,21 @@ class Transcript:
                                        "leafUuid": self.leaf, "sessionId": self.session_id}) + b"\n")  # fmt: skip
         self._prompt, self._prompted, self._last = None, False, None
         self._open = self._interrupted = False
-        self._wire = dict.fromkeys(COUNTERS, 0)
+        self._wire, self._cost, self._estimated = dict.fromkeys(COUNTERS, 0), 0.0, []
+
+    def _apportion(self, run: RunSummary) -> None:
+        """What the run reports beyond its turns' own usage and cost, split evenly across the
+        turns that had none (the remainder on the last), so the readers' sums are the result's."""
+        turns, wire = self._estimated, wire_usage(run.usage)
+        for key in COUNTERS:
+            share, rest = divmod(max(wire[key] - self._wire[key], 0), len(turns))
+            for turn in turns:
+                turn.usage[key] = share
+            turns[-1].usage[key] += rest
+        cost = max(run.cost_usd - self._cost, 0.0)
+        for turn in turns[:-1]:
+            turn.cost = cost / len(turns)
+        turns[-1].cost = cost - sum(turn.cost for turn in turns[:-1])
 
     # ------------------------------------------------------------------ lines
 
@@ -266,10 +291,11 @@ class Transcript:
         """The held lines, given their ids and times, chained, in order, never stamped before the
         line above. A replayed file's wait for its run's end (`run`), whose clock says whether
         their times are an estimate to start at the file's own time: all shifted alike."""
-        if run is None and self.written_at is not None:
-            return
+        if run is None and (self.written_at is not None or self._estimated):
+            return  # (an estimated turn's usage is known at the run's end)
         ready, self._held = self._held, []
-        if not ready:
+        middles = [line for item in ready for line in (item.lines() if isinstance(item, Turn) else (item,))]
+        if not middles:
             return
         shift = 0.0
         if self.written_at is not None and run is not None and run.duration_source == ESTIMATED:
@@ -277,7 +303,7 @@ class Transcript:
         suffix, out = self._common(), self.lines.append
         parent = b"null" if self.leaf is None else b'"%s"' % self.leaf.encode()
         last_t, stamp = self._stamp
-        for (middle, t), uid in zip(ready, self._ids_for(len(ready)), strict=True):
+        for (middle, t), uid in zip(middles, self._ids_for(len(middles)), strict=True):
             t = max(t + shift, last_t)
             if t != last_t:
                 last_t, stamp = t, iso(t).encode()

@@ -27,6 +27,8 @@ from translator.encoders.claude_code.frames import (
     USER,
     USER_MCP,
     USER_MCP_ERROR,
+    ZERO_DELTA,
+    ZERO_FRAME,
     Completion,
     api_error_message,
     init_parts,
@@ -105,6 +107,7 @@ class ClaudeCodeEncoder:
         self.tool_input = turn.tool_input
         self._init = init_parts(session_id)
         self.session_json = dumps(session_id)
+        self.answer: list[bytes] = []  # a headless final answer's frames, until the result
         self._new_frame(0.0)
 
     # ---------------------------------------------------------------- frame and turn state
@@ -116,6 +119,7 @@ class ClaudeCodeEncoder:
 
     def _new_turn(self, message_id: str, model: str) -> None:
         self.turn.start(message_id, model)
+        self.minted = False  # the turn's message id made here: headless input names none, gives no usage per turn
         self.results: list[bytes] = []  # tool results' frames waiting for the turn's end
         self.answered: set[str] = set()  # tool calls whose result frame is out
 
@@ -138,7 +142,10 @@ class ClaudeCodeEncoder:
             self.out.append(b"".join((first, dumps(self.model), middle, dumps(self.new_id()), last)))
 
     def turn_start(self, ev: TurnStart, t: float) -> None:
-        self._new_turn(ev.message_id, ev.model)
+        self._flush_answer(b"")
+        message_id = ev.message_id or f"msg_{self.new_id()}"
+        self._new_turn(message_id, ev.model)
+        self.minted = not ev.message_id
         self.model = ev.model
         if self.partial:
             self._emit(
@@ -146,7 +153,7 @@ class ClaudeCodeEncoder:
                  "session_id": self.session_id, "uuid": self.new_id()}
             )
             message: dict[str, Any] = {
-                "id": ev.message_id, "type": "message", "role": "assistant",
+                "id": message_id, "type": "message", "role": "assistant",
                 "model": ev.model, "content": [], "stop_reason": None,
                 "stop_sequence": None, "usage": UNKNOWN_USAGE,
             }
@@ -208,6 +215,10 @@ class ClaudeCodeEncoder:
         wire = wire_usage(ev.usage.counts())
         content = ev.assistant_message.content
         turn = self.turn
+        # headless input's final answer (no tool call: the result follows at once) waits for the
+        # result, which gives the run's usage: its frames carry it (the calls before it, none)
+        answer = self.minted and not any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content)
+        mark = len(self.out)
         turn.pending = []  # blocks only deltas announced are written from the message below
         # Blocks not written yet are written from the authoritative message (it carries the
         # thinking signatures), each matched to its block there by content.
@@ -228,6 +239,8 @@ class ClaudeCodeEncoder:
                  "usage": wire}
             )
             turn.stream({"type": "message_stop"})
+        if answer and self.frames:
+            self.answer, self.out[mark:] = self.out[mark:], []
         self.out.extend(self.results)
         self.session.add(model or turn.turn_model, wire, cost)
         self.last_turn_end = t
@@ -298,9 +311,21 @@ class ClaudeCodeEncoder:
 
     # ---------------------------------------------------------------- the result
 
+    def _flush_answer(self, usage: bytes) -> None:
+        """The held final answer's frames, their usage (all zero) replaced by `usage`'s counters
+        (the unescaped bytes `"usage":{` appear in a frame only as its keys, never in a value)."""
+        if not self.answer:
+            return
+        frames, self.answer = self.answer, []
+        if usage:
+            frames = [f.replace(ZERO_FRAME, b'"usage":' + usage[:-1] + b',"service_tier":"standard"}')
+                      .replace(ZERO_DELTA, b'"usage":' + usage) for f in frames]  # fmt: skip
+        self.out.extend(frames)
+
     def result(self, run: RunSummary, t: float) -> None:
         self.turn.pending = []  # an unfinished block is not written
         self.turn.release(t)  # a run cut off inside a turn: what was proven complete is written
+        self._flush_answer(dumps(wire_usage(run.usage)) if run.upstream is not None else b"")
         if run.upstream is not None:  # headless input reports tokens and cost once, at its end
             cost = run.upstream.get("total_cost_usd")
             cost = float(cost) if isinstance(cost, (int, float)) else 0.0

@@ -130,6 +130,10 @@ USER_MCP_ERROR = (
     b'"tool_result_meta":[]}\n'
 )
 UNKNOWN_USAGE_JSON = orjson.dumps(UNKNOWN_USAGE)
+# A headless turn's usage as its frames carry it until the result gives the run's (an assistant
+# frame's, a message_delta's): all zero
+ZERO_FRAME = b'"usage":' + UNKNOWN_USAGE_JSON
+ZERO_DELTA = b'"usage":' + orjson.dumps({**NO_USAGE, "output_tokens": 0})
 # With partial messages, a frame for every delta: a stream event, then its session, its uuid,
 # the keys after the uuid (THINKING_DISPLAY, say) and its message id. A delta's whole frame is
 # one template: its block's index and its text, then the same.
