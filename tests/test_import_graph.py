@@ -174,6 +174,7 @@ def test_an_encoder_importing_more_is_found() -> None:
 TOP_LEVEL = {  # what is shared by every package (the loose rooms have homes: core, cli, encoders)
     "translator", "translator.__main__", "translator.api", "translator.model", "translator.diagnostics",
     "translator.stdio", "translator.extras", "translator.object_store", "translator.exits", "translator.version",
+    "translator.scrape_server",
 }
 
 

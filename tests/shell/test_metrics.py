@@ -280,7 +280,7 @@ def test_a_quiet_scrape_connection_is_closed_and_a_burst_of_200_is_queued(reap: 
     (it was held for ever). While the command is stopped (SIGSTOP), 200 scrapers connect at
     once: the listen backlog takes them all (it was 5: the rest waited on SYN retries, and
     timed out), and each gets its metrics once the command runs again."""
-    from translator.shell.metrics import CONNECTION_TIMEOUT_S
+    from translator.scrape_server import CONNECTION_TIMEOUT_S
 
     live = Live(*METRICS)
     reap(live.proc)
@@ -324,7 +324,7 @@ def test_connections_over_the_cap_are_answered_503_at_once_and_given_no_thread(r
     exhausted the process's threads and memory, and the translation with them. MAX_SCRAPES are
     served at once; the next are answered 503 at once and closed, given no thread, and a slot
     freed serves the next scrape."""
-    from translator.shell.metrics import BUSY, MAX_SCRAPES
+    from translator.scrape_server import BUSY, MAX_SCRAPES
 
     live = Live(*METRICS)
     reap(live.proc)

@@ -12,6 +12,7 @@ import re
 import signal
 import socket
 import subprocess
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,10 @@ from typing import Any
 import orjson
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
+
+from translator.scrape_server import BUSY, CONNECTION_TIMEOUT_S, MAX_SCRAPES
 from support_otlp import HEADLESS, SHIM, caliban_env, closed_port
-from support_processes import TRANSLATOR, Follower, append, exchange, fixture, poll
+from support_processes import TRANSLATOR, Follower, append, exchange, fixture, poll, read_all
 
 FIXTURE = Path(fixture("tool_use_two_turns"))
 RECORDED = Path(__file__).parents[2] / "fixtures" / "cc-2.1.333" / "otel-prometheus"
@@ -141,6 +144,74 @@ def test_without_a_host_both_loopbacks_answer(tmp_path: Path, monkeypatch: pytes
     finally:
         follower.stop()
     assert tokens(v4) == tokens(v6) == TWO_TURNS
+
+
+def test_the_endpoint_closes_a_quiet_connection_and_answers_one_over_the_cap_503(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The endpoint runs on the --metrics server (translator/scrape_server.py): a connection that
+    sends half a request is closed after the timeout (it held a thread for ever), MAX_SCRAPES are
+    served at once, the next answered 503 at once and given no thread, and a slot freed serves
+    the next scrape."""
+    port = closed_port()
+    for key, value in prometheus_env(port).items():
+        monkeypatch.setenv(key, value)
+    log = tmp_path / "agent.ndjson"
+    log.touch()
+    follower = Follower(log)
+
+    def threads() -> int:
+        with open(f"/proc/{follower.proc.pid}/status") as f:
+            return int(next(line for line in f if line.startswith("Threads:")).split()[1])
+
+    def settled() -> int:  # the count once no scrape's thread is ending
+        before = threads()
+        time.sleep(0.5)
+        return before if threads() == before else 0
+
+    def hold() -> None:  # a byte more of a request line each: the held connections never go quiet
+        for sock in held:
+            sock.sendall(b"G")
+
+    held: list[socket.socket] = []
+    try:
+        append(log, FIXTURE.read_bytes())
+        while follower.read_frames(1)[0]["type"] != "result":
+            pass
+        poll(lambda: "claude_code_token_usage_total" in served(port))
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as idle:
+            idle.sendall(b"GET /metrics HTTP/1.1\r\n")  # and never the rest
+            began = time.monotonic()
+            assert idle.recv(4096) == b""  # closed by the endpoint, unanswered
+            assert CONNECTION_TIMEOUT_S - 1 < time.monotonic() - began < CONNECTION_TIMEOUT_S + 10
+        base = poll(settled)
+        held = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(MAX_SCRAPES)]
+        hold()
+        poll(lambda: threads() == base + MAX_SCRAPES)  # each served on a thread of its own
+        over = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(50)]
+        hold()
+        began = time.monotonic()
+        assert [read_all(sock) for sock in over] == [BUSY] * 50
+        assert time.monotonic() - began < 3  # at once, not after a wait or the quiet timeout
+        assert threads() == base + MAX_SCRAPES
+        held.pop().close()  # a slot freed: the next scrape is served
+        hold()
+        status, _, text = poll(lambda: (answer := _scraped(port)) and answer)
+        assert status == 200 and tokens(text) == TWO_TURNS
+    finally:
+        for sock in held:
+            sock.close()
+        status, _, err = follower.stop()
+    assert (status, err) == (128 + signal.SIGTERM, b"")  # a connection timed out or refused is unsaid
+
+
+def _scraped(port: int) -> tuple[int, list[tuple[str, str]], str] | None:
+    """A scrape, or None when it was answered busy (or reset: its request sent before the busy
+    answer's close)."""
+    try:
+        answer = scrape(port)
+    except (ConnectionResetError, http.client.RemoteDisconnected):
+        return None
+    return None if answer[0] == 503 else answer
 
 
 def test_listen_serves_each_connection_s_session(tmp_path: Path) -> None:

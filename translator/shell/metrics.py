@@ -6,18 +6,17 @@ counts anyway (lines, frames, the diagnostics — bad lines and recovery notices
 it hands out), into plain counts.
 A scrape turns them into prometheus_client metric families (a custom collector) and the library
 writes the exposition. The HTTP server is prometheus_client's WSGI app behind a small wrapper
-that adds /healthz, in a thread of its own: a scrape never waits for the anyio loop and the loop
+that adds /healthz, on the scrape server (translator/scrape_server.py: its connections capped,
+an idle one closed) in a thread of its own: a scrape never waits for the anyio loop and the loop
 never waits for a scrape. prometheus_client is imported only when this module is, i.e. only
 with --metrics.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import platform
 import socket
-import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -26,7 +25,6 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 import anyio
 from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
-from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.process_collector import ProcessCollector
 
 from translator.core.states import TRANSITIONS
@@ -35,6 +33,7 @@ from translator.diagnostics import stderr as _stderr
 from translator.encoders import RunSummary
 from translator.encoders.observed import Quiet
 from translator.model import TurnEnd, TurnStart
+from translator.scrape_server import Capped, Serving
 from translator.version import __version__
 
 if TYPE_CHECKING:
@@ -47,14 +46,6 @@ TOKEN_KINDS = ("input", "output", "cache_read", "cache_creation")
 RECOVERIES = tuple(sorted({to.recovery.kind for row in TRANSITIONS.values() for to in row.values() if to.recovery}))
 HEARTBEAT_S = 1.0
 STALE_S = 10.0  # the loop counts as stuck when its heartbeat is older than this
-CONNECTION_TIMEOUT_S = 5.0  # a scrape's connection quiet this long is closed (it holds a thread)
-BACKLOG = 1024  # connections waiting to be accepted (socketserver's 5 dropped a burst of 200 scrapes)
-# Connections served at once, each on a thread (far above any real set of scrapers: a burst of 200
-# is served); one over it is answered 503 at once and closed, never given a thread of its own.
-MAX_SCRAPES = 256
-_BUSY_BODY = b"busy: too many connections to the metrics server\n"
-BUSY = (b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nRetry-After: 1\r\n"
-        b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(_BUSY_BODY), _BUSY_BODY))
 
 
 def _labelled(name: str, documentation: str, label: str, values: dict[str, int] | dict[str, float]) -> Metric:
@@ -287,74 +278,18 @@ class Metrics:
 
 
 class _Quiet(WSGIRequestHandler):
-    timeout = CONNECTION_TIMEOUT_S  # each read and write of a connection, so an idle one is closed
-
     def log_message(self, format: str, *args: Any) -> None:
         """Scrapes are not worth a line on stderr."""
 
 
-class _Server(ThreadingWSGIServer):
-    """At most MAX_SCRAPES connections served at once. One over it is answered 503 at once
-    rather than made to wait: a scraper never retries within a scrape and counts any failure
-    alike, so a wait would only add a flood's delay to every connection queued behind it (a real
-    scraper's too) and keep the backlog full (a connect then times out, the scrape's whole
-    timeout lost); a 503 drains the backlog at accept speed and names the cause on the target's
-    page."""
-
-    request_queue_size = BACKLOG
-    slots: threading.BoundedSemaphore  # each server's own (see Server)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        if not self.slots.acquire(blocking=False):
-            busy(request)
-            self.shutdown_request(request)
-            return
-        try:
-            super().process_request(request, client_address)  # (its thread releases the slot)
-        except BaseException:
-            self.slots.release()  # no thread could be started
-            raise
-
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self.slots.release()
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A connection that failed (timed out, its client gone) ends, unsaid: socketserver
-        printed a traceback on stderr for each."""
+class _Server(Capped, WSGIServer):
+    """A WSGI server capped as every scrape server is (translator/scrape_server.py)."""
 
 
-def busy(request: socket.socket) -> None:
-    """The 503 of a connection over the cap, written without waiting (it fits in any socket's
-    buffer; a client that cannot take it gets the close alone). The request read so far is read
-    first: a socket closed with bytes unread is reset, which can lose the answer."""
-    with contextlib.suppress(OSError):
-        request.setblocking(False)
-        with contextlib.suppress(BlockingIOError):  # (nothing sent yet)
-            request.recv(65536)
-        request.send(BUSY)
-
-
-class Server:
-    """A threading WSGI server on its own daemon thread."""
+class Server(Serving):
+    """The WSGI app served at (host, port) on a daemon thread, its own address family's."""
 
     def __init__(self, app: Callable[..., Iterable[bytes]], host: str, port: int) -> None:
         family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
-        slots = threading.BoundedSemaphore(MAX_SCRAPES)
-        server_class = type("HTTPServer", (_Server,), {"address_family": family, "slots": slots})
-        self.httpd: WSGIServer = make_server(host, port, app, server_class, _Quiet)
-        self.port: int = self.httpd.server_port
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="metrics", daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        """Stop serving, without waiting up to half a second for the server thread to notice
-        (a daemon: the process may exit at once)."""
-
-        def stop() -> None:
-            self.httpd.shutdown()
-            self.httpd.server_close()
-
-        threading.Thread(target=stop, name="metrics-stop", daemon=True).start()
+        server_class = type("HTTPServer", (_Server,), {"address_family": family})
+        super().__init__(make_server(host, port, app, server_class, _Quiet), "metrics")

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import re
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
 from opentelemetry.sdk.metrics import Counter, Histogram, ObservableCounter, ObservableGauge, UpDownCounter
 from opentelemetry.sdk.metrics.export import AggregationTemporality, InMemoryMetricReader, MetricsData, Sum
+
+from translator.scrape_server import Capped, Serving
 
 CUMULATIVE: dict[type, AggregationTemporality] = {
     kind: AggregationTemporality.CUMULATIVE for kind in (Counter, UpDownCounter, Histogram, ObservableCounter,
@@ -67,7 +68,7 @@ def render(data: MetricsData | None) -> str:
 
 
 class Endpoint:
-    """The scrape endpoint and the reader it collects from; the server on a daemon thread."""
+    """The scrape endpoint and the reader it collects from, served on a daemon thread."""
 
     def __init__(self, host: str, port: int) -> None:
         self.reader = InMemoryMetricReader(preferred_temporality=CUMULATIVE)
@@ -91,23 +92,19 @@ class Endpoint:
                 self.wfile.write(body)
                 self.close_connection = True
 
-        self.server = _server(host, port, Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, name="telemetry-prometheus", daemon=True)
-        self.thread.start()
+        self.serving = Serving(_server(host, port, Handler), "telemetry-prometheus")
 
     def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        self.serving.close()
 
 
-def _server(host: str, port: int, handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
+def _server(host: str, port: int, handler: type[BaseHTTPRequestHandler]) -> HTTPServer:
     """Bound as Claude Code binds: the host given, else the IPv6 wildcard taking IPv4 too (else
-    IPv4's, on a machine without IPv6)."""
+    IPv4's, on a machine without IPv6); capped as every scrape server is (scrape_server.py)."""
     family = socket.AF_INET6 if (":" in host or (not host and socket.has_ipv6)) else socket.AF_INET
 
-    class Server(ThreadingHTTPServer):
+    class Server(Capped, HTTPServer):
         address_family = family
-        daemon_threads = True
 
         def server_bind(self) -> None:
             if family == socket.AF_INET6 and not host:
