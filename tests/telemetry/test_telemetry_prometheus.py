@@ -20,10 +20,10 @@ from typing import Any
 import orjson
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
-
-from translator.scrape_server import BUSY, CONNECTION_TIMEOUT_S, MAX_SCRAPES
 from support_otlp import HEADLESS, SHIM, caliban_env, closed_port
 from support_processes import TRANSLATOR, Follower, append, exchange, fixture, poll, read_all
+
+from translator.scrape_server import BUSY, CONNECTION_TIMEOUT_S, MAX_SCRAPES
 
 FIXTURE = Path(fixture("tool_use_two_turns"))
 RECORDED = Path(__file__).parents[2] / "fixtures" / "cc-2.1.333" / "otel-prometheus"
