@@ -26,9 +26,9 @@ from claude_agent_sdk import (
     ToolResultBlock,
     ToolUseBlock,
     UserMessage,
-    query,
 )
 from support_fixtures import FIXTURES, Reap
+from support_inprocess import in_process, served
 from support_processes import fake_caliban, running
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
@@ -71,7 +71,7 @@ def flag(argv: list[str], name: str) -> str | None:
 
 
 async def collect(prompt: str, options: ClaudeAgentOptions) -> list[Any]:
-    return [m async for m in query(prompt=prompt, options=options)]
+    return [m async for m in served(prompt, options)]
 
 
 async def until_result(client: ClaudeSDKClient) -> list[Any]:
@@ -114,7 +114,7 @@ async def test_query_with_a_tool_call(caliban: Caliban) -> None:
 
 async def test_two_messages_are_two_caliban_runs_of_one_session(caliban: Caliban) -> None:
     options = caliban.options({"file": "tool_use_two_turns.jsonl"}, {"file": "benign_text.jsonl"}, model="sonnet")
-    async with ClaudeSDKClient(options) as client:
+    async with in_process(options) as client:
         await client.query("how many files are here?")
         first = await until_result(client)
         await client.query("hi")
@@ -135,7 +135,7 @@ async def test_two_messages_are_two_caliban_runs_of_one_session(caliban: Caliban
 
 async def test_interrupt_cancels_the_run_and_the_shim_stays_usable(caliban: Caliban) -> None:
     options = caliban.options({"file": "tool_use_two_turns.jsonl", "pause_after": 2}, {"file": "benign_text.jsonl"})
-    async with ClaudeSDKClient(options) as client:
+    async with in_process(options) as client:
         await client.query("how many files are here?")
         seen: list[Any] = []
         async for message in client.receive_response():
@@ -164,7 +164,7 @@ async def test_interrupt_cancels_the_run_and_the_shim_stays_usable(caliban: Cali
 async def test_max_turns_raises_result_error(caliban: Caliban) -> None:
     seen: list[Any] = []
     with pytest.raises(ResultError) as caught:
-        async for message in query(prompt="count", options=caliban.options({"file": "max_turns.jsonl"}, max_turns=1)):
+        async for message in served("count", caliban.options({"file": "max_turns.jsonl"}, max_turns=1)):
             seen.append(message)
     result = seen[-1]
     assert isinstance(result, ResultMessage) and result.subtype == "error_max_turns"
@@ -176,7 +176,7 @@ async def test_max_turns_raises_result_error(caliban: Caliban) -> None:
 async def test_api_error_is_an_error_result(caliban: Caliban) -> None:
     seen: list[Any] = []
     with pytest.raises(ResultError):
-        async for message in query(prompt="hi", options=caliban.options({"file": "api_error.jsonl"})):
+        async for message in served("hi", caliban.options({"file": "api_error.jsonl"})):
             seen.append(message)
     synthetic, result = seen[-2], seen[-1]
     assert isinstance(synthetic, AssistantMessage) and synthetic.model == "<synthetic>"
@@ -205,7 +205,7 @@ async def test_partial_messages_stream_events(caliban: Caliban) -> None:
 async def test_resume_of_a_missing_session_is_an_error_result(caliban: Caliban) -> None:
     seen: list[Any] = []
     with pytest.raises(ResultError):
-        async for message in query(prompt="hi", options=caliban.options({"file": "benign_text.jsonl"}, resume="a1111111-1111-4111-8111-111111111111")):
+        async for message in served("hi", caliban.options({"file": "benign_text.jsonl"}, resume="a1111111-1111-4111-8111-111111111111")):
             seen.append(message)
     result = seen[-1]
     assert isinstance(result, ResultMessage) and result.is_error and result.session_id == "a1111111-1111-4111-8111-111111111111"
@@ -217,7 +217,7 @@ async def test_resume_continues_an_existing_session(caliban: Caliban) -> None:
     caliban.sessions.mkdir()
     (caliban.sessions / "e1111111-1111-4111-8111-111111111111.json").write_text(json.dumps({"name": "e1111111-1111-4111-8111-111111111111", "messages": ["before"]}))
     options = caliban.options({"file": "benign_text.jsonl"}, resume="e1111111-1111-4111-8111-111111111111")
-    async with ClaudeSDKClient(options) as client:
+    async with in_process(options) as client:
         for prompt in ("one", "two"):
             await client.query(prompt)
             result = (await until_result(client))[-1]
@@ -228,7 +228,7 @@ async def test_resume_continues_an_existing_session(caliban: Caliban) -> None:
 
 
 async def test_set_model_and_permission_mode_apply_to_the_next_run(caliban: Caliban) -> None:
-    async with ClaudeSDKClient(caliban.options({"file": "benign_text.jsonl"}, permission_mode="dontAsk")) as client:
+    async with in_process(caliban.options({"file": "benign_text.jsonl"}, permission_mode="dontAsk")) as client:
         await client.query("one")
         await until_result(client)
         await client.set_permission_mode("acceptEdits")
@@ -247,7 +247,7 @@ async def test_set_model_and_permission_mode_apply_to_the_next_run(caliban: Cali
 
 
 async def test_unsupported_control_is_answered_at_once(caliban: Caliban) -> None:
-    async with ClaudeSDKClient(caliban.options({"file": "benign_text.jsonl"})) as client:
+    async with in_process(caliban.options({"file": "benign_text.jsonl"})) as client:
         started = time.monotonic()
         with pytest.raises(Exception, match="get_context_usage is not supported"):
             await client.get_context_usage()
@@ -281,7 +281,7 @@ async def test_disconnect_mid_run_leaves_nothing_behind(caliban: Caliban) -> Non
 
 async def test_a_caliban_that_dies_without_a_result_gives_an_error_result(caliban: Caliban) -> None:
     crash = {"file": "tool_use_two_turns.jsonl", "exit_after": 2, "exit": 101, "stderr": "thread 'main' panicked"}
-    async with ClaudeSDKClient(caliban.options(crash, {"file": "benign_text.jsonl"})) as client:
+    async with in_process(caliban.options(crash, {"file": "benign_text.jsonl"})) as client:
         await client.query("how many files are here?")
         first = await until_result(client)
         await client.query("hi")
@@ -301,7 +301,7 @@ async def test_a_usage_error_and_a_missing_caliban_are_error_results(caliban: Ca
     }
     seen = []
     with pytest.raises(ResultError, match="status 2 without a result: error: unexpected argument"):
-        async for message in query(prompt="hi", options=caliban.options(usage)):
+        async for message in served("hi", caliban.options(usage)):
             seen.append(message)
     options = caliban.options({"file": "benign_text.jsonl"})
     options.env["CALIBAN_BIN"] = str(caliban.root / "no-such-caliban")
@@ -336,7 +336,7 @@ async def test_callbacks_on_a_caliban_without_mcp_serve_are_warned_about_and_the
         hooks={"PreToolUse": [HookMatcher(matcher=None, hooks=[hook])]},
     )  # fmt: skip
     options.env["FAKE_CALIBAN_NO_SERVE"] = "1"
-    async with ClaudeSDKClient(options) as client:
+    async with in_process(options) as client:
         await client.query("how many files are here?")
         result = (await until_result(client))[-1]
     assert result.result == "There are 3 files."
@@ -354,8 +354,8 @@ async def test_non_text_content_is_dropped_with_a_warning(caliban: Caliban) -> N
     lines: list[str] = []
     messages = [
         m
-        async for m in query(
-            prompt=prompt(), options=caliban.options({"file": "benign_text.jsonl"}, stderr=lines.append)
+        async for m in served(
+            prompt(), caliban.options({"file": "benign_text.jsonl"}, stderr=lines.append)
         )
     ]
     assert messages[-1].result == "ok"

@@ -1,0 +1,194 @@
+"""`caliban-claude` served in this process, for the Python Agent SDK: a real `Transport` of
+claude_agent_sdk's (its public ABC, what `query(transport=)` and `ClaudeSDKClient(transport=)`
+take) whose far end is the shim's session over protocol/transport.py's `Memory`, built by the
+shim's one door (`translator.shim.main.serve`: argv, env, transport) on a thread of its own.
+
+What the SDK would hand a process it hands the session: the argv its own subprocess transport
+builds from the options (`_build_command`, with `can_use_tool` routed to stdio as `query()` and
+`connect()` route it), its environment merged as it merges it, `cwd`, and stderr's lines to
+`options.stderr`. caliban is still a process (the fake, CALIBAN_BIN): what saves the time is the
+shim's interpreter start and import, once per test file's worker instead of once per session.
+
+The environment, the working directory and `sys.stderr` are the process's own, so they are the
+session's while it lives (one session at a time in a process, as pytest runs a worker's tests).
+An exit status other than 0 ends `read_messages` with the SDK's `ProcessError`, as a process's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import AsyncIterable, AsyncIterator, Callable
+from typing import Any
+
+import anyio
+import orjson
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, Message, ProcessError, query
+from claude_agent_sdk import __version__ as SDK_VERSION
+from claude_agent_sdk._internal.transport import Transport
+from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
+from claude_agent_sdk.types import _configure_can_use_tool
+
+from translator.shim.main import serve
+from translator.shim.protocol.transport import Memory
+
+GRACE_S = 5.0  # as the SDK's close(): the input ended, then the app stops reading, then given up
+
+
+class _Woken(Memory):
+    """`Memory` that wakes the app's event loop on each write of the shim's (the shim's threads write)."""
+
+    def __init__(self, wake: Callable[[], None]) -> None:
+        super().__init__()
+        self.wake = wake
+
+    def write(self, data: bytes | memoryview) -> int:
+        written = super().write(data)
+        self.wake()
+        return written
+
+
+class _Stderr:
+    """A pipe for the session's stderr (sys.stderr on its write end: the shim writes its own lines
+    and caliban's to the fd), each whole line handed to the app's `options.stderr` by a thread of
+    its own, without its newline, as the SDK hands a process's."""
+
+    def __init__(self, take: Callable[[str], None]) -> None:
+        read, write = os.pipe()
+        self.stream = os.fdopen(write, "w", encoding="utf-8", errors="backslashreplace")
+        self._reader = threading.Thread(target=self._lines, args=(read, take), name="stderr", daemon=True)
+        self._reader.start()
+
+    @staticmethod
+    def _lines(fd: int, take: Callable[[str], None]) -> None:
+        with os.fdopen(fd, "rb") as lines:
+            for line in lines:
+                take(line.decode("utf-8", "replace").rstrip("\n"))
+
+    def close(self) -> None:
+        self.stream.close()
+        self._reader.join(GRACE_S)
+
+
+class InProcess(Transport):
+    """The shim's session for one SDK client, in this process: `connect` starts it (argv, env,
+    cwd and stderr as the SDK gives a process), `close` ends its input and waits for it."""
+
+    def __init__(self, options: ClaudeAgentOptions, prompt: str | AsyncIterable[dict[str, Any]] = "") -> None:
+        configured = _configure_can_use_tool(options)
+        self.argv = SubprocessCLITransport(prompt=prompt, options=configured)._build_command()[1:]
+        self.env = {k: v for k, v in os.environ.items() if k != "CLAUDECODE"}
+        self.env |= {"CLAUDE_CODE_ENTRYPOINT": "sdk-py", **options.env, "CLAUDE_AGENT_SDK_VERSION": SDK_VERSION}
+        self.env.setdefault("CLAUDE_CODE_SDK_READS_SESSION_STATE", "1")  # (the SDK's own default for its CLI)
+        self.cwd = str(options.cwd) if options.cwd else None
+        if self.cwd:
+            self.env["PWD"] = self.cwd
+        self.stderr = options.stderr
+        self.status: int | None = None  # the session's exit status, once it has ended
+        self._ended = asyncio.Event()
+        self._woken = asyncio.Event()
+        self._memory: _Woken | None = None
+        self._thread: threading.Thread | None = None
+        self._restore: Callable[[], None] = lambda: None
+
+    async def connect(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._memory = memory = _Woken(lambda: loop.call_soon_threadsafe(self._woken.set))
+        self._restore = self._enter()
+
+        def session() -> None:
+            try:
+                self.status = serve(self.argv, self.env, memory)
+            except BaseException:
+                self.status = 70  # (what the command's traceback would exit with: not 0)
+                raise
+            finally:
+                with contextlib.suppress(RuntimeError):  # (the loop closed: the app gave up on it)
+                    loop.call_soon_threadsafe(self._end)
+
+        self._thread = threading.Thread(target=session, name="caliban-claude", daemon=True)
+        self._thread.start()
+
+    def _end(self) -> None:
+        self._ended.set()
+        self._woken.set()
+
+    def _enter(self) -> Callable[[], None]:
+        """The session's environment, folder and stderr, made the process's; what puts them back."""
+        environ, folder, stderr = dict(os.environ), os.getcwd(), sys.stderr
+        os.environ.clear()
+        os.environ.update(self.env)
+        if self.cwd:
+            os.chdir(self.cwd)
+        piped = None if self.stderr is None else _Stderr(self.stderr)
+        if piped is not None:
+            sys.stderr = piped.stream
+
+        def restore() -> None:
+            os.environ.clear()
+            os.environ.update(environ)
+            os.chdir(folder)
+            sys.stderr = stderr
+            if piped is not None:
+                piped.close()
+
+        return restore
+
+    async def write(self, data: str) -> None:
+        assert self._memory is not None, "not connected"
+        self._memory.send(data.encode())
+
+    async def end_input(self) -> None:
+        if self._memory is not None:
+            self._memory.end()
+
+    def is_ready(self) -> bool:
+        return self._memory is not None and not self._ended.is_set()
+
+    def read_messages(self) -> AsyncIterator[dict[str, Any]]:
+        return self._frames()
+
+    async def _frames(self) -> AsyncIterator[dict[str, Any]]:
+        memory = self._memory
+        assert memory is not None, "not connected"
+        while True:
+            self._woken.clear()
+            try:
+                line = memory.line(timeout=0)
+            except TimeoutError:
+                if self._ended.is_set():
+                    break
+                await self._woken.wait()
+                continue
+            yield orjson.loads(line)
+        if self.status:
+            raise ProcessError(f"Command failed with exit code {self.status}", exit_code=self.status,
+                               stderr="Check stderr output for details")  # fmt: skip
+
+    async def close(self) -> None:
+        """As the SDK closes its process: the input ended, then (GRACE_S later) the app gone, then left."""
+        if self._memory is None:
+            return
+        with anyio.CancelScope(shield=True):
+            self._memory.end()
+            with anyio.move_on_after(GRACE_S):
+                await self._ended.wait()
+            if not self._ended.is_set():
+                self._memory.left = True  # the session stops as when its app stops reading (caliban killed)
+                with anyio.move_on_after(GRACE_S):
+                    await self._ended.wait()
+            self._restore()
+            self._restore = lambda: None
+
+
+def served(prompt: str | AsyncIterable[dict[str, Any]], options: ClaudeAgentOptions) -> AsyncIterator[Message]:
+    """`query()` with the session in this process."""
+    return query(prompt=prompt, options=options, transport=InProcess(options, prompt))
+
+
+def in_process(options: ClaudeAgentOptions) -> ClaudeSDKClient:
+    """`ClaudeSDKClient` with the session in this process."""
+    return ClaudeSDKClient(options, transport=InProcess(options))
