@@ -1,5 +1,7 @@
 """`caliban-claude` end to end: the real claude-agent-sdk drives the shim, which drives the
-fake caliban (tests/support/fake_caliban.py) replaying recorded headless output."""
+fake caliban (tests/support/fake_caliban.py) replaying recorded headless output. The SDK's
+sessions are served in this process (support_inprocess.py); what only a process shows (signals,
+exit status, stdio that fails or closes) goes through the installed command."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from claude_agent_sdk import (
     UserMessage,
 )
 from support_fixtures import FIXTURES, Reap
-from support_inprocess import in_process, served
+from support_inprocess import in_process, queried
 from support_processes import fake_caliban, running
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
@@ -71,7 +73,7 @@ def flag(argv: list[str], name: str) -> str | None:
 
 
 async def collect(prompt: str, options: ClaudeAgentOptions) -> list[Any]:
-    return [m async for m in served(prompt, options)]
+    return [m async for m in queried(prompt, options)]
 
 
 async def until_result(client: ClaudeSDKClient) -> list[Any]:
@@ -164,7 +166,7 @@ async def test_interrupt_cancels_the_run_and_the_shim_stays_usable(caliban: Cali
 async def test_max_turns_raises_result_error(caliban: Caliban) -> None:
     seen: list[Any] = []
     with pytest.raises(ResultError) as caught:
-        async for message in served("count", caliban.options({"file": "max_turns.jsonl"}, max_turns=1)):
+        async for message in queried("count", caliban.options({"file": "max_turns.jsonl"}, max_turns=1)):
             seen.append(message)
     result = seen[-1]
     assert isinstance(result, ResultMessage) and result.subtype == "error_max_turns"
@@ -176,7 +178,7 @@ async def test_max_turns_raises_result_error(caliban: Caliban) -> None:
 async def test_api_error_is_an_error_result(caliban: Caliban) -> None:
     seen: list[Any] = []
     with pytest.raises(ResultError):
-        async for message in served("hi", caliban.options({"file": "api_error.jsonl"})):
+        async for message in queried("hi", caliban.options({"file": "api_error.jsonl"})):
             seen.append(message)
     synthetic, result = seen[-2], seen[-1]
     assert isinstance(synthetic, AssistantMessage) and synthetic.model == "<synthetic>"
@@ -205,7 +207,7 @@ async def test_partial_messages_stream_events(caliban: Caliban) -> None:
 async def test_resume_of_a_missing_session_is_an_error_result(caliban: Caliban) -> None:
     seen: list[Any] = []
     with pytest.raises(ResultError):
-        async for message in served("hi", caliban.options({"file": "benign_text.jsonl"}, resume="a1111111-1111-4111-8111-111111111111")):
+        async for message in queried("hi", caliban.options({"file": "benign_text.jsonl"}, resume="a1111111-1111-4111-8111-111111111111")):
             seen.append(message)
     result = seen[-1]
     assert isinstance(result, ResultMessage) and result.is_error and result.session_id == "a1111111-1111-4111-8111-111111111111"
@@ -301,7 +303,7 @@ async def test_a_usage_error_and_a_missing_caliban_are_error_results(caliban: Ca
     }
     seen = []
     with pytest.raises(ResultError, match="status 2 without a result: error: unexpected argument"):
-        async for message in served("hi", caliban.options(usage)):
+        async for message in queried("hi", caliban.options(usage)):
             seen.append(message)
     options = caliban.options({"file": "benign_text.jsonl"})
     options.env["CALIBAN_BIN"] = str(caliban.root / "no-such-caliban")
@@ -354,7 +356,7 @@ async def test_non_text_content_is_dropped_with_a_warning(caliban: Caliban) -> N
     lines: list[str] = []
     messages = [
         m
-        async for m in served(
+        async for m in queried(
             prompt(), caliban.options({"file": "benign_text.jsonl"}, stderr=lines.append)
         )
     ]

@@ -25,9 +25,9 @@ from claude_agent_sdk import (
     ToolResultBlock,
     ToolUseBlock,
     UserMessage,
-    query,
 )
 from support_fixtures import FIXTURES
+from support_inprocess import in_process, queried
 from support_processes import fake_caliban, running
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
@@ -108,7 +108,7 @@ async def test_can_use_tool_allow_runs_the_tool_and_deny_shows_the_model_the_mes
     asked = Asked({"toolu_e": PermissionResultDeny(message="Not allowed to create e.txt.")})
     lines: list[str] = []
     options = serve.options({"messages": [TOOLS_THEN_TEXT]}, can_use_tool=asked, stderr=lines.append)
-    async with ClaudeSDKClient(options) as client:
+    async with in_process(options) as client:
         messages = await one(client, "make d and e")
     assert asked.calls == [("Bash", {"command": "touch d.txt"}, "toolu_d"), ("Bash", {"command": "touch e.txt"}, "toolu_e")]
     results = tool_results(messages)
@@ -132,7 +132,7 @@ async def test_a_deny_that_interrupts_ends_the_run_as_claude_code_does(serve: Se
     asked = Asked({"toolu_d": PermissionResultDeny(message="The user stopped this.", interrupt=True)})
     script = {"servers": [{"messages": [TOOLS_THEN_TEXT]}, {"messages": [{"turns": [{"text": "ok"}]}]}]}
     options = serve.options(script, can_use_tool=asked)
-    async with ClaudeSDKClient(options) as client:
+    async with in_process(options) as client:
         messages = await one(client, "make d and e")
         after = await one(client, "hi")
     assert [c[2] for c in asked.calls] == ["toolu_d"]  # toolu_e was denied without asking: the run is over
@@ -157,7 +157,7 @@ async def test_a_pretooluse_hook_denies_and_allows_without_can_use_tool(serve: S
                                        "permissionDecisionReason": f"hook says {decision}"}}  # fmt: skip
 
     options = serve.options({"messages": [TOOLS_THEN_TEXT]}, hooks={"PreToolUse": [HookMatcher(matcher="Bash", hooks=[hook])]})
-    async with ClaudeSDKClient(options) as client:
+    async with in_process(options) as client:
         messages = await one(client, "make d and e")
     assert [(h["hook_event_name"], h["tool_name"], h["tool_use_id"]) for h in seen] == [
         ("PreToolUse", "Bash", "toolu_d"), ("PreToolUse", "Bash", "toolu_e")]  # fmt: skip
@@ -174,7 +174,7 @@ async def test_two_messages_are_one_server_and_one_run_with_a_result_each(serve:
                    {"text": "Made d.", "usage": {"input_tokens": 1100, "output_tokens": 5}}]},
         {"turns": [{"text": "Second.", "usage": {"input_tokens": 2000, "output_tokens": 7}}]}]}  # fmt: skip
     asked = Asked({})
-    async with ClaudeSDKClient(serve.options(script, can_use_tool=asked, model="claude-sonnet-4-5")) as client:
+    async with in_process(serve.options(script, can_use_tool=asked, model="claude-sonnet-4-5")) as client:
         first = await one(client, "one")
         second = await one(client, "two")
     r1, r2 = first[-1], second[-1]
@@ -198,7 +198,7 @@ async def test_interrupt_ends_the_server_with_an_error_result_and_the_next_messa
         {"delay": 0.05, "messages": [{"turns": [{"text": "Reading.", "tools": [READ]}, {"text": " ".join(["w"] * 400)}]}]},
         {"messages": [{"turns": [{"text": "Fresh."}]}]}]}  # fmt: skip
     lines: list[str] = []
-    async with ClaudeSDKClient(serve.options(slow, can_use_tool=Asked({}), stderr=lines.append)) as client:
+    async with in_process(serve.options(slow, can_use_tool=Asked({}), stderr=lines.append)) as client:
         await client.query("read")
         seen: list[Any] = []
         async for message in client.receive_response():
@@ -221,7 +221,7 @@ async def test_interrupt_ends_the_server_with_an_error_result_and_the_next_messa
 
 async def test_a_server_that_dies_is_an_error_result(serve: Serve) -> None:
     options = serve.options({"die_after_events": 3, "messages": [TOOLS_THEN_TEXT]}, can_use_tool=Asked({}))
-    async with ClaudeSDKClient(options) as client:
+    async with in_process(options) as client:
         messages = await one(client, "go")
     result = messages[-1]
     assert isinstance(result, ResultMessage) and result.is_error and result.subtype == "error_during_execution"
@@ -234,7 +234,7 @@ async def test_a_caliban_without_mcp_serve_falls_back_to_print_mode(serve: Serve
     lines: list[str] = []
     env = {"FAKE_CALIBAN_NO_SERVE": "1",
            "FAKE_CALIBAN_SCRIPTS": json.dumps([{"file": str(FIXTURES / "caliban" / "tool_use_two_turns.jsonl")}])}  # fmt: skip
-    async with ClaudeSDKClient(serve.options({}, env, can_use_tool=asked, stderr=lines.append)) as client:
+    async with in_process(serve.options({}, env, can_use_tool=asked, stderr=lines.append)) as client:
         messages = await one(client, "how many files are here?")
     assert isinstance(messages[-1], ResultMessage) and messages[-1].result == "There are 3 files."
     assert asked.calls == [] and len(serve.print_runs()) == 1
@@ -245,7 +245,7 @@ async def test_a_caliban_without_mcp_serve_falls_back_to_print_mode(serve: Serve
 
 async def test_without_callbacks_nothing_changes(serve: Serve) -> None:
     env = {"FAKE_CALIBAN_SCRIPTS": json.dumps([{"file": str(FIXTURES / "caliban" / "tool_use_two_turns.jsonl")}])}
-    messages = [m async for m in query(prompt="how many files are here?", options=serve.options({}, env))]
+    messages = [m async for m in queried("how many files are here?", serve.options({}, env))]
     assert isinstance(messages[-1], ResultMessage) and messages[-1].result == "There are 3 files."
     assert len(serve.print_runs()) == 1 and serve.servers() == []
 
@@ -256,7 +256,7 @@ async def test_the_mode_and_rules_are_applied_before_the_app_is_asked(serve: Ser
     asked = Asked({})
     script = {"messages": [{"turns": [{"tools": [write, TOUCH_D, fetch]}, {"text": "ok"}]}]}
     options = serve.options(script, can_use_tool=asked, permission_mode="acceptEdits", disallowed_tools=["Bash"])
-    async with ClaudeSDKClient(options) as client:
+    async with in_process(options) as client:
         messages = await one(client, "go")
     assert [c[2] for c in asked.calls] == ["toolu_f"]  # Write: acceptEdits; Bash: a disallowed tool
     results = tool_results(messages)
@@ -269,7 +269,7 @@ async def test_a_changed_input_is_denied_with_a_warning(serve: Serve) -> None:
     lines: list[str] = []
     options = serve.options({"messages": [{"turns": [{"tools": [TOUCH_D]}, {"text": "ok"}]}]}, can_use_tool=asked,
                             stderr=lines.append)  # fmt: skip
-    async with ClaudeSDKClient(options) as client:
+    async with in_process(options) as client:
         messages = await one(client, "go")
     assert tool_results(messages)["toolu_d"].is_error
     assert serve.permits()[0]["allow"] is False and any("updatedInput" in line for line in lines)
@@ -284,7 +284,7 @@ async def test_post_tool_use_user_prompt_submit_and_stop_hooks_fire(serve: Serve
         return {}
 
     hooks = {e: [HookMatcher(matcher=None, hooks=[hook])] for e in ("PostToolUse", "UserPromptSubmit", "Stop")}
-    async with ClaudeSDKClient(serve.options({"messages": [{"turns": [{"tools": [READ]}, {"text": "ok"}]}]},
+    async with in_process(serve.options({"messages": [{"turns": [{"tools": [READ]}, {"text": "ok"}]}]},
                                              hooks=hooks)) as client:  # fmt: skip
         await one(client, "read a")
     assert events == [("UserPromptSubmit", "read a"), ("PostToolUse", "a"), ("Stop", None)]
@@ -302,7 +302,7 @@ async def test_a_deferring_pretooluse_hook_stops_the_turn_with_the_call_pending(
     """`defer` (langchain-claude-cli's bind_tools lives on it): the tool never runs, the turn
     stops there, and the result says so as Claude Code's does (`tool_deferred`, the call)."""
     script = {"servers": [{"messages": [TOOLS_THEN_TEXT]}, {"messages": [{"turns": [{"text": "ok"}]}]}]}
-    async with ClaudeSDKClient(serve.options(script, hooks=decision_hook("defer"))) as client:
+    async with in_process(serve.options(script, hooks=decision_hook("defer"))) as client:
         messages = await one(client, "make d and e")
         after = await one(client, "hi")
     results = tool_results(messages)
@@ -325,7 +325,7 @@ async def test_a_deferring_pretooluse_hook_stops_the_turn_with_the_call_pending(
 async def test_an_unknown_pretooluse_decision_denies_with_a_warning(serve: Serve, decision: Any) -> None:
     lines: list[str] = []
     options = serve.options({"messages": [TOOLS_THEN_TEXT]}, hooks=decision_hook(decision), stderr=lines.append)
-    async with ClaudeSDKClient(options) as client:
+    async with in_process(options) as client:
         messages = await one(client, "make d and e")
     results = tool_results(messages)
     if decision is None:  # no decision at all: the hook leaves it to the mode and rules (here: ask, no callback)
@@ -342,7 +342,7 @@ async def test_the_initialize_answer_lists_the_models(serve: Serve) -> None:
     """Claude Code's `models` (the SDKs' supportedModels(), Zed's model picker read models[0].value):
     the default first, then each alias the shim maps, with the model it maps to."""
     env = {"CALIBAN_CLAUDE_MODELS": json.dumps({"fast": "openai/gpt-5-mini"})}
-    async with ClaudeSDKClient(serve.options({"messages": []}, env=env)) as client:
+    async with in_process(serve.options({"messages": []}, env=env)) as client:
         info = await client.get_server_info()
     assert info is not None
     models = info["models"]

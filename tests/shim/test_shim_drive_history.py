@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, PermissionResultAllow, ResultMessage
+from claude_agent_sdk import ClaudeAgentOptions, PermissionResultAllow, ResultMessage
+from support_inprocess import in_process
 from support_processes import fake_caliban
 
 from translator.shim.session import DRIVE_NO_HISTORY
@@ -32,7 +33,7 @@ def options(root: Path, lines: list[str], **kw: Any) -> ClaudeAgentOptions:
 
 
 async def ask(opts: ClaudeAgentOptions) -> ResultMessage:
-    async with ClaudeSDKClient(opts) as client:
+    async with in_process(opts) as client:
         await client.query("and now?")
         messages = [m async for m in client.receive_response()]
     assert isinstance(messages[-1], ResultMessage)

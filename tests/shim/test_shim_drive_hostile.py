@@ -1,8 +1,8 @@
 """The drive backend under a hostile `caliban mcp serve` and a careless app (issue 32): a provider
 that reuses a tool_use_id, a hook that never answers, an app that closes its input while a
 question is open, a server that stops reading its input, one that floods answers to ids never
-sent, one with a bad `next_cursor`. The installed shim, driven by the real Python Agent SDK or
-over its pipes with the raw protocol, in front of the fake server (tests/support/fake_caliban_serve.py's
+sent, one with a bad `next_cursor`. The shim, driven by the real Python Agent SDK (in this
+process, support_inprocess.py) or, installed, over its pipes with the raw protocol, in front of the fake server (tests/support/fake_caliban_serve.py's
 hostile flags); after each, no server is left running."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, HookMatcher, PermissionResultAllow, ResultMessage
+from support_inprocess import in_process
 from support_processes import Frames, fake_caliban, peak_rss_kb, running
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
@@ -74,7 +75,7 @@ class Allow:
 async def conversation(options: ClaudeAgentOptions, *prompts: str, timeout: float = 30) -> list[list[Any]]:
     """Each prompt's messages, up to its result (a hang fails the test at `timeout`)."""
     out: list[list[Any]] = []
-    async with ClaudeSDKClient(options) as client:
+    async with in_process(options) as client:
         for prompt in prompts:
             await client.query(prompt)
             out.append(await asyncio.wait_for(_response(client), timeout))

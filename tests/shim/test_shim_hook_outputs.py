@@ -14,13 +14,13 @@ from typing import Any
 
 from claude_agent_sdk import (
     ClaudeAgentOptions,
-    ClaudeSDKClient,
     HookMatcher,
     ResultMessage,
     SystemMessage,
     ToolResultBlock,
     UserMessage,
 )
+from support_inprocess import in_process
 from support_processes import fake_caliban
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
@@ -44,7 +44,7 @@ def answer(out: dict[str, Any]) -> Any:
 
 
 async def run(opts: ClaudeAgentOptions) -> list[Any]:
-    async with ClaudeSDKClient(opts) as client:
+    async with in_process(opts) as client:
         await client.query("how many files?")
         return [m async for m in client.receive_response()]
 

@@ -15,7 +15,6 @@ import pytest
 from claude_agent_sdk import (
     AssistantMessage,
     ClaudeAgentOptions,
-    ClaudeSDKClient,
     HookMatcher,
     PermissionResultAllow,
     PermissionResultDeny,
@@ -27,6 +26,7 @@ from claude_agent_sdk import (
     create_sdk_mcp_server,
     tool,
 )
+from support_inprocess import in_process
 from support_processes import fake_caliban
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
@@ -78,7 +78,7 @@ def options(tmp_path: Path, calls: list[dict[str, Any]], servers: dict[str, Any]
 
 async def run(opts: ClaudeAgentOptions, prompt: str = "add 2 and 3") -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
     """One message: what the app received, and get_mcp_status() before and after it."""
-    async with ClaudeSDKClient(opts) as client:
+    async with in_process(opts) as client:
         before = await client.get_mcp_status()
         await client.query(prompt)
         messages = [m async for m in client.receive_response()]
@@ -224,7 +224,7 @@ async def test_a_forced_drive_backend_says_the_sdk_servers_are_not_reached(tmp_p
     lines: list[str] = []
     opts = options(tmp_path, [], {"calc": Calc().server}, stderr=lines.append)
     opts.env["CALIBAN_CLAUDE_BACKEND"] = "drive"
-    async with ClaudeSDKClient(opts) as client:
+    async with in_process(opts) as client:
         await client.get_mcp_status()
     assert any("CALIBAN_CLAUDE_BACKEND=drive: the app's SDK MCP servers (calc) are not reached" in line for line in lines)
 

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, get_session_messages, list_sessions, query
+from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, get_session_messages, list_sessions
 from support_fixtures import FIXTURES
+from support_inprocess import queried
 from support_processes import fake_caliban
 
 from translator.transcripts.files import slug
@@ -55,7 +56,7 @@ class App:
 
 
 async def ask(prompt: str, options: ClaudeAgentOptions) -> ResultMessage:
-    messages = [m async for m in query(prompt=prompt, options=options)]
+    messages = [m async for m in queried(prompt, options)]
     assert isinstance(messages[-1], ResultMessage)
     return messages[-1]
 

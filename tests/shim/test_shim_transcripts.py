@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, get_session_messages, list_sessions, query
+from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, get_session_messages, list_sessions
 from support_fixtures import FIXTURES, SUPPORT
+from support_inprocess import in_process, queried
 from support_processes import fake_caliban
 
 from translator.transcripts.files import slug
@@ -51,7 +52,7 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> App:
 
 
 async def ask(prompt: str, options: ClaudeAgentOptions) -> ResultMessage:
-    messages = [m async for m in query(prompt=prompt, options=options)]
+    messages = [m async for m in queried(prompt, options)]
     result = messages[-1]
     assert isinstance(result, ResultMessage)
     return result
@@ -121,7 +122,7 @@ async def test_the_typescript_sdk_reads_the_shims_sessions(app: App, sdk: Path) 
 
 async def test_the_drive_backend_writes_the_same_kind_of_file(app: App, ccusage: Any) -> None:
     """An app with can_use_tool runs on `caliban mcp serve`: its runs (raw events, usage per turn) too."""
-    from claude_agent_sdk import ClaudeSDKClient, PermissionResultAllow, PermissionResultDeny
+    from claude_agent_sdk import PermissionResultAllow, PermissionResultDeny
 
     async def gate(name: str, tool_input: dict[str, Any], context: Any) -> Any:
         return PermissionResultDeny(message="no e") if "e.txt" in str(tool_input) else PermissionResultAllow()
@@ -130,7 +131,7 @@ async def test_the_drive_backend_writes_the_same_kind_of_file(app: App, ccusage:
     script = {"messages": [{"turns": [{"text": "Making them.", "tools": touch}, {"text": "Made d.txt."}]}]}
     options = app.options(can_use_tool=gate)
     options.env.update(FAKE_SERVE_SCRIPT=json.dumps(script), FAKE_SERVE_LOG=str(app.root / "serve.jsonl"))
-    async with ClaudeSDKClient(options) as client:
+    async with in_process(options) as client:
         await client.query("make d and e")
         messages = [m async for m in client.receive_response()]
     result = messages[-1]
@@ -149,14 +150,14 @@ async def test_the_drive_backend_writes_the_same_kind_of_file(app: App, ccusage:
 
 
 async def test_an_interrupted_run_is_said_in_the_file_as_claude_code_says_it(app: App) -> None:
-    from claude_agent_sdk import ClaudeSDKClient, SystemMessage
+    from claude_agent_sdk import SystemMessage
 
     options = app.options()
     options.env["FAKE_CALIBAN_SCRIPTS"] = json.dumps([
         {"file": str(FIXTURES / "caliban" / "tool_use_two_turns.jsonl"), "pause_after": 2},
         {"file": str(FIXTURES / "caliban" / "benign_text.jsonl")}])  # fmt: skip
     options.env["FAKE_CALIBAN_LOG"] = str(app.root / "calls.jsonl")  # (the scripts are taken in turn)
-    async with ClaudeSDKClient(options) as client:
+    async with in_process(options) as client:
         await client.query(PROMPT)
         async for message in client.receive_response():
             if isinstance(message, SystemMessage) and message.subtype == "init":

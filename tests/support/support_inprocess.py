@@ -184,7 +184,7 @@ class InProcess(Transport):
             self._restore = lambda: None
 
 
-def served(prompt: str | AsyncIterable[dict[str, Any]], options: ClaudeAgentOptions) -> AsyncIterator[Message]:
+def queried(prompt: str | AsyncIterable[dict[str, Any]], options: ClaudeAgentOptions) -> AsyncIterator[Message]:
     """`query()` with the session in this process."""
     return query(prompt=prompt, options=options, transport=InProcess(options, prompt))
 
