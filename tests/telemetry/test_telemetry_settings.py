@@ -135,3 +135,17 @@ def test_a_follower_with_a_queue_that_cannot_be_keeps_no_backlog(tmp_path: Path,
         "translator: telemetry: OTEL_BLRP_MAX_QUEUE_SIZE=-1 is not within 1..65536; logs not exported"]
     assert not got.logs
     assert rss < 200_000, rss  # KiB
+
+
+def test_one_reading_of_key_value_lists_serves_headers_and_resource_attributes() -> None:
+    """Split on `,` then on the first `=`, both sides trimmed, empty entries skipped; a bad entry
+    keeps its position (a header is named by it, its text never said) and its text (a resource
+    attribute is named by it)."""
+    from translator.telemetry.otlp import headers, pairs
+
+    assert list(pairs(" a = b=c ,, =x ,k,Authorization=Bearer t%201")) == [
+        (1, "a = b=c", ("a", "b=c")), (2, "=x", None), (3, "k", None),
+        (4, "Authorization=Bearer t%201", ("Authorization", "Bearer t%201"))]
+    notes: list[str] = []
+    assert headers("X-Team=a,Bearer sk-secret-1,Y=%41", notes, "H") == (("X-Team", "a"), ("Y", "%41"))
+    assert notes == ["H's entry 2 is not name=value; left out"]

@@ -13,7 +13,7 @@ bodies costs that much, not the body.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,15 +49,27 @@ def _get(environ: Mapping[str, str], signal: str, name: str) -> tuple[str, str]:
     return f"OTEL_EXPORTER_OTLP_{name}", environ.get(f"OTEL_EXPORTER_OTLP_{name}", "").strip()
 
 
+def pairs(raw: str) -> Iterator[tuple[int, str, tuple[str, str] | None]]:
+    """The entries of a `k=v,k2=v 2` variable (OTEL_EXPORTER_OTLP_HEADERS, OTEL_RESOURCE_ATTRIBUTES),
+    split as Claude Code splits them: on `,`, then on the first `=`, both sides trimmed, empty
+    entries skipped. Each as (its position from 1, its text, its (key, value) or None when it is
+    no key=value), so a caller can name a bad one without echoing it. Not the SDK's
+    parse_env_headers (opentelemetry.util.re: no documented API): it lower-cases names,
+    percent-decodes header values (Claude Code sends them as written), drops a bad entry
+    without its position and logs its text, a token often."""
+    for n, entry in enumerate(filter(None, (e.strip() for e in raw.split(","))), 1):
+        key, sep, value = entry.partition("=")
+        yield n, entry, (key.strip(), value.strip()) if sep and key.strip() else None
+
+
 def headers(raw: str, notes: list[str], key: str) -> tuple[tuple[str, str], ...]:
     """Claude Code's reading of OTEL_EXPORTER_OTLP_HEADERS: `k=v,k2=v 2`, values kept as they are."""
     found: list[tuple[str, str]] = []
-    for n, entry in enumerate(filter(None, (e.strip() for e in raw.split(","))), 1):
-        name, sep, value = entry.partition("=")
-        if not sep or not name.strip():  # (its text not said: a header's value is often a token)
+    for n, _, pair in pairs(raw):
+        if pair is None:  # (its text not said: a header's value is often a token)
             notes.append(f"{key}'s entry {n} is not name=value; left out")
             continue
-        found.append((name.strip(), value.strip()))
+        found.append(pair)
     return tuple(found)
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from translator.telemetry.otlp import Otlp, read_otlp
+from translator.telemetry.otlp import Otlp, pairs, read_otlp
 
 SIGNALS = ("metrics", "logs", "traces")
 PROTOCOLS = ("grpc", "http/protobuf", "http/json")
@@ -180,15 +180,13 @@ def _resource(environ: Mapping[str, str], notes: list[str]) -> tuple[tuple[str, 
     a malformed list is one note naming it, and none of it is used (the SDK would warn per entry)."""
     from urllib.parse import unquote
 
-    raw = environ.get("OTEL_RESOURCE_ATTRIBUTES", "").strip()
     found: dict[str, str] = {}
-    for entry in filter(None, (e.strip() for e in raw.split(","))):
-        key, sep, value = entry.partition("=")
-        if not sep or not key.strip():
+    for _, entry, pair in pairs(environ.get("OTEL_RESOURCE_ATTRIBUTES", "")):
+        if pair is None:
             notes.append(f"OTEL_RESOURCE_ATTRIBUTES has {entry!r}, not key=value; its attributes not used")
             found = {}
             break
-        found[key.strip()] = unquote(value.strip())
+        found[pair[0]] = unquote(pair[1])
     if service := environ.get("OTEL_SERVICE_NAME", "").strip():
         found["service.name"] = service
     return tuple(found.items())
