@@ -31,7 +31,11 @@ MAX_MS = 2**31 - 1  # the longest a timer holds in Claude Code (JavaScript's set
 # at most 65,536 records is the bound on what a signal keeps for a collector that is not there.
 BATCH = {"logs": "OTEL_BLRP_", "traces": "OTEL_BSP_"}
 QUEUE_MAX = 65_536
-BATCH_DEFAULTS = {"MAX_QUEUE_SIZE": 2048, "MAX_EXPORT_BATCH_SIZE": 512, "EXPORT_TIMEOUT": 30_000}
+# The SDK's defaults when none is set: the batch processors' queue and batch, and one export's
+# timeout (theirs and the metric reader's).
+DEFAULT_QUEUE = 2048
+DEFAULT_BATCH = 512
+DEFAULT_EXPORT_TIMEOUT_MS = 30_000
 CONSOLE_OFF = ("console: Claude Code prints it only beside text output, never beside json or stream-json "
                "(here stdout is data)")
 PROMETHEUS_PORT = 9464  # Claude Code's scrape endpoint: *:9464 unless OTEL_EXPORTER_PROMETHEUS_HOST/PORT say
@@ -52,9 +56,9 @@ class Signal(msgspec.Struct, frozen=True):
     exporter: str
     protocol: str
     interval_ms: int
-    queue: int = 2048  # records kept for the next export, at most
-    batch: int = 512  # records per export
-    timeout_ms: int = 30_000  # one export, at most
+    queue: int = DEFAULT_QUEUE  # records kept for the next export, at most
+    batch: int = DEFAULT_BATCH  # records per export
+    timeout_ms: int = DEFAULT_EXPORT_TIMEOUT_MS  # one export, at most
     otlp: Otlp | None = None
 
 
@@ -121,15 +125,15 @@ class Settings(msgspec.Struct, frozen=True):
 
 def _signal(environ: Mapping[str, str], name: str, exporter: str, base_protocol: str, notes: list[str]) -> Signal:
     interval = _interval(environ, name, notes)
-    queue, batch, timeout = 2048, 512, 30_000
+    queue, batch = DEFAULT_QUEUE, DEFAULT_BATCH
     if name in BATCH:
-        queue = _number(environ, BATCH[name] + "MAX_QUEUE_SIZE", 1, QUEUE_MAX)
-        batch = _number(environ, BATCH[name] + "MAX_EXPORT_BATCH_SIZE", 1, QUEUE_MAX)
-        timeout = _number(environ, BATCH[name] + "EXPORT_TIMEOUT", 1, MAX_MS)
+        queue = _number(environ, BATCH[name] + "MAX_QUEUE_SIZE", 1, QUEUE_MAX, DEFAULT_QUEUE)
+        batch = _number(environ, BATCH[name] + "MAX_EXPORT_BATCH_SIZE", 1, QUEUE_MAX, DEFAULT_BATCH)
+        timeout = _number(environ, BATCH[name] + "EXPORT_TIMEOUT", 1, MAX_MS, DEFAULT_EXPORT_TIMEOUT_MS)
         if batch > queue:
             raise Bad(f"{BATCH[name]}MAX_EXPORT_BATCH_SIZE={batch} is over {BATCH[name]}MAX_QUEUE_SIZE={queue}")
     else:
-        timeout = _number(environ, "OTEL_METRIC_EXPORT_TIMEOUT", 1, MAX_MS, 30_000)
+        timeout = _number(environ, "OTEL_METRIC_EXPORT_TIMEOUT", 1, MAX_MS, DEFAULT_EXPORT_TIMEOUT_MS)
     if exporter != "otlp":
         return Signal(exporter, "", interval, queue, batch, timeout)
     key = f"OTEL_EXPORTER_OTLP_{name.upper()}_PROTOCOL"
@@ -145,11 +149,11 @@ def _signal(environ: Mapping[str, str], name: str, exporter: str, base_protocol:
     return Signal(exporter, protocol, interval, queue, batch, min(timeout, otlp.timeout_ms), otlp)
 
 
-def _number(environ: Mapping[str, str], key: str, least: int, most: int, default: int | None = None) -> int:
+def _number(environ: Mapping[str, str], key: str, least: int, most: int, default: int) -> int:
     """A whole number the SDK reads, within what it can take (else Bad, naming it)."""
     raw = environ.get(key, "").strip()
     if not raw:
-        return default if default is not None else BATCH_DEFAULTS[key.split("_", 2)[2]]
+        return default
     try:
         value = int(raw)
     except ValueError:
