@@ -26,6 +26,20 @@ FIXTURES = ROOT / "fixtures"
 EXPECTED = FIXTURES / "expected"
 SCENARIOS = sorted(p.name.removesuffix(".events.jsonl") for p in FIXTURES.glob("*.events.jsonl"))
 SESSION = "SESSION"
+DAY = 1764460800  # 2025-11-30: when host()'s logs were last modified
+RUN = (FIXTURES / "tool_use_two_turns.events.jsonl").read_bytes()  # one run
+
+
+def host(root: Path, logs: int, runs: int = 2, day: int = DAY) -> Path:
+    """`logs` sessions named as every host names them: run-N/stdout.ndjson, of `runs` runs each,
+    last modified on `day` (a results table's date partition)."""
+    for n in range(logs):
+        path = root / f"run-{n}" / "stdout.ndjson"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(RUN * runs)
+        os.utime(path, (day, day))
+    return root
+
 
 def fleet(root: Path, files: int) -> Path:
     """`files` small sessions of varied sizes, one folder each, as a fleet keeps them."""

@@ -14,22 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support_fixtures import FIXTURES
+from support_fixtures import DAY, RUN, host
 from support_processes import TRANSLATOR, run
 
 pytestmark = pytest.mark.slow
-DAY = 1764460800  # 2025-11-30
-RUN = (FIXTURES / "tool_use_two_turns.events.jsonl").read_bytes()  # one run
 BUCKET = "tables"
-
-
-def host(root: Path, logs: int, runs: int = 2) -> Path:
-    for n in range(logs):
-        path = root / f"run-{n}" / "stdout.ndjson"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(RUN * runs)
-        os.utime(path, (DAY, DAY))
-    return root
 
 
 def rows(uri: str, options: dict[str, str] | None = None) -> list[dict[str, Any]]:

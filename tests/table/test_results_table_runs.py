@@ -10,24 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support_fixtures import FIXTURES
+from support_fixtures import DAY, RUN, host
 from support_processes import run
 
 from translator.encoders.observed import session_id_of as session_id
 
 pytestmark = pytest.mark.slow
-DAY = 1764460800  # 2025-11-30
-RUN = (FIXTURES / "tool_use_two_turns.events.jsonl").read_bytes()  # one run
-
-
-def host(root: Path, logs: int, runs: int = 2, day: int = DAY) -> Path:
-    """`logs` sessions named as every host names them: run-N/stdout.ndjson."""
-    for n in range(logs):
-        path = root / f"run-{n}" / "stdout.ndjson"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(RUN * runs)
-        os.utime(path, (day, day))
-    return root
 
 
 def rows(table: Path) -> list[dict[str, Any]]:
