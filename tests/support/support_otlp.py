@@ -16,6 +16,7 @@ import json
 import os
 import socket
 import ssl
+import subprocess
 import sys
 import threading
 import time
@@ -254,3 +255,19 @@ def same_keys_as_claude_code(logs: list[dict[str, Any]], metrics: list[dict[str,
         assert [sorted(r["attributes"]) for r in records] == [sorted(r["attributes"]) for r in theirs[body]], body
     shape = {(p["name"], p["unit"], p["temporality"], tuple(sorted(p["attributes"]))) for p in metrics}
     assert shape == {(p["name"], p["unit"], p["temporality"], tuple(sorted(p["attributes"]))) for p in cc["/v1/metrics"]}
+
+
+def print_run(tmp_path: Path, got: Receiver, env: dict[str, str]) -> dict[str, Any]:
+    """`caliban-claude -p PROMPT --output-format json` on the fake caliban, exporting to `got`
+    (`env`: the telemetry's variables): its result, once its metrics are in, checked as every
+    one-shot's export is: the fixture's answer, the keys of Claude Code's export, the result's
+    session on every point."""
+    done = subprocess.run([SHIM, "-p", PROMPT, "--output-format", "json"], env=caliban_env(tmp_path) | env,
+                          capture_output=True, timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    result: dict[str, Any] = json.loads(done.stdout)
+    assert got.wait(lambda r: any(p["name"] == "claude_code.active_time.total" for p in r.metrics))
+    assert result["result"] == "There are 3 files."
+    same_keys_as_claude_code(got.logs, got.metrics)
+    assert {p["attributes"]["session.id"] for p in got.metrics} == {result["session_id"]}
+    return result

@@ -6,7 +6,6 @@ throwaway CA signed (and a client without its certificate refused, the run untou
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -20,12 +19,9 @@ import orjson
 import pytest
 from support_otlp import (
     HEADLESS,
-    PROMPT,
-    SHIM,
     by_name,
-    caliban_env,
+    print_run,
     receiver,
-    same_keys_as_claude_code,
     telemetry_env,
     token_sums,
 )
@@ -168,15 +164,7 @@ def test_follow_exports_over_grpc_while_it_runs(tmp_path: Path, monkeypatch: pyt
 @pytest.mark.parametrize("backend", ["print", "drive"])
 def test_caliban_claude_exports_over_grpc_on_both_backends(tmp_path: Path, backend: str) -> None:
     with grpc_receiver() as (got, endpoint):
-        env = caliban_env(tmp_path) | telemetry_env(endpoint, "grpc") | {"CALIBAN_CLAUDE_BACKEND": backend}
-        done = subprocess.run([SHIM, "-p", PROMPT, "--output-format", "json"], env=env, capture_output=True,
-                              timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL)
-        assert done.returncode == 0, done.stderr
-        result = json.loads(done.stdout)
-        assert got.wait(lambda r: any(p["name"] == "claude_code.active_time.total" for p in r.metrics))
-    assert result["result"] == "There are 3 files."
-    same_keys_as_claude_code(got.logs, got.metrics)
-    assert {p["attributes"]["session.id"] for p in got.metrics} == {result["session_id"]}
+        print_run(tmp_path, got, telemetry_env(endpoint, "grpc") | {"CALIBAN_CLAUDE_BACKEND": backend})
     if backend == "print":
         assert token_sums(got.metrics) == HEADLESS
 

@@ -7,7 +7,6 @@ session the app saw, its cost and its tokens."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage, query
@@ -19,6 +18,7 @@ from support_otlp import (
     SHIM,
     by_name,
     caliban_env,
+    print_run,
     receiver,
     recorded,
     same_keys_as_claude_code,
@@ -49,15 +49,7 @@ async def test_an_sdk_session_exports_as_claude_code_does(tmp_path: Path) -> Non
 
 def test_print_mode_exports_its_one_run(tmp_path: Path) -> None:
     with receiver() as (got, endpoint):
-        env = caliban_env(tmp_path) | telemetry_env(endpoint, "http/protobuf")
-        done = subprocess.run([SHIM, "-p", PROMPT, "--output-format", "json"], env=env, capture_output=True,
-                              timeout=60, cwd=tmp_path, stdin=subprocess.DEVNULL)
-        assert done.returncode == 0, done.stderr
-        result = json.loads(done.stdout)
-        assert got.wait(lambda r: any(p["name"] == "claude_code.active_time.total" for p in r.metrics))
-    assert result["result"] == "There are 3 files."
-    same_keys_as_claude_code(got.logs, got.metrics)
-    assert {p["attributes"]["session.id"] for p in got.metrics} == {result["session_id"]}
+        print_run(tmp_path, got, telemetry_env(endpoint, "http/protobuf"))
     assert token_sums(got.metrics) == HEADLESS
 
 
