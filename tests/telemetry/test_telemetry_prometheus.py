@@ -91,14 +91,20 @@ def check(text: str) -> None:
     assert list(read(text)["samples"]) == list(read(theirs)["samples"])  # target_info first, then the CLI's order
 
 
-def test_follow_serves_the_recorded_names_with_cumulative_values(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    port = closed_port()
-    for key, value in prometheus_env(port).items():
+def follow(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, port: int,
+           host: str | None = "127.0.0.1") -> tuple[Follower, Path]:
+    """`translator --follow` of an empty log in `tmp_path`, serving its metrics on `port`: it, and the log."""
+    for key, value in prometheus_env(port, host).items():
         monkeypatch.setenv(key, value)
     log = tmp_path / "agent.ndjson"
     log.touch()
-    follower = Follower(log)
+    return Follower(log), log
+
+
+def test_follow_serves_the_recorded_names_with_cumulative_values(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    port = closed_port()
+    follower, log = follow(tmp_path, monkeypatch, port)
     try:
         poll(lambda: socket.socket().connect_ex(("127.0.0.1", port)) == 0)
         seen, ids = [], set()
@@ -130,11 +136,7 @@ def test_without_a_host_both_loopbacks_answer(tmp_path: Path, monkeypatch: pytes
     if not socket.has_ipv6:
         pytest.skip("no IPv6 on this machine")
     port = closed_port()
-    for key, value in prometheus_env(port, host=None).items():
-        monkeypatch.setenv(key, value)
-    log = tmp_path / "agent.ndjson"
-    log.touch()
-    follower = Follower(log)
+    follower, log = follow(tmp_path, monkeypatch, port, host=None)
     try:
         append(log, FIXTURE.read_bytes())
         while follower.read_frames(1)[0]["type"] != "result":
@@ -153,11 +155,7 @@ def test_the_endpoint_closes_a_quiet_connection_and_answers_one_over_the_cap_503
     served at once, the next answered 503 at once and given no thread, and a slot freed serves
     the next scrape."""
     port = closed_port()
-    for key, value in prometheus_env(port).items():
-        monkeypatch.setenv(key, value)
-    log = tmp_path / "agent.ndjson"
-    log.touch()
-    follower = Follower(log)
+    follower, log = follow(tmp_path, monkeypatch, port)
 
     def threads() -> int:
         with open(f"/proc/{follower.proc.pid}/status") as f:
