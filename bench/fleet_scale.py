@@ -1,7 +1,7 @@
 """The fleet at scale: many small sessions replayed into --out-dir and --results-table, then the
 up-to-date rerun and `translator report` over the table; seconds, rates and peak RSS.
 
-    python bench/fleet_scale.py [--sessions 100000] [--runs 0] [--workers 2]
+    python bench/fleet_scale.py [--sessions 100000] [--runs 0] [--workers 2] [--logs DIR]
 
 The sessions are bench/fleet.py's (a fleet's layout, two in three the bundled fixtures, the rest
 bench/gen.py's runs of 5-80 KB: mean ~18.5 KB) or, with `--runs N`, N copies of one fixture's
@@ -11,6 +11,8 @@ and its workers), after a sync(2), into a new folder; the floor is bench/fleet.p
 read, its lines parsed, its bytes written in the mirrored layout). Target (exit 1 when missed):
 every peak <= 256 MiB (replay, up-to-date rerun, 1%-touched rerun, report), and the unchanged
 rerun in < 2 minutes writing no table file; the 1%-touched rerun says how many table files it wrote.
+`--logs DIR` keeps the fleet in DIR (made there once, its size in DIR/.fleet-bytes, taken as it is
+after): a million sessions take ~15 minutes to make on a busy machine, apart from the runs.
 """
 
 from __future__ import annotations
@@ -54,6 +56,20 @@ def spread(root: Path, days: int = 30) -> None:
         os.utime(path, (t, t))
 
 
+def made(logs: Path, root: Path, sessions: int, runs: int) -> int:
+    """The fleet under `logs` (made unless a kept one is there); its bytes."""
+    if (kept := logs / ".fleet-bytes").exists():
+        return int(kept.read_text())
+    if runs:
+        size = copies(logs, sessions, runs)
+    else:
+        sources, weights = templates(root)
+        size = make_fleet(logs, sessions, sources, weights)
+    spread(logs)
+    kept.write_text(str(size))
+    return size
+
+
 def touch(root: Path, share: float) -> int:
     """`share` of the logs given a new modification time (a second later); how many."""
     logs = sorted(root.rglob("stdout.ndjson"))
@@ -87,18 +103,14 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=0, help="copies of one run per session (0: bench/fleet.py's mix)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--no-floor", action="store_true")
+    parser.add_argument("--logs", type=Path, help="the fleet's folder, kept (made there if it holds none)")
     args = parser.parse_args()
     missed = []
-    with tempfile.TemporaryDirectory(prefix="fleet-scale-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="fleet-scale-", dir=args.logs.parent if args.logs else None) as tmp:
         root = Path(tmp)
-        logs = root / "logs"
+        logs = args.logs or root / "logs"
         started = time.perf_counter()
-        if args.runs:
-            size = copies(logs, args.sessions, args.runs)
-        else:
-            sources, weights = templates(root)
-            size = make_fleet(logs, args.sessions, sources, weights)
-        spread(logs)
+        size = made(logs, root, args.sessions, args.runs)
         print(f"{args.sessions:,} sessions, {size / 1e9:.2f} GB (mean {size / args.sessions / 1e3:.1f} KB), made in "
               f"{time.perf_counter() - started:.0f} s; {os.cpu_count()} cores, {args.workers} workers; "
               f"load average {os.getloadavg()[0]:.1f}")

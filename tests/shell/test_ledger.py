@@ -66,7 +66,7 @@ def test_an_output_replaced_without_its_entry_is_made_again(tmp_path: Path, bund
     src, out = fleet(tmp_path / "logs", 6), tmp_path / "out"
     template = Job(format="enriched", partial=False, results_only=False, rates=bundled_rates,
                    rates_digest=bundled_rates.fingerprint(), options=Options(), clock="auto")
-    jobs = batch.plan([str(src)], LocalStore(), str(out), template)
+    jobs = list(batch.planned([str(src)], LocalStore(), str(out), template))
     assert all(d.error is None for d in translate_many(jobs, LocalStore(), record=batch.prepare_out_dir(str(out)).path(0)))
     assert batch.up_to_date(jobs, batch.prepare_out_dir(str(out)))[0] == []
 

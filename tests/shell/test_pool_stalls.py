@@ -47,7 +47,7 @@ def test_a_stopped_worker_is_killed_and_every_file_still_translated(tmp_path: Pa
     template = Job(format="enriched", partial=False, results_only=False, rates=bundled_rates,
                    rates_digest=bundled_rates.fingerprint(), options=Options(), clock="auto")
     records = batch.prepare_out_dir(str(tmp_path / "out"))
-    jobs = batch.plan([str(src)], LocalStore(), str(tmp_path / "out"), template)
+    jobs = list(batch.planned([str(src)], LocalStore(), str(tmp_path / "out"), template))
     victim = sorted(jobs, key=lambda j: j.size)[len(jobs) // 2].source  # in a chunk of many
     started = time.monotonic()
     with Progress(0, len(jobs)) as bar:

@@ -44,7 +44,7 @@ def scheduled(tmp_path: Path, files: int, workers: int, monkeypatch: pytest.Monk
     src = fleet(tmp_path / f"logs-{files}", files)
     template = Job(format="enriched", partial=False, results_only=False, rates=bundled_rates,
                    rates_digest=bundled_rates.fingerprint(), options=Options(), clock="auto")
-    jobs = batch.plan([str(src)], LocalStore(), str(tmp_path / f"out-{files}"), template)
+    jobs = list(batch.planned([str(src)], LocalStore(), str(tmp_path / f"out-{files}"), template))
     Counting.submitted = Counting.most = Counting._open = 0
     monkeypatch.setattr(pool, "ProcessPoolExecutor", Counting)
     with Progress(0, len(jobs)) as bar:
@@ -60,7 +60,7 @@ def test_tasks_are_chunks_of_files_and_only_a_window_of_them_is_in_flight(
         jobs, done = scheduled(tmp_path, files, 2, monkeypatch, bundled_rates)
         assert (done.files, done.translated, done.failed) == (len(jobs), len(jobs), [])
         assert all(Path(j.target or "").is_file() for j in jobs)
-        assert Counting.submitted == len(pack(jobs, 2))
+        assert Counting.submitted == len(list(pack(jobs, 2)))
         assert Counting.most <= pool.WINDOW * 2  # never a wait over everything pending
         counts[files] = Counting.submitted
     # 4x the files, 4x the tasks (a chunk's worth either way), far fewer tasks than files.
@@ -72,11 +72,11 @@ def test_packing_puts_every_file_in_one_chunk_largest_first(bundled_rates: RateC
                    options=Options(), clock="auto")
     sizes = [3000] * 999 + [50 << 20]
     jobs = [replace(template, relative=f"s{n}", size=size) for n, size in enumerate(sizes)]
-    chunks = pack(jobs, 2)
+    chunks = list(pack(jobs, 2))
     assert sorted(j.relative for c in chunks for j in c) == sorted(j.relative for j in jobs)
     assert [j.size for j in chunks[0]] == [50 << 20]  # the huge one alone, first
     assert all(len(c) <= CHUNK_FILES for c in chunks) and len(chunks) <= 1000 // CHUNK_FILES + 2
-    assert pack([], 2) == []
+    assert list(pack([], 2)) == []
 
 
 def test_the_up_to_date_check_starts_from_one_walk_of_the_output(tmp_path: Path, bundled_rates: RateCard) -> None:
@@ -87,9 +87,9 @@ def test_the_up_to_date_check_starts_from_one_walk_of_the_output(tmp_path: Path,
     template = Job(format="enriched", partial=False, results_only=False, rates=bundled_rates,
                    rates_digest=bundled_rates.fingerprint(), options=Options(), clock="auto")
     records = batch.prepare_out_dir(str(out))
-    jobs = batch.plan([str(src)], LocalStore(), str(out), template)
+    jobs = list(batch.planned([str(src)], LocalStore(), str(out), template))
     assert batch.up_to_date(jobs, records) == (jobs, [])  # a fresh output: nothing recorded
-    chunks = pack(jobs, 2)
+    chunks = list(pack(jobs, 2))
     done = [d for n, chunk in enumerate(chunks) for d in translate_many(chunk, LocalStore(), record=records.path(n))]
     assert all(d.error is None and not d.skipped for d in done)
     assert len(list((out / ledger.FOLDER).glob("*.done"))) == len(chunks) < len(jobs)

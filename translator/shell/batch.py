@@ -12,7 +12,7 @@ import errno
 import os
 import signal
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import replace
 from pathlib import Path
@@ -26,27 +26,22 @@ from translator.shell import ledger
 from translator.shell.ledger import Ledger
 from translator.shell.local_disk import LocalStore, sweep_temporaries
 from translator.shell.outcomes import Outcomes
+from translator.shell.packing import Todo, size_of
 from translator.shell.pool import run_local
 from translator.shell.progress import Progress
 from translator.shell.replay import Done, Job, shown
-from translator.shell.selection import Input, SelectionError, check_distinct, select, target_name
+from translator.shell.selection import SelectionError, check_distinct, select, target_name
 from translator.shell.sink import SCARCE
 from translator.shell.stalls import TASK_TIMEOUT
 from translator.stdio import stop_signals
 
 
-def plan(names: list[str], lister: Any, out_dir: str | None, template: Job,
-         url: Callable[[str], str] = lambda p: p) -> list[Job]:
-    """One job per selected input (raises SelectionError); `url` turns a store path into what
-    the store opens."""
-    return list(planned(names, lister, out_dir, template, url))
-
-
 def planned(names: list[str], lister: Any, out_dir: str | None, template: Job,
             url: Callable[[str], str] = lambda p: p) -> Iterator[Job]:
-    """plan()'s jobs, each made as it is taken (the listing raises SelectionError first): a
-    rerun holds a job only for a file to do, not one per file (~0.5 KB each)."""
-    picked: list[Input] = select(names, lister)
+    """One job per selected input, each made as it is taken (the listing raises SelectionError
+    first; it is held on disk): no job is held per file (~0.5 KB each); `url` turns a store path
+    into what the store opens."""
+    picked = select(names, lister)
     check_distinct(picked, template.format)
     if not picked:
         stderr([f"translator: warning: no *.ndjson or *.jsonl files (optionally .gz) under {' '.join(names)}"])
@@ -60,18 +55,21 @@ def planned(names: list[str], lister: Any, out_dir: str | None, template: Job,
     return jobs()
 
 
-def up_to_date(jobs: Iterable[Job], records: Ledger | None, done: Outcomes | None = None) -> tuple[list[Job], list[Done]]:
+def up_to_date(jobs: Iterable[Job], records: Ledger | None,
+               done: Outcomes | None = None) -> tuple[Collection[Job], list[Done]]:
     """The jobs to do, and the files the output directory's records find up to date (done
     here: no worker reads anything for them; their rows stay in their records), or, given
-    `done`, counted there as they are found (none held). An output that is another log's (a
-    same-named log under another root, by an earlier run) is never replaced: a SelectionError
-    (73) before anything is written, even with --force."""
-    if records is None:
-        return list(jobs), []
-    todo, skipped = [], []
+    `done`, counted there as they are found (none held) and the jobs to do held on disk
+    (packing.Todo). An output that is another log's (a same-named log under another root, by
+    an earlier run) is never replaced: a SelectionError (73) before anything is written, even
+    with --force."""
+    todo: list[Job] | Todo = []
+    skipped = []
     clashes = []
     for job in jobs:
-        if job.target is None:
+        if done is not None and not isinstance(todo, Todo):
+            todo = Todo(job)
+        if records is None or job.target is None:
             todo.append(job)
             continue
         relative, source = shown(job.relative), shown(job.source)
@@ -87,6 +85,8 @@ def up_to_date(jobs: Iterable[Job], records: Ledger | None, done: Outcomes | Non
             else:
                 done.add(file)
     if clashes:
+        if isinstance(todo, Todo):
+            todo.close()
         more = f" (and {len(clashes) - 1} more)" if len(clashes) > 1 else ""
         raise SelectionError(f"--out-dir: {clashes[0]}: not overwritten{more}; give these logs another --out-dir", EX_CANTCREAT)
     return todo, skipped
@@ -192,7 +192,7 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job, resu
     started = time.monotonic()
     came: list[int] = []
     try:
-        with stopping(came, raising=False), Progress(sum(job.size for job in todo), len(todo)) as bar:
+        with stopping(came, raising=False), Progress(size_of(todo), len(todo)) as bar:
             _, interrupted = run_local(todo, workers, bar, records=records, came=came, done=done, task_timeout=task_timeout)
     except OSError as exc:  # the pool's pipes or processes: the system's resources (ulimit)
         done.close()
@@ -200,9 +200,10 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job, resu
             raise
         stderr([f"translator: cannot start the worker processes: {exc.strerror}"])
         return EX_OSERR
-    del todo  # the jobs are done: not held while the table is written
+    if isinstance(todo, Todo):
+        todo.close()
     if interrupted and out_dir is not None:  # the ended workers' temporaries
-        sweep_temporaries(out_dir)
+        sweep_temporaries(out_dir)[0].close()
     return finish(done, time.monotonic() - started, results_table, interrupted, came[0] if came else signal.SIGINT,
                   records=records)
 

@@ -14,7 +14,7 @@ import hashlib
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -81,7 +81,7 @@ def settle(work: list[Job] | Job, value: Any) -> list[Done | Job]:
     return [job if d.error is not None and not d.data_error else d for d, job in zip(value, work, strict=True)]
 
 
-def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: Progress,
+def run_dask(jobs: Collection[Job], store: Store, cluster: str, workers: int, bar: Progress,
              records: Ledger | None = None, task_timeout: float = TASK_TIMEOUT,
              done: Outcomes | None = None) -> tuple[Outcomes, bool]:
     distributed = need("distributed")
@@ -92,7 +92,7 @@ def run_dask(jobs: list[Job], store: Store, cluster: str, workers: int, bar: Pro
         # One scheduler update for the whole graph; client.map runs its tasks in the order
         # given (internal priority), here largest first: a huge log starts at once and the
         # small ones fill the other cores around it.
-        packed = pack(jobs, sum(client.nthreads().values()))
+        packed = list(pack(jobs, sum(client.nthreads().values())))
 
         def record(chunk: int | str) -> str | None:
             return None if records is None else records.path(chunk)

@@ -13,7 +13,7 @@ import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import replace
 from datetime import datetime
@@ -29,6 +29,7 @@ from translator.shell.cluster import Unreachable, run_dask
 from translator.shell.ledger import Ledger
 from translator.shell.local_disk import LocalStore, sweep_temporaries
 from translator.shell.outcomes import Outcomes
+from translator.shell.packing import Todo, size_of
 from translator.shell.pool import run_local
 from translator.shell.progress import Progress
 from translator.shell.replay import Job, Store
@@ -297,14 +298,15 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
             return EX_IOERR
         try:
             interrupted = _translate(todo, store, cluster, workers, records, came, task_timeout, done)
-            del todo  # done: not held while the table is written
+            if isinstance(todo, Todo):  # done: not held while the table is written
+                todo.close()
         except Unreachable as exc:
             done.close()
             remove_empty(made)
             stderr([f"translator: {exc}"])
             return EX_UNAVAILABLE
         if out_dir is not None and "://" not in out_dir:
-            sweep_temporaries(out_dir)  # a lost worker's, whose file was done again elsewhere
+            sweep_temporaries(out_dir)[0].close()  # a lost worker's, whose file was done again elsewhere
         try:
             return batch.finish(done, time.monotonic() - started, results_table, interrupted,
                                 came[0] if came else signal.SIGINT, timeout, records)
@@ -333,7 +335,7 @@ def remove_empty(top: Path | None) -> None:
             os.rmdir(folder)
 
 
-def _translate(jobs: list[Job], store: Store, cluster: str | None, workers: int,
+def _translate(jobs: Collection[Job], store: Store, cluster: str | None, workers: int,
                records: Ledger | None, came: list[int], task_timeout: float, done: Outcomes) -> bool:
     """The jobs done on the local pool or on Dask, and whether a stop signal cut them short (the
     pool's workers are then ended: one a store keeps waiting would hold the exit). Nothing to
@@ -341,7 +343,7 @@ def _translate(jobs: list[Job], store: Store, cluster: str | None, workers: int,
     if not jobs:
         return False
     try:
-        with Progress(sum(job.size for job in jobs), len(jobs)) as bar:
+        with Progress(size_of(jobs), len(jobs)) as bar:
             if cluster is not None:
                 return run_dask(jobs, store, cluster, workers, bar, records, task_timeout, done)[1]
             # The signal only noted here (the workers do the store's waiting): one raised in the

@@ -17,18 +17,22 @@ folder: `tabled`) says which records' rows that table holds: every record before
 of the run that last wrote it, and that run's own. Those files are up to date in the table too:
 their rows are neither read again nor written again (an unchanged rerun writes no table file),
 and are not checked against the table's columns (they were when they got there).
+
+What the records say is held on disk (scratch.py: a file's latest entry, ~0.6 KB a file as
+Python objects), so that a run's memory does not grow with its output directory.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from translator.shell import scratch
 from translator.table.parquet import fits
 
 FOLDER = ".translator.done"
@@ -70,8 +74,8 @@ class Ledger:
     folder: str  # <out>/.translator.done, as the store names it
     generation: int  # this run's: after every record found
     pid: int
-    latest: dict[str, Entry | None] = field(default_factory=dict)  # file (shown relative path) -> its latest record
-    outputs: set[str] | None = None  # the output files there are (None: not listed, taken as there)
+    latest: Mapping[str, Entry | None] = field(default_factory=dict)  # file (shown relative path) -> its latest record
+    outputs: Container[str] | None = None  # the output files there are (None: not listed, taken as there)
     dead: list[str] = field(default_factory=list)  # record files that are no file's latest
     records: Mapping[str, bytes] = field(default_factory=dict)  # the record files (read when looked up)
     tabled: Tabled | None = None  # which records' rows the results table of this run holds
@@ -93,9 +97,10 @@ class Ledger:
         entry = self.latest.get(relative)
         return not (entry is None or (self.outputs is not None and target not in self.outputs) or entry.key != key())
 
-    def rows(self, files: set[str]) -> Iterator[list[dict[str, Any]]]:
-        """The recorded results rows of `files`, a record at a time (each record read again;
-        OSError if one cannot be)."""
+    def rows(self, files: Iterable[str] | Container[str]) -> Iterator[list[dict[str, Any]]]:
+        """The recorded results rows of `files` (iterable, and asked for membership), a record at
+        a time (each record read again; OSError if one cannot be)."""
+        assert isinstance(files, Iterable) and isinstance(files, Container)
         needed = {entry.record for name in files if (entry := self.latest.get(name)) is not None}
         for record in sorted(needed, key=_order):
             for line in self.records[record].split(b"\n")[1:]:
@@ -106,8 +111,11 @@ class Ledger:
 
     def release(self) -> None:
         """What it holds given back, once the results table has the rows it needs: a fleet's
-        ledger is ~0.5 KB a file (a key, a source, a name, the output listing), and the table
-        is written after."""
+        ledger's disk (a key, a source, a name, the output listing), and the table is written
+        after."""
+        for held in (self.latest, self.outputs):
+            if isinstance(held, Latest | scratch.Names):
+                held.close()
         self.latest, self.outputs, self.records = {}, set(), {}
 
     def owner(self, relative: str, target: str) -> str | None:
@@ -116,6 +124,51 @@ class Ledger:
         if entry is None or (self.outputs is not None and target not in self.outputs):
             return None
         return entry.source
+
+
+class Latest(Mapping[str, Entry | None]):
+    """Each file's latest entry (None: a head with no entry after it), on disk (scratch.py);
+    the last one looked up is kept, as the up-to-date check asks of one file three times."""
+
+    def __init__(self) -> None:
+        self.db = scratch.database()
+        self.db.execute("CREATE TABLE latest (file BLOB PRIMARY KEY, record INTEGER, key TEXT, source BLOB) WITHOUT ROWID")
+        self.records: list[str] = []  # a record's number -> its path
+        self._last: tuple[str, Entry | None] | None = None
+
+    def put(self, record: str, entries: dict[str, tuple[str, str | None] | None]) -> None:
+        """A record's files, each with its (key, source), or None, now their latest."""
+        self.records.append(record)
+        n = len(self.records) - 1
+        self.db.executemany("INSERT OR REPLACE INTO latest VALUES (?, ?, ?, ?)", [
+            (scratch.put(name), n, None if e is None else e[0], None if e is None or e[1] is None else scratch.put(e[1]))
+            for name, e in entries.items()])
+        self._last = None
+
+    def live(self) -> set[str]:
+        """The records that are some file's latest."""
+        return {self.records[n] for (n,) in self.db.execute("SELECT DISTINCT record FROM latest")}
+
+    def __getitem__(self, name: str) -> Entry | None:
+        if self._last is not None and self._last[0] == name:
+            return self._last[1]
+        found = self.db.execute("SELECT record, key, source FROM latest WHERE file = ?", (scratch.put(name),)).fetchone()
+        if found is None:
+            raise KeyError(name)
+        n, key, source = found
+        entry = None if key is None else Entry(key, None if source is None else scratch.got(source), self.records[n])
+        self._last = (name, entry)
+        return entry
+
+    def __iter__(self) -> Iterator[str]:
+        for (name,) in self.db.execute("SELECT file FROM latest"):
+            yield scratch.got(name)
+
+    def __len__(self) -> int:
+        return int(self.db.execute("SELECT count(*) FROM latest").fetchone()[0])
+
+    def close(self) -> None:
+        self.db.close()
 
 
 class Lazy(Mapping[str, bytes]):
@@ -199,7 +252,7 @@ def tabled(data: bytes | None, table: str, identity: str | None) -> Tabled | Non
     return Tabled(before, pid, until) if type(before) is int and type(pid) is int and type(until) is int else None
 
 
-def read(folder: str, records: Mapping[str, bytes], now_ns: int, pid: int, outputs: set[str] | None,
+def read(folder: str, records: Mapping[str, bytes], now_ns: int, pid: int, outputs: Container[str] | None,
          table: bool | Tabled = False) -> Ledger:
     """The ledger of the record files found (path -> bytes, each read when looked up: one at a
     time, never all at once), for a run starting at `now_ns` (its generation: that, or after
@@ -207,7 +260,7 @@ def read(folder: str, records: Mapping[str, bytes], now_ns: int, pid: int, outpu
     mark says), the rows of the records it does not hold are checked against its columns: an
     entry whose rows it cannot take is no entry (its file is made again); without one, no row
     is looked at."""
-    latest: dict[str, tuple[str, Entry | None]] = {}
+    latest = Latest()
     last = 0
     for path in sorted(records, key=_order):
         last = max(last, _order(path)[0])
@@ -216,16 +269,16 @@ def read(folder: str, records: Mapping[str, bytes], now_ns: int, pid: int, outpu
             listed = orjson.loads(lines[0])["files"]
         except (orjson.JSONDecodeError, KeyError, TypeError):
             listed = []  # a head cut short was never synced, so none of its outputs were committed
-        files = {name for name in listed if isinstance(name, str)} if isinstance(listed, list) else set()
-        for name in files:
-            latest[name] = (path, None)
+        files: dict[str, tuple[str, str | None] | None] = \
+            dict.fromkeys(name for name in listed if isinstance(name, str)) if isinstance(listed, list) else {}
         checked = table is False or (isinstance(table, Tabled) and table.holds(path))
         for line in lines[1:]:
             found = _entry(line, checked)
             if found is not None and found[0] in files:
-                latest[found[0]] = (path, Entry(found[1], found[3], path))
-    live = {path for path, _ in latest.values()}
-    return Ledger(folder, max(now_ns, last + 1), pid, {name: e for name, (_, e) in latest.items()}, outputs,
+                files[found[0]] = (found[1], found[3])
+        latest.put(path, files)
+    live = latest.live()
+    return Ledger(folder, max(now_ns, last + 1), pid, latest, outputs,
                   [path for path in records if path not in live], records, table if isinstance(table, Tabled) else None)
 
 

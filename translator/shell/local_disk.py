@@ -20,6 +20,7 @@ from typing import BinaryIO
 from translator.api import FORMATS
 from translator.shell import ledger
 from translator.shell.ledger import FOLDER, Lazy, is_record
+from translator.shell.scratch import Names
 from translator.shell.selection import WILDCARD, Found
 
 # What a run can have made, and so all the sweep may remove: an output's name is always
@@ -54,20 +55,18 @@ class LocalStore:
         st = os.stat(path)
         return Found(path, st.st_size, st.st_mtime, (st.st_dev, st.st_ino))
 
-    def files_under(self, path: str) -> list[Found]:
+    def files_under(self, path: str) -> Iterator[Found]:
         """Every file under `path` (symbolic links to files too; not into linked folders: a link
-        to `..` made one log 41 outputs, two such links a listing without end): a scandir walk,
-        one stat a file (rglob took three, and pathlib objects: a third of the planning of
-        16,000 small files)."""
-        found: list[Found] = []
+        to `..` made one log 41 outputs, two such links a listing without end), as it is found:
+        a scandir walk, one stat a file (rglob took three, and pathlib objects: a third of the
+        planning of 16,000 small files)."""
         folders = [path]
         while folders:
             for entry in _entries(folders.pop()):
                 if entry.is_dir(follow_symlinks=False):
                     folders.append(entry.path)
-                else:
-                    _add(entry, found)
-        return found
+                elif (found := _found(entry)) is not None:
+                    yield found
 
     def glob(self, pattern: str) -> list[Found]:
         """The files `pattern` matches, as glob.glob(recursive=True) finds them (`*` and `**`
@@ -182,20 +181,24 @@ def _entries(folder: str) -> list[os.DirEntry[str]]:
         return []
 
 
-def _add(entry: os.DirEntry[str], found: list[Found]) -> None:
+def _found(entry: os.DirEntry[str]) -> Found | None:
     """A file of a listing, as an input; a link that cannot be followed (a loop) is one too, one
     that fails when read (it failed the whole batch, 70); a dangling link or a file gone since
     the listing is none."""
     try:
         if not entry.is_file():
-            return
+            return None
         st = entry.stat()
     except FileNotFoundError:
-        return
+        return None
     except OSError:
-        found.append(Found(entry.path, 0, 0.0))
-        return
-    found.append(Found(entry.path, st.st_size, st.st_mtime, (st.st_dev, st.st_ino), entry.is_symlink()))
+        return Found(entry.path, 0, 0.0)
+    return Found(entry.path, st.st_size, st.st_mtime, (st.st_dev, st.st_ino), entry.is_symlink())
+
+
+def _add(entry: os.DirEntry[str], found: list[Found]) -> None:
+    if (file := _found(entry)) is not None:
+        found.append(file)
 
 
 def _match(folder: str, parts: list[str], found: list[Found]) -> None:
@@ -277,11 +280,11 @@ def _syncfs() -> Callable[[int], int] | None:
 _SYNCFS = _syncfs()
 
 
-def sweep_temporaries(out_dir: str) -> tuple[set[str], list[str]]:
+def sweep_temporaries(out_dir: str) -> tuple[Names, list[str]]:
     """Remove the temporaries of writers that are gone (killed, or a lost machine's pid that
-    is not alive here; a live writer's are left alone); the output files and the up-to-date
-    records found on the same walk, so that no file needs a look of its own."""
-    outputs: set[str] = set()
+    is not alive here; a live writer's are left alone); the output files (on disk: scratch.py)
+    and the up-to-date records found on the same walk, so that no file needs a look of its own."""
+    outputs = Names()
     records: list[str] = []
     markers: list[tuple[str, str]] = []
     top = out_dir.rstrip("/") or "/"

@@ -1,7 +1,8 @@
 """What became of a batch's files, kept as they come (on every engine): a count of each kind and
 the failures whole; the results rows of the others staged for the table (table/parquet.Staged)
 when there is one, not held. A list of every file's `Done` and its rows, kept to the end, was
-the batch's memory: ~1 GB in the parent at 100,000 sessions, ~2 GB with the table.
+the batch's memory: ~1 GB in the parent at 100,000 sessions, ~2 GB with the table. The names
+kept for the table (the logs it replaces, the files whose rows are in their records) are on disk.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 
 from translator.shell.progress import Progress
 from translator.shell.replay import Done, shown
+from translator.shell.scratch import Names
 from translator.table.parquet import Staged
 
 STAGE_ROWS = 4096  # results rows staged for the table at a time (as dicts: ~1.5 KB each)
@@ -22,8 +24,8 @@ class Outcomes:
         self.table = table
         self.files = self.skipped = self.bytes = 0
         self.failed: list[Done] = []
-        self.replaced: list[str] = []  # the logs whose rows the table replaces (those not failed)
-        self.up_to_date: set[str] = set()  # the files whose rows are in their records (shown relative paths)
+        self.replaced = Names()  # the logs whose rows the table replaces with none staged as they came
+        self.up_to_date = Names()  # the files whose rows are in their records (shown relative paths)
         self._rows: list[dict[str, Any]] = []
         self._staged: Staged | None = None
 
@@ -42,8 +44,8 @@ class Outcomes:
             if self.table:
                 self.up_to_date.add(shown(done.relative))
         if self.table:
-            if done.source:
-                self.replaced.append(done.source)
+            if done.source and not rows:  # (a log's staged rows carry its mark: parquet.Staged)
+                self.replaced.add(done.source)
             self.stage(rows)
 
     @property
@@ -73,6 +75,8 @@ class Outcomes:
         return self._staged
 
     def close(self) -> None:
+        self.replaced.close()
+        self.up_to_date.close()
         if self._staged is not None:
             self._staged.close()
             self._staged = None

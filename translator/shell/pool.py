@@ -19,6 +19,7 @@ import os
 import queue
 import signal
 import time
+from collections.abc import Collection
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import suppress
@@ -100,7 +101,7 @@ def _work(chunk: list[Job], record: str | None, task: int) -> list[Done]:
         _shared.tasks[_slot] = 0
 
 
-def run_local(jobs: list[Job], workers: int, bar: Progress, store: Store | None = None,
+def run_local(jobs: Collection[Job], workers: int, bar: Progress, store: Store | None = None,
               records: Ledger | None = None, came: list[int] | None = None,
               done: Outcomes | None = None, task_timeout: float = TASK_TIMEOUT) -> tuple[Outcomes, bool]:
     """Translate `jobs` in a process pool, a chunk of files per task (packing.py); at most

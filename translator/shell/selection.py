@@ -6,17 +6,23 @@ common parent of all the bases, so `a/run.jsonl b/run.jsonl` write `a/run…` an
 while one directory (or one file) keeps its names as they are under it. Two inputs that would
 still write the same output are refused before anything is written; a file reached by more
 than one name (a link to it) is translated once.
+
+The listing is held on disk as it is found (scratch.py; ~0.3 KB a file as Python objects), and
+the inputs are read back from there in order, one at a time.
 """
 
 from __future__ import annotations
 
 import posixpath
 import re
+import sqlite3
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
 from translator.encoders.formats import FORMATS
 from translator.exits import EX_NOINPUT, EX_USAGE
+from translator.shell.scratch import BATCH, database, got, put
 
 SUFFIXES = (".ndjson", ".jsonl")
 WILDCARD = re.compile(r"[*?[]")
@@ -54,8 +60,8 @@ class Lister(Protocol):
     def kind(self, path: str) -> str | None:
         """"dir", "file" or None (nothing there)."""
         ...
-    def files_under(self, path: str) -> list[Found]: ...
-    def glob(self, pattern: str) -> list[Found]: ...
+    def files_under(self, path: str) -> Iterable[Found]: ...
+    def glob(self, pattern: str) -> Iterable[Found]: ...
     def stat(self, path: str) -> Found: ...
 
 
@@ -71,44 +77,94 @@ def target_name(relative: str, fmt: str) -> str:
     return f"{stem}.{fmt}.jsonl"
 
 
-def select(names: list[str], lister: Lister) -> list[Input]:
+# Each real file once (by a name that is no link, if it has one: the first in order), then each
+# path once (the first name's), in the order of the names given, each one's files by path.
+CHOSEN = """
+SELECT path, relative, size, mtime FROM (
+  SELECT path, relative, size, mtime, n, ROW_NUMBER() OVER (PARTITION BY path ORDER BY n) AS first FROM (
+    SELECT path, relative, size, mtime, n, CASE WHEN dev IS NULL THEN 1
+      ELSE ROW_NUMBER() OVER (PARTITION BY dev, ino ORDER BY link, n, path) END AS real FROM found)
+  WHERE real = 1)
+WHERE first = 1 ORDER BY n, path"""
+
+
+class Selection:
+    """The inputs found, on disk, read back in their stable order (each time it is iterated)."""
+
+    def __init__(self) -> None:
+        self.db = database()
+        self.db.execute("CREATE TABLE found (n INTEGER, path BLOB, relative BLOB, size INTEGER, mtime REAL, "
+                        "dev INTEGER, ino INTEGER, link INTEGER)")
+        self.count = 0
+
+    def add(self, n: int, root: str, found: Iterable[Found], named: bool = False) -> None:
+        """The files of the `n`th name, each with its path relative to `root`: its logs, or
+        (`named`: a file named itself) whatever it is."""
+        rows: list[tuple[object, ...]] = []
+        for f in found:
+            if not named and not is_log(posixpath.basename(f.path)):
+                continue
+            dev, ino = f.identity if f.identity is not None else (None, None)
+            rows.append((n, put(f.path), put(posixpath.relpath(f.path, root)), f.size, f.mtime, dev, ino, f.link))
+            if len(rows) >= BATCH:
+                self._insert(rows)
+        self._insert(rows)
+
+    def _insert(self, rows: list[tuple[object, ...]]) -> None:
+        self.db.executemany("INSERT INTO found VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        self.count += len(rows)
+        rows.clear()
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+    def __iter__(self) -> Iterator[Input]:
+        for path, relative, size, mtime in self.db.execute(CHOSEN):
+            yield Input(got(path), got(relative), size, mtime)
+
+
+def select(names: list[str], lister: Lister) -> Selection:
     """The inputs under `names`, in a stable order, each with its relative path."""
-    picked: list[tuple[str, list[Found]]] = []
+    bases: list[tuple[str, str, str]] = []  # (its base, what it is, its path)
     for name in names:
         if name == "-":
             raise SelectionError("-: standard input cannot be batch-translated; name files or directories", EX_USAGE)
         path = lister.absolute(name)
         kind = lister.kind(path)
         if kind == "dir":
-            found = [f for f in lister.files_under(path) if is_log(posixpath.basename(f.path))]
-            picked.append((path, found))
+            bases.append((path, kind, path))
         elif kind == "file":
-            picked.append((posixpath.dirname(path), [lister.stat(path)]))
+            bases.append((posixpath.dirname(path), kind, path))
         elif WILDCARD.search(name):
-            base = WILDCARD.split(path, maxsplit=1)[0].rpartition("/")[0] or "/"
-            picked.append((base, [f for f in lister.glob(path) if is_log(posixpath.basename(f.path))]))
+            bases.append((WILDCARD.split(path, maxsplit=1)[0].rpartition("/")[0] or "/", "glob", path))
         else:
             raise SelectionError(f"{name}: No such file or directory", EX_NOINPUT)
-    if not picked:
-        return []
-    root = posixpath.commonpath([base for base, _ in picked])
-    every = [f for _, found in picked for f in sorted(found, key=lambda f: f.path)]
-    real: dict[tuple[int, int], Found] = {}  # each real file once: by a name that is no link, if it has one
-    for f in every:
-        if f.identity is not None and (f.identity not in real or (real[f.identity].link and not f.link)):
-            real[f.identity] = f
-    seen: dict[str, Input] = {}
-    for f in every:
-        if f.identity is None or real[f.identity] is f:
-            seen.setdefault(f.path, Input(f.path, posixpath.relpath(f.path, root), f.size, f.mtime))
-    return list(seen.values())
+    picked = Selection()
+    if not bases:
+        return picked
+    root = posixpath.commonpath([base for base, _, _ in bases])
+    for n, (_, kind, path) in enumerate(bases):
+        if kind == "dir":
+            picked.add(n, root, lister.files_under(path))
+        elif kind == "file":
+            picked.add(n, root, [lister.stat(path)], named=True)
+        else:
+            picked.add(n, root, lister.glob(path))
+    return picked
 
 
-def check_distinct(inputs: list[Input], fmt: str) -> None:
-    """Never two inputs to one output (`x.jsonl` and `x.ndjson.gz` side by side would be)."""
-    owners: dict[str, str] = {}
-    for item in inputs:
-        out = target_name(item.relative, fmt)
-        if out in owners:
-            raise SelectionError(f"{owners[out]} and {item.path} would both be written to {out}", EX_USAGE)
-        owners[out] = item.path
+def check_distinct(inputs: Iterable[Input], fmt: str) -> None:
+    """Never two inputs to one output (`x.jsonl` and `x.ndjson.gz` side by side would be): their
+    outputs' names put on disk (scratch.py) as they come."""
+    db = database()
+    try:
+        db.execute("CREATE TABLE owners (target BLOB PRIMARY KEY, path BLOB) WITHOUT ROWID")
+        for item in inputs:
+            out = target_name(item.relative, fmt)
+            try:
+                db.execute("INSERT INTO owners VALUES (?, ?)", (put(out), put(item.path)))
+            except sqlite3.IntegrityError:
+                (owner,) = db.execute("SELECT path FROM owners WHERE target = ?", (put(out),)).fetchone()
+                raise SelectionError(f"{got(owner)} and {item.path} would both be written to {out}", EX_USAGE) from None
+    finally:
+        db.close()
