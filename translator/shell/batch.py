@@ -124,37 +124,42 @@ def tabled(folder: str, results_table: str | None, timeout: float = TIMEOUT) -> 
     name = table_name(results_table)
     try:
         identity = table.identity(name, timeout)
-        if "://" in folder:
-            with faults(folder, timeout):
-                fs, bare = filesystem(folder, timeout)
-                data = bytes(fs.cat_file(ledger.mark_name(bare, name)))
-        else:
-            data = Path(ledger.mark_name(folder, name)).read_bytes()
+        data = _get(ledger.mark_name(folder, name), timeout)
     except OSError:  # none yet, or it cannot be read: nothing known, every row written again
         return True
     return ledger.tabled(data, name, identity) or True
 
 
-def _mark(records: Ledger, results_table: str, timeout: float) -> None:
-    """The table's mark, once it is written: the rows of this run's records and of every record
-    before it are there (not written, its next run writes them again: no harm)."""
-    from translator.table import delta as table
-
+def _mark(records: Ledger, results_table: str, identity: str | None, timeout: float) -> None:
+    """The mark of the table just written (`identity`: its id, None if it was not): the rows of
+    this run's records and of every record before it are there (not written, its next run
+    writes them again: no harm)."""
+    if identity is None:
+        return
     name = table_name(results_table)
     with suppress(OSError):
-        identity = table.identity(name, timeout)
-        if identity is None:
-            return
-        data = ledger.mark(name, identity, records, time.time_ns())
-        path = ledger.mark_name(records.folder, name)
-        if "://" in path:
-            with faults(path, timeout):
-                fs, bare = filesystem(path, timeout)
-                fs.pipe_file(bare, data)
-            return
-        tmp = f"{path}.{os.getpid()}.tmp"
-        Path(tmp).write_bytes(data)
-        os.replace(tmp, path)
+        _put(ledger.mark_name(records.folder, name), ledger.mark(name, identity, records, time.time_ns()), timeout)
+
+
+def _get(path: str, timeout: float) -> bytes:
+    """A small file's bytes, on local disk or a store (OSError if it cannot be read)."""
+    if "://" not in path:
+        return Path(path).read_bytes()
+    with faults(path, timeout):
+        fs, bare = filesystem(path, timeout)
+        return bytes(fs.cat_file(bare))
+
+
+def _put(path: str, data: bytes, timeout: float) -> None:
+    """A small file written whole or not at all: a store's one PUT, or LocalStore's temporary
+    renamed over it once on disk."""
+    if "://" not in path:
+        with LocalStore().writer(path) as out:
+            out.write(data)
+        return
+    with faults(path, timeout):
+        fs, bare = filesystem(path, timeout)
+        fs.pipe_file(bare, data)
 
 
 def prepare_out_dir(out_dir: str, results_table: str | None = None) -> Ledger:
@@ -244,14 +249,16 @@ def finish(done: Outcomes, elapsed: float, results_table: str | None, interrupte
             if records is not None and done.up_to_date:
                 for rows in records.rows(done.up_to_date):
                     done.stage(rows)
+                    if rows:  # (a file's rows, of its log: staged, it is not without rows)
+                        done.replaced.discard(rows[0]["source"])
                 done.up_to_date.clear()
             if records is not None:
                 records.release()
             if not done.changes:  # every file up to date, its rows in the table: nothing written
                 return status
-            table.write(results_table, done.staged(), done.replaced, timeout)
+            identity = table.write(results_table, done.staged(), done.replaced, timeout)
             if records is not None:
-                _mark(records, results_table, timeout)
+                _mark(records, results_table, identity, timeout)
         except OSError as exc:
             stderr([f"translator: --results-table {results_table}: {exc.strerror or exc}"])
             return EX_IOERR

@@ -24,7 +24,7 @@ class Outcomes:
         self.table = table
         self.files = self.skipped = self.bytes = 0
         self.failed: list[Done] = []
-        self.replaced = Names()  # the logs whose rows the table replaces with none staged as they came
+        self.replaced = Names()  # the logs whose rows the table replaces, none of their rows staged
         self.up_to_date = Names()  # the files whose rows are in their records (shown relative paths)
         self._rows: list[dict[str, Any]] = []
         self._staged: Staged | None = None

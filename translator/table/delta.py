@@ -23,13 +23,13 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from translator.extras import MissingExtra, need
 from translator.object_store import TIMEOUT, StoreError
 from translator.table import legacy
-from translator.table.parquet import COLUMNS, KEYED, Staged, arrow, schema
+from translator.table.parquet import COLUMNS, KEYED, Marks, Staged, arrow, schema
 
 PARTITION = "date"
 # The address space delta-rs maps (its runtime's threads, each with its allocator's arena), by
@@ -39,7 +39,12 @@ TRIES = 8  # merges attempted against a table other writers are committing to
 TRIES_STORE = 3  # attempts at one request to a store, as object_store.TRIES
 STORE_WORDS = ("Generic S3 error", "Error performing", "error sending request", "Server returned", "Object Store error",
                "connection", "timed out", "Timeout")
-MARK = "_runs"  # the merge source's extra column: a log's mark carries its new run count
+MARK = "_runs"
+PIECE = 65_536  # source rows in one merge (and commit)
+ROW_GROUP = 8_192  # rows the writer buffers per row group (its default, 1M, buffered a partition's file whole)
+# delta-rs allocates with jemalloc, which keeps freed pages for 10 s by default: each merge of a
+# batch kept its ~70 MB (350 MiB at 100,000 sessions). Read by jemalloc when the library loads.
+os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")  # the merge source's extra column: a log's mark carries its new run count
 
 
 class TableError(ValueError):
@@ -109,32 +114,37 @@ def identity(path: str, timeout: float = TIMEOUT) -> str | None:
     return None if found is None else str(found.metadata().id)
 
 
-def write(path: str, staged: Staged, replaced: Iterable[str], timeout: float = TIMEOUT) -> None:
-    """One commit: the staged rows merged into the table at `path` (made if there is none; a
-    Parquet dataset of the writer before converted first), the rows of the logs in `replaced`
-    that the batch did not make again deleted. Nothing staged and nothing replaced: no commit.
-    TableError or StoreError (an OSError) when it cannot be written; MemoryError short of room."""
+def write(path: str, staged: Staged, unstaged: Collection[str], timeout: float = TIMEOUT) -> str | None:
+    """The staged rows merged into the table at `path` (made if there is none; a Parquet
+    dataset of the writer before converted first), every row of the logs of `unstaged` (none
+    staged) deleted: a commit per PIECE rows (one for most batches); the table's identity (as
+    identity(), from the table this opened: not opened again for it). Nothing staged and
+    nothing unstaged: no commit, None. TableError or StoreError (an OSError) when it cannot be
+    written; MemoryError short of room."""
     room(WRITER_SPACE, f"--results-table {path}: the Delta writer")
     arrow()
     deltalake = need("deltalake", "table")
     uri, options = location(path, timeout)
-    marks = staged.marks(replaced)
+    marks = staged.marks(unstaged)
     if not staged.groups and not marks.num_rows:
-        return
+        return None
     try:
         table = opened(uri, options)
         if table is None:
             legacy.convert(path, uri, options, timeout)
             table = _create(uri, options)
         _evolve(table)
-        for attempt in range(TRIES):
-            try:
-                aside(lambda: _merge(table, staged, marks))
-                return
-            except deltalake.exceptions.CommitFailedError:
-                if attempt == TRIES - 1:
-                    raise
-                table.update_incremental()
+        fresh = not table.file_uris()  # no row to delete: no marks (a million sessions' replay: 15 merges fewer)
+        for source in _sources(staged, None if fresh else marks):
+            for attempt in range(1, TRIES + 1):
+                try:
+                    aside(lambda: _merge(table, source))  # noqa: B023 (called here, in this iteration)
+                    break
+                except deltalake.exceptions.CommitFailedError:
+                    if attempt == TRIES:
+                        raise
+                    table.update_incremental()
+        return str(table.metadata().id)
     except deltalake.exceptions.CommitFailedError as exc:
         raise TableError(f"another writer kept committing first ({TRIES} tries): {_first(exc)}") from exc
     except (deltalake.exceptions.DeltaError, deltalake.exceptions.DeltaProtocolError,
@@ -210,7 +220,7 @@ def _compatible(held: Any, ours: Any) -> bool:
     return bool(held == ours)
 
 
-def _merge(table: Any, staged: Staged, marks: Any) -> None:
+def _merge(table: Any, source: Any) -> None:
     """The MERGE: a target row is matched by its own new row (updated where any column differs),
     or by its log's mark when its index is past the log's new run count (deleted); a new row
     matched by none is inserted; a row of any other log is matched by nothing, and kept."""
@@ -218,10 +228,11 @@ def _merge(table: Any, staged: Staged, marks: Any) -> None:
     data = [n for n in names if n not in KEYED]
     changed = " OR ".join(f"(t.{n} IS DISTINCT FROM s.{n})" for n in data)  # (parenthesized: its parser binds OR first)
     merger = table.merge(
-        source=_source(staged, marks),
+        source=pa_reader(source),
         predicate=(f"t.source = s.source AND (t.run_index = s.run_index OR "
                    f"(s.run_index = -1 AND t.run_index >= s.{MARK}))"),
-        source_alias="s", target_alias="t", streamed_exec=True, error_on_type_mismatch=True,
+        source_alias="s", target_alias="t", streamed_exec=False, error_on_type_mismatch=True,
+        writer_properties=need("deltalake").WriterProperties(max_row_group_size=ROW_GROUP),
     )
     (merger.when_matched_delete(predicate="s.run_index = -1")
      .when_matched_update(updates={n: f"s.{n}" for n in data}, predicate=changed)
@@ -229,24 +240,40 @@ def _merge(table: Any, staged: Staged, marks: Any) -> None:
      .execute())
 
 
-def _source(staged: Staged, marks: Any) -> Any:
-    """The merge's source as a stream: the staged rows, a row group at a time, then the marks."""
+def _sources(staged: Staged, marks: Marks | None) -> Iterator[list[Any]]:
+    """The merge's source in pieces of up to PIECE rows, each a merge and a commit of its own:
+    delta-rs holds a merge's whole source (its join's build side: ~1.1 KB a log), so one merge
+    of a million sessions' rows took a GB. The staged rows come a day at a time (a piece's
+    rows are of one or two days: its merge reads those days' files only), then the marks."""
     pa = arrow()
     full = schema().append(pa.field(MARK, pa.int32()))
+    piece: list[Any] = []
+    held = 0
+    for date in staged.groups:
+        for group in staged.pieces(date):
+            days = pa.array([date] * group.num_rows, pa.string())
+            done = group.append_column(PARTITION, days).append_column(MARK, pa.nulls(group.num_rows, pa.int32()))
+            piece += done.select(full.names).cast(full).to_batches()
+            held += done.num_rows
+            if held >= PIECE:
+                yield piece
+                piece, held = [], 0
+    for batch in [] if marks is None else marks.to_batches(max_chunksize=Staged.GROUP):
+        n = batch.num_rows
+        columns = {name: pa.nulls(n, full.field(name).type) for name in full.names}
+        columns.update(source=batch["source"], run_index=pa.array([-1] * n, pa.int32()), **{MARK: batch["runs"]})
+        piece.append(pa.record_batch([columns[name] for name in full.names], schema=full))
+        held += n
+        if held >= PIECE:
+            yield piece
+            piece, held = [], 0
+    if piece:
+        yield piece
 
-    def batches() -> Iterator[Any]:
-        for date in staged.groups:
-            for piece in staged.pieces(date):
-                days = pa.array([date] * piece.num_rows, pa.string())
-                done = piece.append_column(PARTITION, days).append_column(MARK, pa.nulls(piece.num_rows, pa.int32()))
-                yield from done.select(full.names).cast(full).to_batches()
-        for batch in marks.to_batches(max_chunksize=Staged.GROUP):
-            n = batch.num_rows
-            columns = {name: pa.nulls(n, full.field(name).type) for name in full.names}
-            columns.update(source=batch["source"], run_index=pa.array([-1] * n, pa.int32()), **{MARK: batch["runs"]})
-            yield pa.record_batch([columns[name] for name in full.names], schema=full)
 
-    return pa.RecordBatchReader.from_batches(full, batches())
+def pa_reader(batches: list[Any]) -> Any:
+    pa = arrow()
+    return pa.RecordBatchReader.from_batches(batches[0].schema, iter(batches))
 
 
 def _first(exc: BaseException) -> str:

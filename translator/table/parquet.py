@@ -9,11 +9,12 @@ new run count), by which the table's rows past a log's new runs are deleted.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import suppress
 from typing import Any
 
@@ -102,6 +103,27 @@ def arrow() -> Any:
     return pa
 
 
+class Marks:
+    """Each log's new run count, (source, runs) batches: the staged logs' from their file, then
+    a 0 for each log with none (not held whole: a million sessions' marks are ~50 MB in Arrow)."""
+
+    def __init__(self, path: str | None, unstaged: Collection[str]) -> None:
+        import pyarrow.parquet as pq
+
+        self.path, self.unstaged = path, unstaged
+        self.num_rows = len(unstaged) + (0 if path is None else pq.ParquetFile(path).metadata.num_rows)
+
+    def to_batches(self, max_chunksize: int) -> Iterator[Any]:
+        pa = arrow()
+        import pyarrow.parquet as pq
+
+        if self.path is not None:
+            yield from pq.ParquetFile(self.path).iter_batches(batch_size=max_chunksize)
+        names = iter(self.unstaged)
+        while chunk := list(itertools.islice(names, max_chunksize)):
+            yield pa.record_batch({"source": pa.array(chunk, pa.string()), "runs": pa.array([0] * len(chunk), pa.int32())})
+
+
 class Staged:
     """The new rows as they come, in temporary Parquet files, one per day (another when more
     days are open than OPEN): a day's rows are held in Arrow until GROUP of them (or HELD rows
@@ -144,23 +166,15 @@ class Staged:
             self._marked = pq.ParquetWriter(os.path.join(self.folder, "marks.parquet"), data.schema)
         self._marked.write_table(data, row_group_size=data.num_rows)
 
-    def marks(self, replaced: Iterable[str]) -> Any:
-        """Every staged log's mark, and one of 0 runs for each log of `replaced` that has no row
-        now (all of its rows in the table are deleted): a table of (source, runs)."""
-        pa = arrow()
-        import pyarrow.compute as pc
-        import pyarrow.parquet as pq
-
+    def marks(self, unstaged: Collection[str]) -> Marks:
+        """Every staged log's mark, and one of 0 runs for each log of `unstaged` (logs with no
+        row now: all of their rows in the table are deleted), read a batch at a time."""
         self._flush_marks()
-        empty = pa.schema([("source", pa.string()), ("runs", pa.int32())])
         if self._marked is not None:
             self._marked.close()
             self._marked = None
         path = os.path.join(self.folder, "marks.parquet")
-        found = pq.read_table(path) if os.path.exists(path) else empty.empty_table()
-        asked = pc.unique(pa.array(list(replaced), pa.string()))
-        gone = asked.filter(pc.invert(pc.is_in(asked, value_set=found["source"])))
-        return pa.concat_tables([found, pa.table({"source": gone, "runs": pa.array([0] * len(gone), pa.int32())})])
+        return Marks(path if os.path.exists(path) else None, unstaged)
 
     def add(self, rows: list[dict[str, Any]]) -> None:
         if not rows:
