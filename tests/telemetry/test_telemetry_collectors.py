@@ -69,17 +69,25 @@ def blackhole(conn: socket.socket) -> None:
             pass
 
 
+def request_head(conn: socket.socket) -> bytes | None:
+    """A request read to the end of its headers (with what came after them), or None if the
+    client closed first."""
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        head += chunk
+    return head
+
+
 def huge(conn: socket.socket) -> None:
     """Answers every POST 200 with a gigabyte body."""
     with conn:
         try:
             while True:
-                head = b""
-                while b"\r\n\r\n" not in head:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    head += chunk
+                if (head := request_head(conn)) is None:
+                    return
                 headers, _, body = head.partition(b"\r\n\r\n")
                 length = next((int(line.split(b":")[1]) for line in headers.split(b"\r\n")
                                if line.lower().startswith(b"content-length:")), 0)
@@ -271,12 +279,8 @@ def trickle(conn: socket.socket) -> None:
     reply = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 4096\r\n\r\n" + bytes(4096)
     with conn:
         try:
-            head = b""
-            while b"\r\n\r\n" not in head:
-                chunk = conn.recv(65536)
-                if not chunk:
-                    return
-                head += chunk
+            if request_head(conn) is None:
+                return
             for byte in reply:
                 conn.sendall(bytes([byte]))
                 time.sleep(0.1)
