@@ -170,6 +170,19 @@ def exchange(sock: socket.socket, data: bytes) -> bytes:
     return read_all(sock)
 
 
+def sessions_over(address: Path, data: bytes, connections: int = 2) -> list[str]:
+    """`connections` streams of `data`, one after another, to a `--listen unix:ADDRESS` server
+    that is starting: the session id of each one's last frame (its result)."""
+    poll(address.exists)
+    sessions = []
+    for _ in range(connections):
+        with socket.socket(socket.AF_UNIX) as sock:
+            poll(lambda s=sock: s.connect_ex(str(address)) == 0)
+            sock.settimeout(20)
+            sessions.append(orjson.loads(exchange(sock, data).splitlines()[-1])["session_id"])
+    return sessions
+
+
 def read_all(sock: socket.socket) -> bytes:
     out = b""
     while chunk := sock.recv(65536):

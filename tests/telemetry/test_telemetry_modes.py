@@ -6,7 +6,6 @@ the runs happened (a backfill lands on their day, not the replay's)."""
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import time
 from datetime import UTC, datetime
@@ -16,7 +15,7 @@ from typing import Any
 import orjson
 import pytest
 from support_otlp import Receiver, receiver, telemetry_env, token_sums
-from support_processes import TRANSLATOR, Follower, Live, append, exchange, fixture, poll
+from support_processes import TRANSLATOR, Follower, Live, append, fixture, sessions_over
 
 FIXTURE = Path(fixture("tool_use_two_turns"))
 TWO_TURNS = {"input": 64, "output": 57, "cacheRead": 5144, "cacheCreation": 1168}
@@ -74,14 +73,7 @@ def test_listen_makes_a_session_per_connection(collector: Receiver, tmp_path: Pa
     address = tmp_path / "t.sock"
     server = subprocess.Popen([TRANSLATOR, "--listen", f"unix:{address}"], stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    poll(address.exists)
-    sessions = []
-    for _ in range(2):
-        with socket.socket(socket.AF_UNIX) as sock:
-            poll(lambda s=sock: s.connect_ex(str(address)) == 0)
-            sock.settimeout(20)
-            out = exchange(sock, FIXTURE.read_bytes())
-        sessions.append(orjson.loads(out.splitlines()[-1])["session_id"])
+    sessions = sessions_over(address, FIXTURE.read_bytes())
     assert collector.wait(lambda r: len(named(r.spans, "claude_code.interaction")) == 2)
     server.send_signal(signal.SIGTERM)
     assert server.wait(timeout=20) == 128 + signal.SIGTERM

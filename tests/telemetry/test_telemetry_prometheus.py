@@ -21,7 +21,7 @@ import orjson
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, ResultMessage
 from support_otlp import HEADLESS, SHIM, caliban_env, closed_port
-from support_processes import TRANSLATOR, Follower, append, exchange, fixture, poll, read_all
+from support_processes import TRANSLATOR, Follower, append, fixture, poll, read_all, sessions_over
 
 from translator.scrape_server import BUSY, CONNECTION_TIMEOUT_S, MAX_SCRAPES
 
@@ -218,13 +218,7 @@ def test_listen_serves_each_connection_s_session(tmp_path: Path) -> None:
     server = subprocess.Popen([TRANSLATOR, "--listen", f"unix:{address}"], stdin=subprocess.DEVNULL,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=prometheus_env(port))
     try:
-        poll(address.exists)
-        sessions = []
-        for _ in range(2):
-            with socket.socket(socket.AF_UNIX) as sock:
-                poll(lambda s=sock: s.connect_ex(str(address)) == 0)
-                sock.settimeout(20)
-                sessions.append(orjson.loads(exchange(sock, FIXTURE.read_bytes()).splitlines()[-1])["session_id"])
+        sessions = sessions_over(address, FIXTURE.read_bytes())
         poll(lambda: len(read(served(port))["samples"]["claude_code_session_count_total"]) == 2)
         text = scrape(port)[2]
     finally:
