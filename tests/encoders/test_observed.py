@@ -107,10 +107,10 @@ class Ends(Quiet):
     """A watcher of the runs' results alone (as the metrics' counts, the results table's rows)."""
 
     def __init__(self) -> None:
-        self.ends: list[tuple[str, int]] = []
+        self.ends: list[tuple[str, int, str | None]] = []
 
     def run_end(self, run: RunSummary, t: float) -> None:
-        self.ends.append((run.subtype, run.turns))
+        self.ends.append((run.subtype, run.turns, run.model))
 
 
 def test_an_observer_that_names_none_takes_every_move_and_its_prompts() -> None:
@@ -124,7 +124,7 @@ def test_a_watcher_is_told_only_the_moves_it_takes_and_no_tee_stands_in_the_othe
     ends = Ends()
     assert takes(ends) == {"run_end"} and takes(Quiet()) == frozenset()
     assert translate(fmt, ends) == translate(fmt, None)
-    assert ends.ends == [("success", 2)]
+    assert ends.ends == [("success", 2, "claude-sonnet-4-5")]  # the model its last turn ran on
     assert prompted(ends) is ends  # no history decoded for a prompt nobody takes
     encoder = make_encoder(fmt, "sid-1", rates=RateCard.default({}))
     tee = Observed(encoder, ends, StreamId("fixture", "sid-1", "/project"))

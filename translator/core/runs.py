@@ -115,7 +115,9 @@ class Runs:
         """What the run came to (see open_run.summary), timed by the clock."""
         run.last_model_src = None  # the run is ending: a long line this points to can go
         duration, ttft = self.clock.durations(run, now, end)
-        return summary(run, subtype, error, end, duration, ttft, self.clock.kind)
+        result = summary(run, subtype, error, end, duration, ttft, self.clock.kind)
+        result.model = run.turn_model or self.model
+        return result
 
     def finish(self, run: RunSummary, t: float) -> None:
         """The open run's result is written (unless its failure wrote one) and the run is over."""

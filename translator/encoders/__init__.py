@@ -58,6 +58,8 @@ class RunSummary(msgspec.Struct):
     # RunEnd's whole history as it came (a reference, never decoded here; None when the translator
     # closed the run itself): where a raw log keeps the run's prompt, for the session files.
     final_messages: msgspec.Raw | None = None
+    # The model of the run's last turn (the stream's, before any turn): what its cost is counted under.
+    model: str | None = None
 
 
 class Encoder(Protocol):

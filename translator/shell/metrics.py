@@ -32,7 +32,6 @@ from translator.diagnostics import KINDS, Diagnostic, Notice
 from translator.diagnostics import stderr as _stderr
 from translator.encoders import RunSummary
 from translator.encoders.observed import Quiet
-from translator.model import TurnEnd, TurnStart
 from translator.scrape_server import Capped, Serving
 from translator.version import __version__
 
@@ -57,23 +56,14 @@ def _labelled(name: str, documentation: str, label: str, values: dict[str, int] 
 
 class Counted(Quiet):
     """One stream's closed runs, counted into the metrics as they close (through the watch, as
-    every watcher: the core hands nothing out for it)."""
+    every watcher: the core hands nothing out for it). It takes their results alone (the run's
+    model is its summary's), so no tee stands in the encoder's path for the rest."""
 
     def __init__(self, metrics: Metrics) -> None:
         self.metrics = metrics
-        self.model: str | None = None  # the run's (its start's), then its last turn's
-
-    def run_start(self, model: str | None, t: float) -> None:
-        self.model = model
-
-    def turn_start(self, ev: TurnStart, t: float) -> None:
-        self.model = ev.model or self.model
-
-    def turn_end(self, ev: TurnEnd, model: str | None, cost: float, t: float) -> None:
-        self.model = model or self.model
 
     def run_end(self, run: RunSummary, t: float) -> None:
-        self.metrics.count_run(run, self.model)
+        self.metrics.count_run(run, run.model)
 
 
 def parse_address(address: str) -> tuple[str, int]:
