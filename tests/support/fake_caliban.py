@@ -5,7 +5,7 @@ output, signals and exit codes (caliban-ai/caliban f33a2d0: `caliban/src/args.rs
 
 Environment:
 - FAKE_CALIBAN_LOG: a file; each invocation appends `{"argv": [...], "stdin": "...", "pid": n,
-  "system": text}` (`system`: `--system`'s text or `--system-file`'s contents, read as caliban reads
+  "system": text, "cwd": its working directory}` (`system`: `--system`'s text or `--system-file`'s contents, read as caliban reads
   it at start: one that cannot be read is exit 1).
 - FAKE_CALIBAN_SCRIPTS: a JSON list, used in turn per invocation (round robin): each
   `{"file": path, "pause_after": n?, "exit_after": n?, "exit": status?, "stderr": text?,
@@ -280,7 +280,7 @@ def main(argv: list[str]) -> int:
             fh.seek(0)
             calls = sum(1 for _ in fh)
             fh.write(json.dumps({"argv": argv, "stdin": stdin, "pid": os.getpid(), "pgid": os.getpgrp(),
-                                 "system": system, "settings": settings}) + "\n")
+                                 "system": system, "settings": settings, "cwd": os.getcwd()}) + "\n")
     prompt = stdin.rstrip("\n") if inline in (None, "", "-") else inline
     if "--print" not in args and "--output-format" not in args:
         sys.stderr.write("fake caliban: only headless mode is faked\n")

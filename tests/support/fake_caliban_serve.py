@@ -20,7 +20,7 @@ tests/support/fake_caliban.py hands `caliban [GLOBAL FLAGS] mcp serve` here. Env
   line it reads its stdin no more and answers nothing (alive, its pipe filling); `"flood_answers":
   n` — at `caliban_run`, n answers to ids never sent, first; `"next_cursor": value` — every poll
   answers that `next_cursor` instead of the buffer's length (registry.rs `poll`).
-- FAKE_SERVE_LOG: a file; the server's start is appended (`{"pid", "argv"}`), then each
+- FAKE_SERVE_LOG: a file; the server's start is appended (`{"pid", "argv", "cwd"}`), then each
   JSON-RPC line received (`{"in": msg, "t": time}`),
   and each permission prompt raised (`{"pending": id, "t"}`), first shown in a poll
   (`{"prompted": id, "t"}`) and answered (`{"permit": id, "allow", "t"}`).
@@ -448,5 +448,5 @@ def main(global_args: dict[str, Any]) -> int:
                 started = sum('"pid"' in line for line in fh)
         script = script["servers"][started % len(script["servers"])]
     server = Server(global_args.get("--model"), script)
-    server.log({"pid": os.getpid(), "argv": sys.argv[1:]})
+    server.log({"pid": os.getpid(), "argv": sys.argv[1:], "cwd": os.getcwd()})
     return server.serve()

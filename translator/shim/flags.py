@@ -38,7 +38,7 @@ BOOL_FLAGS = frozenset(
         "--strict-mcp-config", "--fork-session", "--session-mirror", "--replay-user-messages",
         "--debug-to-stderr", "--print", "--debug", "--dangerously-skip-permissions",
         "--allow-dangerously-skip-permissions", "--no-session-persistence", "--await-initialize",
-        "--managed-settings-in-initialize", "--bare", "--restricted", "--safe-mode", "--disable-slash-commands",
+        "--managed-settings-in-initialize", "--await-claim", "--bare", "--restricted", "--safe-mode", "--disable-slash-commands",
         "--exclude-dynamic-system-prompt-sections", "--brief", "--forward-subagent-text", "--prompt-suggestions",
         # Claude Code's interactive and cloud features (some take an optional value: `--flag=value`)
         "--chrome", "--no-chrome", "--ide", "--ax-screen-reader", "--background", "--desktop", "--tmux",

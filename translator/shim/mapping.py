@@ -89,6 +89,7 @@ MAPPED = frozenset(
         "--bare", "--restricted", "--safe-mode", "--disable-slash-commands",
         # initialize is read before any run whatever these say: they need nothing more
         "--await-initialize", "--initialize-fields", "--managed-settings-in-initialize",
+        "--await-claim",  # (the TS SDK's prewarm: claiming.py)
     }
 )  # fmt: skip
 SETTINGS_KEPT = ("permissions", "model")
@@ -112,6 +113,7 @@ class Plan(msgspec.Struct, kw_only=True):
     permission_mode: str = "default"  # as Claude Code names it (reported back to the app)
     partial: bool = False
     replay_user: bool = False
+    await_claim: bool = False  # a TS SDK spare (prewarm): parked until claim_session names its folder
     warnings: list[str] = []
     extra: list[str] = []  # CALIBAN_CLAUDE_ARGS: the operator's own caliban flags
 
@@ -344,6 +346,7 @@ def plan(args: ClaudeArgs, keep_system_prompt: bool = False) -> Plan:
             "can_use_tool / --permission-prompt-tool cannot be bridged: caliban -p denies tools its rules ask about"
         )
     p.replay_user = "--replay-user-messages" in args.flags
+    p.await_claim = "--await-claim" in args.flags
     try:
         p.extra = shlex.split(os.environ.get("CALIBAN_CLAUDE_ARGS", ""))
     except ValueError as exc:

@@ -22,6 +22,7 @@ from translator.exits import EX_IOERR
 from translator.shim import configure, sessions, transcript
 from translator.shim.backends.base import Chosen, RunContext
 from translator.shim.choose import DRIVE_NO_HISTORY
+from translator.shim.claiming import NOT_CLAIMED, Spare
 from translator.shim.mapping import PERMISSION_MODES, Plan, model_choices, resolve_model
 from translator.shim.permissions.policy import Policy
 from translator.shim.protocol import frames, initialize
@@ -83,11 +84,13 @@ class ShimSession:
         ))  # fmt: skip
         self.initialize = initialize.Initialize()  # what the SDK's initialize asked for (none yet)
         self.prefix = p.prefix if files.new else ""  # goes before the first message's text
+        self.spare = Spare(p.await_claim)  # (a TS SDK prewarm: parked until claimed)
         self.stopping = threading.Event()
         self.signal: int | None = None
         self.handlers: dict[str, Handler] = {
             "initialize": self.on_initialize, "interrupt": self.on_interrupt,
             "set_permission_mode": self.on_set_permission_mode, "set_model": self.on_set_model,
+            "claim_session": self.on_claim_session,
         }  # fmt: skip
 
     # ------------------------------------------------------------------ the app's requests
@@ -120,18 +123,38 @@ class ShimSession:
         self.backend.interrupt()  # (its gate denies every later call of the run)
         self.channel.cancel()  # every request of the run that waits for the app: settled, a late answer ignored
 
+    def mode_refused(self, mode: str) -> str | None:
+        """Why the session cannot take `mode` (none it knows; bypassPermissions where the CLI refuses it), or None."""
+        if mode not in PERMISSION_MODES:
+            return f"caliban shim: unknown permission mode {mode!r}"
+        return bypass_refused(mode, "--restrict-paths" in self.plan.static, os.geteuid() == 0,
+                              os.environ.get("IS_SANDBOX"))  # fmt: skip
+
     def on_set_permission_mode(self, rid: str, request: dict[str, Any]) -> None:
         mode, send = request.get("mode"), self.channel.send
-        if not isinstance(mode, str) or mode not in PERMISSION_MODES:
-            send(frames.error(rid, f"caliban shim: unknown permission mode {mode!r}"))
-            return
-        refused = bypass_refused(mode, "--restrict-paths" in self.plan.static, os.geteuid() == 0,
-                                 os.environ.get("IS_SANDBOX"))  # fmt: skip
+        refused = self.mode_refused(mode) if isinstance(mode, str) else f"caliban shim: unknown permission mode {mode!r}"
         if refused is not None:  # as the CLI, later as at the start
             send(frames.error(rid, refused))
             return
         self.mode = str(mode)
         send(frames.success(rid, {"mode": self.mode}), frames.status(self.mode, self.files.id))
+
+    def on_claim_session(self, rid: str, request: dict[str, Any]) -> None:
+        """The TS SDK's claim of a prewarmed spare (claiming.py): the session moves to the
+        claimed folder before its prompt is read (the reader handles this line first)."""
+        claim = self.spare.read(request, self.mode_refused)
+        if isinstance(claim, str):
+            self.channel.send(frames.error(rid, claim))
+            return
+        os.chdir(claim.cwd)  # (the process's: its runs and caliban's start there)
+        if self.transcript is not None:
+            self.transcript.moved()
+        self.backend.kill(lambda _: False)  # (a server started in the parking folder starts again in this one)
+        self.mode = claim.mode or self.mode
+        self.prefix = "\n\n".join(text for text in (self.prefix, claim.prefix) if text)
+        for message in claim.warnings:
+            warn(message)
+        self.channel.send(frames.success(rid, self.spare.answer(claim, self.files.id)))
 
     def on_set_model(self, rid: str, request: dict[str, Any]) -> None:
         model = request.get("model")
@@ -167,6 +190,9 @@ class ShimSession:
                 self.backend.refuse(f"internal error in {PROG}: {exc}")
 
     def run_message(self, msg: dict[str, Any]) -> None:
+        if self.spare.waiting:  # (fail closed: never in the parking folder)
+            self.backend.refuse(NOT_CLAIMED)
+            return
         prompt, dropped = prompt_text(msg)
         if dropped:
             warn(f"{dropped} non-text content block(s) (images, documents) dropped: caliban -p takes text only")

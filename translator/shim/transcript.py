@@ -125,26 +125,40 @@ def fork_copy(source: str, session_id: str, path: str) -> None:
         fh.write(b"".join(copied))
 
 
-def open_transcript(session: Session) -> Written | None:
+class SessionFile(Written):
+    """The session's file, as an observer of its runs: where it is, and trouble writing it said once."""
+
+    def __init__(self, session_id: str, path: str) -> None:
+        cwd = os.getcwd()
+        self.path, self.failed = path, False
+        transcript = Transcript(cwd=cwd, version=__version__, entrypoint="caliban-claude", session_id=session_id,
+                                parent=last_uuid(path), git_branch=git_branch(cwd))  # fmt: skip
+        super().__init__(transcript, self._append)
+
+    def _append(self, _: Transcript, lines: list[bytes]) -> None:
+        if self.failed:
+            return
+        try:
+            append(self.path, lines)
+        except OSError as exc:
+            self.failed = True
+            warn(f"cannot write the session's transcript {self.path}: {exc.strerror or exc}")
+
+    def moved(self) -> None:
+        """The session's folder is now the cwd (a TS SDK claim, before any line is written): its
+        file goes to that folder's project, its lines name it and its branch."""
+        cwd = os.getcwd()
+        self.path = transcript_path(str(self.transcript.session_id))
+        self.transcript.cwd, self.transcript.git_branch = cwd, git_branch(cwd)
+        self.transcript.leaf = last_uuid(self.path)
+
+
+def open_transcript(session: Session) -> SessionFile | None:
     """The session's file, as an observer of its runs; None when the session must not persist."""
     if session.scratch is not None:
         return None
-    cwd = os.getcwd()
     path = transcript_path(session.id)
     if session.forked_from is not None:
         fork_copy(session.forked_from, session.id, path)
     repair(path)
-    transcript = Transcript(cwd=cwd, version=__version__, entrypoint="caliban-claude", session_id=session.id,
-                            parent=last_uuid(path), git_branch=git_branch(cwd))  # fmt: skip
-    failed: list[str] = []
-
-    def write(_: Transcript, lines: list[bytes]) -> None:
-        if failed:
-            return
-        try:
-            append(path, lines)
-        except OSError as exc:
-            failed.append(path)
-            warn(f"cannot write the session's transcript {path}: {exc.strerror or exc}")
-
-    return Written(transcript, write)
+    return SessionFile(session.id, path)

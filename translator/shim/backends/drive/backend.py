@@ -47,6 +47,7 @@ class DriveBackend:
         self.server: McpServer | None = None
         self.run_id: str | None = None
         self.cursor = 0
+        self.ran = False  # a run was started (a server ended after one loses the conversation)
         self.stop: State = "running"  # how the message's run stops (stops.py)
         self.active = False  # a message is being run
         self._asked: set[str] = set()  # the prompts asked while their call is open (a poll repeats one until answered)
@@ -204,7 +205,8 @@ class DriveBackend:
             self._drop()
             self.server = self._start()  # (the probe started the first: this one follows an end)
             self._asked.clear()  # (its prompts are new: caliban's tool ids are the provider's)
-            self.warn("a new caliban mcp serve and run: it knows nothing of this conversation's earlier messages")
+            if self.ran:  # (one ended before any run, as for a TS SDK claim, lost nothing)
+                self.warn("a new caliban mcp serve and run: it knows nothing of this conversation's earlier messages")
         if self.run_id is not None:
             try:
                 self.server.call("caliban_send_input", {"run_id": self.run_id, "text": prompt})
@@ -212,7 +214,7 @@ class DriveBackend:
             except ToolError as exc:  # the run ended (an error, its turn limit): a new one, without the context
                 self.warn(f"caliban_send_input: {exc}; starting a new run, which knows nothing of the earlier messages")
         self.run_id = str(self.server.call("caliban_run", {"prompt": prompt, "interactive": True}).get("run_id"))
-        self.cursor = 0
+        self.cursor, self.ran = 0, True
         return True
 
     def _drop(self) -> None:
