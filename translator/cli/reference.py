@@ -65,6 +65,8 @@ SHIM_ENVIRONMENT = (
      "persistSession: false)"),
     ("ANTHROPIC_API_KEY", "passed on to caliban with the rest of the environment; whether it is set is the init "
      "frame's apiKeySource, as in Claude Code"),
+    ("CLAUDE_CODE_OAUTH_TOKEN, CLAUDE_CODE_SESSION_ACCESS_TOKEN, CLAUDE_CODE_HOST_SESSION_ID", "the only "
+     "environment a TypeScript SDK claim() may bring (--await-claim); accepted, not read by caliban"),
     ("CALIBAN_RATES_YAML", "the rate card the results' cost is priced by (default: the bundled one)"),
     ("CALIBAN_CLAUDE_RELAY_TOKEN", "not yours to set: the shim gives it, through caliban's settings, to the "
      "relays caliban starts for an app's SDK MCP servers, which prove with it that they are caliban's"),
