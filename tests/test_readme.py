@@ -72,6 +72,12 @@ def run_in_copy(tmp_path: Path, argv: list[str], venv_on_path: bool = True) -> s
     repo.mkdir()
     home.mkdir()
     tracked_copy(repo)
+    # The copy shares this venv: were make's marks missing (a venv made by hand), its `make` would
+    # reinstall the package into this venv from the copy, a folder deleted after the test, and
+    # leave every later test's commands pointing there.
+    unmarked = [m for m in (".installed-runtime", ".installed-test") if not (BIN.parent / m).exists()]
+    if unmarked:
+        pytest.fail(f"{BIN.parent} has no {', '.join(unmarked)}: make it with `make .venv/.installed-test`")
     (repo / ".venv").symlink_to(BIN.parent)
     for name in ("pyproject.toml", "Makefile"):  # older than this venv's install, even when just edited: `make`
         os.utime(repo / name, (0, 0))  # must not reinstall it from the copy, a folder deleted after the test
