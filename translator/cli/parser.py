@@ -217,7 +217,7 @@ def build_parser() -> Parser:
         "--results-table",
         metavar="PATH",
         help="batch replay: also write every run's result as a row of a Delta Lake table at PATH "
-        "(one commit a batch, partitioned by date; works without --out-dir)",
+        "(one commit a batch, one per 65,536 rows past that; partitioned by date; works without --out-dir)",
     )
     fleet.add_argument(
         "--cluster",
