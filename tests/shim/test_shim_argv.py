@@ -5,6 +5,7 @@ caliban's strict flag table (the fake's `check`, clap's rules)."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from fake_caliban import Usage, check
 
 from translator.shim.flags import BOOL_FLAGS, CANONICAL, VALUE_FLAGS, parse
 from translator.shim.mapping import CALIBAN_TOOLS, IGNORED, MAPPED, convert_rule, plan, run_argv, split_rules
+from translator.shim.place import Place
 from translator.shim.sessions import Session
 
 
@@ -28,6 +30,11 @@ def sessions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+def here() -> Place:
+    """The session's place: this process's environment (as the fixtures set it) and folder."""
+    return Place(os.environ, os.getcwd())
+
+
 def sdk_argv(options: ClaudeAgentOptions) -> list[str]:
     return SubprocessCLITransport(prompt="x", options=replace(options, cli_path="caliban-claude"))._build_command()
 
@@ -35,8 +42,8 @@ def sdk_argv(options: ClaudeAgentOptions) -> list[str]:
 def caliban_argv(options: ClaudeAgentOptions) -> tuple[list[str], list[str], Session]:
     """caliban's argv for the first run, the shim's warnings, and the session."""
     args = parse(sdk_argv(options)[1:])
-    p = plan(args)
-    session = Session(args, p.warnings)
+    p = plan(args, here())
+    session = Session(args, p.warnings, here())
     argv = run_argv("caliban", p, p.model, p.permission_mode, session.args())
     check(argv[1:])  # caliban would accept it
     return argv, p.warnings, session
@@ -122,7 +129,7 @@ def test_every_flag_the_shim_knows_is_mapped_or_warned() -> None:
     assert known == MAPPED | set(IGNORED) | set(REFUSED) | {"--permission-prompt-tool"}
     for flag in [*IGNORED, "--permission-prompt-tool"]:
         given = [flag, "x"] if flag in VALUE_FLAGS else [flag]
-        assert any(flag in w or "can_use_tool" in w for w in plan(parse(given)).warnings), flag
+        assert any(flag in w or "can_use_tool" in w for w in plan(parse(given), here()).warnings), flag
 
 
 def test_dangerously_skip_permissions_is_the_bypass_mode() -> None:
@@ -149,7 +156,7 @@ def test_settings_and_mcp_servers_become_one_overlay() -> None:
     }
     assert any("hooks" in w for w in warned)
     assert parse(sdk_argv(ClaudeAgentOptions(mcp_servers=MCP))[1:]).lists["--mcp-config"]  # (calc: relayed by the session)
-    assert plan(parse(sdk_argv(ClaudeAgentOptions(mcp_servers=MCP))[1:])).sdk_servers == ["calc"]
+    assert plan(parse(sdk_argv(ClaudeAgentOptions(mcp_servers=MCP))[1:]), here()).sdk_servers == ["calc"]
 
 
 def test_almost_every_option_at_once() -> None:
@@ -205,7 +212,7 @@ def test_operator_flags_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_a_command_line_prompt_is_warned_about() -> None:
-    p = plan(parse(["-p", "hello", "--output-format", "stream-json", "--input-format", "stream-json"]))
+    p = plan(parse(["-p", "hello", "--output-format", "stream-json", "--input-format", "stream-json"]), here())
     assert p.warnings == ["argument 'hello' ignored: prompts come on stdin, as stream-json"]
 
 

@@ -22,6 +22,7 @@ from support_processes import fake_caliban
 
 from translator.shim.flags import BOOL_FLAGS, CANONICAL, SHORT, VALUE_FLAGS, parse
 from translator.shim.mapping import IGNORED, MAPPED, plan, run_argv
+from translator.shim.place import Place
 from translator.shim.restricting import REFUSED, ROOT
 from translator.shim.sessions import Session
 
@@ -58,8 +59,9 @@ def test_every_flag_of_the_clis_help_is_mapped_ignored_or_refused(tmp_path: Path
 def caliban_argv(options: ClaudeAgentOptions) -> tuple[list[str], list[str]]:
     argv = SubprocessCLITransport(prompt="x", options=replace(options, cli_path="caliban-claude"))._build_command()
     args = parse(argv[1:])
-    p = plan(args)
-    got = run_argv("caliban", p, p.model, p.permission_mode, Session(args, p.warnings).args())
+    here = Place(os.environ, os.getcwd())  # (as the fixture sets it)
+    p = plan(args, here)
+    got = run_argv("caliban", p, p.model, p.permission_mode, Session(args, p.warnings, here).args())
     check(got[1:])  # caliban would accept it
     return got, p.warnings
 

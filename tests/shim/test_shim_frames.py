@@ -11,8 +11,10 @@ from support_fixtures import FIXTURES
 
 from translator.shim.backends.completion import MAX_LINE
 from translator.shim.backends.oneshot.conversation import Conversation
+from translator.shim.place import Place
 
 RECORDED = FIXTURES / "caliban"
+HERE = Place({}, "/home/dev/project")  # the session's folder, as caliban's recorded init names it
 
 
 def run(conv: Conversation, lines: list[bytes], status: int = 0) -> list[dict[str, Any]]:
@@ -31,7 +33,7 @@ def recorded(name: str) -> list[bytes]:
 
 
 def test_results_count_and_cost_adds_up_across_runs() -> None:
-    conv = Conversation("S", partial=False, mode="plan")
+    conv = Conversation("S", partial=False, mode="plan", place=HERE)
     first = run(conv, recorded("tool_use_two_turns.jsonl"))
     second = run(conv, recorded("benign_text.jsonl"))
     assert [f["result_index"] for f in first + second if f["type"] == "result"] == [0, 1]
@@ -50,12 +52,12 @@ def test_structured_output_passes_through() -> None:
     result = json.loads(lines[-1])
     result["structured_output"] = {"answer": 42}
     lines[-1] = json.dumps(result).encode() + b"\n"
-    frames = run(Conversation("S", partial=False, mode="default"), lines)
+    frames = run(Conversation("S", partial=False, mode="default", place=HERE), lines)
     assert frames[-1]["structured_output"] == {"answer": 42} and frames[-1]["subtype"] == "success"
 
 
 def test_an_interrupted_run_ends_with_the_user_frame_then_the_result() -> None:
-    conv = Conversation("S", partial=False, mode="default")
+    conv = Conversation("S", partial=False, mode="default", place=HERE)
     conv.start_run()
     frames = [f for line in recorded("tool_use_two_turns.jsonl")[:2] for f in conv.caliban_output(line)]
     conv.interrupted = True
@@ -71,7 +73,7 @@ def test_frames_stay_under_the_sdks_line_limit() -> None:
     huge = "x" * (3 << 20)
     lines[2] = json.dumps({"type": "tool_result", "tool_use_id": "toolu_01Ab3CdE4fGh5iJk6LmN7oPq", "is_error": False,
                            "content": [{"type": "text", "text": huge}]}).encode() + b"\n"  # fmt: skip
-    frames = run(Conversation("S", partial=False, mode="default"), lines)
+    frames = run(Conversation("S", partial=False, mode="default", place=HERE), lines)
     (tool_result,) = [f for f in frames if f["type"] == "user"]
     text = tool_result["message"]["content"][0]["content"]
     assert text.startswith("xxx") and text.endswith("exceeded the SDK's 1 MiB line limit]")
@@ -85,8 +87,8 @@ def test_any_split_of_calibans_output_gives_the_same_frames() -> None:
     result["structured_output"] = {"n": 3}
     lines[-1] = orjson.dumps(result) + b"\n"
     data = b"".join(lines)
-    whole = run(Conversation("S", partial=False, mode="default"), lines)
-    cut = run(Conversation("S", partial=False, mode="default"), [data[i : i + 7] for i in range(0, len(data), 7)])
+    whole = run(Conversation("S", partial=False, mode="default", place=HERE), lines)
+    cut = run(Conversation("S", partial=False, mode="default", place=HERE), [data[i : i + 7] for i in range(0, len(data), 7)])
     volatile = (
         "uuid",
         "timestamp",

@@ -14,10 +14,12 @@ from support_fixtures import FIXTURES
 from translator.shim import configure
 from translator.shim.flags import parse
 from translator.shim.mapping import plan, run_argv
+from translator.shim.place import Place
 from translator.shim.protocol import frames
 from translator.shim.protocol.initialize import HookMatcher, Initialize, read
 
 WIRES = FIXTURES / "cc-2.1.333" / "sdk-ts"
+HERE = Place({}, "/")  # a session with nothing set in its environment
 
 
 def recorded(name: str) -> tuple[list[str], dict[str, Any]]:
@@ -31,7 +33,7 @@ def recorded(name: str) -> tuple[list[str], dict[str, Any]]:
 
 def caliban_for(name: str) -> tuple[list[str], dict[str, bool], list[str]]:
     argv, request = recorded(name)
-    p = plan(parse(argv))
+    p = plan(parse(argv), HERE)
     applied, warnings = configure.apply(p, read(request))
     caliban = run_argv("caliban", p, p.model, p.permission_mode, ["--session", "s"])
     check(caliban[1:])  # caliban would accept it
@@ -65,7 +67,7 @@ def test_a_string_system_prompt_reaches_caliban() -> None:
 
 def test_preset_and_append_keep_calibans_prompt_and_say_where_the_append_goes() -> None:
     argv, request = recorded("system_prompt_preset_append")
-    p = plan(parse(argv))
+    p = plan(parse(argv), HERE)
     _, warnings = configure.apply(p, read(request))
     assert read(request).system_prompt is None and p.system == [] and p.prefix == "Be terse."
     assert warnings == ["appendSystemPrompt: caliban has no appended system prompt; it goes before the first message"]
@@ -103,12 +105,12 @@ def test_hooks_are_read_and_said_to_be_unbridged() -> None:
     assert init.hooks_sent and not init.blocking_hooks
     _, applied, warnings = caliban_for("hooks_pretooluse")
     assert applied == {} and warnings == [configure.HOOKS]
-    answer = frames.initialize("default", init.hooks_sent, applied)
+    answer = frames.initialize("default", init.hooks_sent, {}, applied)
     assert answer["hooks_applied"] is False and answer["hook_on_failure_supported"] is False
 
 
 def test_settings_caliban_cannot_take_are_not_confirmed() -> None:
-    p = plan(parse([]))
+    p = plan(parse([]), HERE)
     init = read({"subtype": "initialize", "settings": {"permissions": {"deny": ["Bash(rm:*)"], "defaultMode": "plan"},
                                                        "env": {"A": "1"}},
                  "managedSettings": {"permissions": {"deny": ["WebFetch"]}}})  # fmt: skip
@@ -119,7 +121,7 @@ def test_settings_caliban_cannot_take_are_not_confirmed() -> None:
 
 
 def test_what_cannot_reach_caliban_is_said_and_sdk_servers_are_kept_for_the_relay() -> None:
-    p = plan(parse([]))
+    p = plan(parse([]), HERE)
     manifest = {"initializeResult": {"serverInfo": {"name": "calc", "version": "1"}}, "toolsListResult": {"tools": []}}
     init = read({"subtype": "initialize", "agents": {"a": {"description": "d", "prompt": "p"}},
                  "sdkMcpServers": ["calc"], "mcpServers": {"in": {"type": "sdk", "name": "in"}},

@@ -16,6 +16,7 @@ import pytest
 from translator.shim.permissions.gate import DEFERRED, Decision, Gate, ToolCall
 from translator.shim.permissions.hooks import Hooks
 from translator.shim.permissions.policy import Policy
+from translator.shim.place import Place
 from translator.shim.protocol.channel import INPUT_ENDED, Channel, Inbound
 from translator.shim.protocol.initialize import HookMatcher
 from translator.shim.protocol.transport import Memory
@@ -78,7 +79,8 @@ def gate_on(
             gates[0].input_ended()
 
     channel = Channel(lambda rid, request: None, inbound, transport=memory)
-    gate = Gate(channel, Policy(allowed, disallowed), can_use_tool, hooks or Hooks({}), lambda said: None, "S")
+    gate = Gate(channel, Policy(allowed, disallowed), can_use_tool, hooks or Hooks({}), lambda said: None, "S",
+                place=Place({}, "/"))  # fmt: skip
     gates.append(gate)
     threading.Thread(target=channel.read_stdin, daemon=True).start()
     gate.begin("default", "P")

@@ -1,7 +1,7 @@
 """`caliban-claude` served in this process, for the Python Agent SDK: a real `Transport` of
 claude_agent_sdk's (its public ABC, what `query(transport=)` and `ClaudeSDKClient(transport=)`
 take) whose far end is the shim's session over protocol/transport.py's `Memory`, built by the
-shim's one door (`translator.shim.main.serve`: argv, env, transport) on a thread of its own.
+shim's one door (`translator.shim.main.serve`: argv, env, folder, transport) on a thread of its own.
 
 What the SDK would hand a process it hands the session: the argv its own subprocess transport
 builds from the options (`_build_command`, with `can_use_tool` routed to stdio as `query()` and
@@ -9,9 +9,11 @@ builds from the options (`_build_command`, with `can_use_tool` routed to stdio a
 `options.stderr`. caliban is still a process (the fake, CALIBAN_BIN): what saves the time is the
 shim's interpreter start and import, once per test file's worker instead of once per session.
 
-The environment, the working directory and `sys.stderr` are the process's own, so they are the
-session's while it lives (one session at a time in a process, as pytest runs a worker's tests).
-An exit status other than 0 ends `read_messages` with the SDK's `ProcessError`, as a process's.
+The environment and the folder are the session's own (`serve` takes them; nothing below it reads
+the process's), so sessions run side by side. `sys.stderr` is still the process's: a session
+given `options.stderr` has it while it lives (one such session at a time in a process, as pytest
+runs a worker's tests). An exit status other than 0 ends `read_messages` with the SDK's
+`ProcessError`, as a process's.
 """
 
 from __future__ import annotations
@@ -83,9 +85,8 @@ class InProcess(Transport):
         self.env = {k: v for k, v in os.environ.items() if k != "CLAUDECODE"}
         self.env |= {"CLAUDE_CODE_ENTRYPOINT": "sdk-py", **options.env, "CLAUDE_AGENT_SDK_VERSION": SDK_VERSION}
         self.env.setdefault("CLAUDE_CODE_SDK_READS_SESSION_STATE", "1")  # (the SDK's own default for its CLI)
-        self.cwd = str(options.cwd) if options.cwd else None
-        if self.cwd:
-            self.env["PWD"] = self.cwd
+        self.cwd = str(options.cwd) if options.cwd else os.getcwd()  # (the SDK's child: the app's folder)
+        self.env["PWD"] = self.cwd
         self.stderr = options.stderr
         self.status: int | None = None  # the session's exit status, once it has ended
         self._ended = asyncio.Event()
@@ -101,7 +102,7 @@ class InProcess(Transport):
 
         def session() -> None:
             try:
-                self.status = serve(self.argv, self.env, memory)
+                self.status = serve(self.argv, self.env, self.cwd, memory)
             except BaseException:
                 self.status = 70  # (what the command's traceback would exit with: not 0)
                 raise
@@ -117,23 +118,15 @@ class InProcess(Transport):
         self._woken.set()
 
     def _enter(self) -> Callable[[], None]:
-        """The session's environment, folder and stderr, made the process's; what puts them back."""
-        environ, folder, stderr = dict(os.environ), os.getcwd(), sys.stderr
-        os.environ.clear()
-        os.environ.update(self.env)
-        if self.cwd:
-            os.chdir(self.cwd)
-        piped = None if self.stderr is None else _Stderr(self.stderr)
-        if piped is not None:
-            sys.stderr = piped.stream
+        """The session's stderr (`options.stderr`'s) made the process's; what puts it back."""
+        if self.stderr is None:
+            return lambda: None
+        stderr, piped = sys.stderr, _Stderr(self.stderr)
+        sys.stderr = piped.stream
 
         def restore() -> None:
-            os.environ.clear()
-            os.environ.update(environ)
-            os.chdir(folder)
             sys.stderr = stderr
-            if piped is not None:
-                piped.close()
+            piped.close()
 
         return restore
 

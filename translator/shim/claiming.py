@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from translator.shim.place import Place
+
 # The only environment a claim may bring (the SDK's ClaimOptions.env): Claude's own tokens and
 # the host's session id, which caliban does not read.
 CLAIM_ENV = frozenset({"CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CODE_SESSION_ACCESS_TOKEN", "CLAUDE_CODE_HOST_SESSION_ID"})
@@ -44,15 +46,16 @@ class Spare:
     waiting: bool
     parked_at: float = field(default_factory=time.monotonic)
 
-    def read(self, request: dict[str, Any], mode_refused: Callable[[str], str | None]) -> Claim | str:
+    def read(self, request: dict[str, Any], mode_refused: Callable[[str], str | None], place: Place) -> Claim | str:
         """The claim, or why it is refused (the SDK's reason first: `claim_failed`,
-        `permission_mode_not_claimable`). `mode_refused`: why the session cannot take a mode."""
+        `permission_mode_not_claimable`). `mode_refused`: why the session cannot take a mode;
+        `place`: the session's (its folder, where a relative `cwd` is from; `~`: its HOME)."""
         if not self.waiting:
             return "claim_failed: this session is not a parked spare (started without --await-claim, or claimed)"
         cwd = request.get("cwd")
         if not isinstance(cwd, str) or not cwd.strip():
             return "claim_failed: cwd must be a folder's path"
-        folder = os.path.abspath(os.path.expanduser(cwd))
+        folder = place.path(cwd)
         if not os.path.isdir(folder):
             return f"claim_failed: {folder}: no such folder"
         env = request.get("env") or {}

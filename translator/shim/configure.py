@@ -28,14 +28,14 @@ def apply(p: Plan, init: Initialize) -> tuple[dict[str, bool], list[str]]:
         servers, applied["mcp_servers_applied"] = mcp_overlay(init.mcp_servers, warnings, p.sdk_servers)
         merge(p.overlay, {"mcp_servers": servers})
     if init.settings is not None:
-        overlay, applied["settings_applied"] = settings_overlay(init.settings, "settings", warnings)
+        overlay, applied["settings_applied"] = settings_overlay(init.settings, "settings", warnings, p)
         merge(p.overlay, overlay)
     if init.disallowed_tools is not None:
         p.static += [a for rule in init.disallowed_tools for a in ("--deny", convert_rule(rule))]
         applied["disallowed_tools_applied"] = True
     if init.managed_settings is not None:
         overlay, applied["managed_settings_applied"] = settings_overlay(
-            init.managed_settings, "managedSettings", warnings
+            init.managed_settings, "managedSettings", warnings, p
         )
         merge(p.overlay, overlay)
     if init.json_schema is not None and p.json_schema is None:

@@ -4,7 +4,7 @@ environment variable (the SDKs pass `env` to the CLI): an app's hook callback, a
 
 from __future__ import annotations
 
-import os
+from collections.abc import Mapping
 
 from translator.shim.say import warn
 
@@ -14,18 +14,18 @@ HOOK_S = 60.0
 MCP_S = 60.0
 
 
-def hook_timeout() -> float:
-    """Seconds a hook callback may take when its matcher sets no `timeout`."""
-    return _seconds("CALIBAN_CLAUDE_HOOK_TIMEOUT", HOOK_S)
+def hook_timeout(env: Mapping[str, str]) -> float:
+    """Seconds a hook callback may take when its matcher sets no `timeout` (`env`: the session's)."""
+    return _seconds(env, "CALIBAN_CLAUDE_HOOK_TIMEOUT", HOOK_S)
 
 
-def mcp_timeout() -> float:
+def mcp_timeout(env: Mapping[str, str]) -> float:
     """Seconds one request to the server may take, from its first byte written to its answer."""
-    return _seconds("CALIBAN_CLAUDE_MCP_TIMEOUT", MCP_S)
+    return _seconds(env, "CALIBAN_CLAUDE_MCP_TIMEOUT", MCP_S)
 
 
-def _seconds(name: str, default: float) -> float:
-    given = os.environ.get(name)
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    given = env.get(name)
     if not given:
         return default
     try:

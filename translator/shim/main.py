@@ -16,13 +16,14 @@ from typing import NoReturn
 from translator import stdio, telemetry
 from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text
-from translator.exits import EX_USAGE
+from translator.exits import EX_OSERR, EX_USAGE
 from translator.shim import choose, printing, restricting, sessions
 from translator.shim.backends.base import RunContext
 from translator.shim.backends.drive.backend import DriveBackend
 from translator.shim.backends.oneshot.backend import OneshotBackend
 from translator.shim.flags import parse
 from translator.shim.mapping import plan
+from translator.shim.place import Place
 from translator.shim.protocol.frames import CLI_VERSION
 from translator.shim.protocol.transport import Transport
 from translator.shim.say import PROG, say, warn
@@ -55,14 +56,22 @@ MCP_SERVE = (f"mcp: not available: {PROG} cannot serve caliban's tools over MCP 
 
 
 def main(argv: list[str] | None = None) -> int:
-    return serve(sys.argv[1:] if argv is None else argv, os.environ)
+    """The command: the process's arguments, environment and folder (the only place they are read)."""
+    try:
+        cwd = os.getcwd()
+    except OSError as exc:  # (a folder removed under it)
+        say(f"cannot read the current folder: {exc.strerror or exc}")
+        return EX_OSERR
+    return serve(sys.argv[1:] if argv is None else argv, os.environ, cwd)
 
 
-def serve(argv: list[str], env: Mapping[str, str], transport: Transport | None = None) -> int:
-    """The program for `argv` and `env`, its app on `transport` (None: stdin and stdout), and
-    its exit status: the one door a session is built by, the command's or a test's in this
-    process (tests/support/support_inprocess.py). Stop signals are taken on the main thread
-    only. (What the modules below read of the environment, and caliban inherits, is os.environ.)"""
+def serve(argv: list[str], env: Mapping[str, str], cwd: str, transport: Transport | None = None) -> int:
+    """The program for `argv`, `env` and the folder `cwd`, its app on `transport` (None: stdin
+    and stdout), and its exit status: the one door a session is built by, the command's or a
+    test's in this process (tests/support/support_inprocess.py). Everything below reads the
+    environment and the folder from here (place.py), caliban is started with them; stop
+    signals are taken on the main thread only."""
+    place = Place(env, os.path.normpath(cwd))  # (absolute)
     args = parse(argv)
     asked = {given.split(" ")[0] for given in args.unknown}  # flags, not values that look like them
     if asked & {"-v", "--version"}:
@@ -84,14 +93,14 @@ def serve(argv: list[str], env: Mapping[str, str], transport: Transport | None =
                 say(f"{flag} stream-json is required without -p (the Agent SDK's protocol); a prompt: {PROG} -p PROMPT")
                 return EX_USAGE
     prompt, refused = printing.prompt(args) if text_input else (None, None)
-    refused = refused or sessions.refusal(args)
+    refused = refused or sessions.refusal(args, place)
     if refused:
         _stderr([refused])
         return 1
     binary = env.get("CALIBAN_BIN") or "caliban"
-    if (cannot := unrunnable(env.get("CALIBAN_BIN") or "")) is not None:
+    if (cannot := unrunnable(env.get("CALIBAN_BIN") or "", place)) is not None:
         say(f"{cannot}; every message will get an error result")
-    p = plan(args, keep_system_prompt=env.get("CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT") == "1")
+    p = plan(args, place)
     flagged = restricting.refusal(args, p.permission_mode, os.geteuid() == 0, env.get("IS_SANDBOX"))
     if flagged is not None:
         line, claudes = flagged
@@ -99,7 +108,7 @@ def serve(argv: list[str], env: Mapping[str, str], transport: Transport | None =
         return 1 if claudes else EX_USAGE
     if text_input and len(args.positional) > 1:
         p.warnings.append(f"arguments after the prompt ignored: {' '.join(map(repr, args.positional[1:]))}")
-    session = sessions.Session(args, p.warnings)
+    session = sessions.Session(args, p.warnings, place)
     force = choose.forced(env, warn)
     prompt_tool = args.get("--permission-prompt-tool") == "stdio"
     # Claude Code's OpenTelemetry export, when asked (-p: one message, a scrape endpoint would show nothing)
@@ -151,15 +160,18 @@ def run() -> NoReturn:
         os._exit(status)
 
 
-def unrunnable(bin_env: str) -> str | None:
+def unrunnable(bin_env: str, place: Place) -> str | None:
     """Why caliban cannot be run, said once at the start (what would be run and why not), or
-    None: `CALIBAN_BIN` when set (a path, or a name looked up on PATH), else `caliban` on PATH."""
+    None: `CALIBAN_BIN` when set (a path from the session's folder, or a name looked up on its
+    PATH), else `caliban` on its PATH."""
     binary = bin_env or "caliban"
     named = f"CALIBAN_BIN={binary}" if bin_env else f"{binary} (CALIBAN_BIN is not set)"
+    if os.sep not in binary:
+        found = shutil.which(binary, path=place.env.get("PATH", os.defpath))
+        return None if found is not None else f"cannot run {named}: not found on PATH"
+    binary = place.path(binary)
     if shutil.which(binary) is not None:
         return None
-    if os.sep not in binary:
-        return f"cannot run {named}: not found on PATH"
     if os.path.isdir(binary):
         return f"cannot run {named}: {os.strerror(errno.EISDIR)}"
     why = os.strerror(errno.EACCES) + " (not executable)" if os.path.exists(binary) else os.strerror(errno.ENOENT)

@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import os
 import shlex
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from translator.shim.flags import ClaudeArgs
+from translator.shim.place import Place
 from translator.shim.restricting import OWN_SETTINGS, RESTRICTED_TOOLS, restricting
 
 # Claude Code's model aliases; caliban has none. CALIBAN_CLAUDE_MODELS (a JSON object) adds
@@ -116,11 +118,14 @@ class Plan(msgspec.Struct, kw_only=True):
     await_claim: bool = False  # a TS SDK spare (prewarm): parked until claim_session names its folder
     warnings: list[str] = []
     extra: list[str] = []  # CALIBAN_CLAUDE_ARGS: the operator's own caliban flags
+    aliases: dict[str, str | None] = {}  # the model aliases (MODEL_ALIASES, CALIBAN_CLAUDE_MODELS's)
+    folder: str = "/"  # where the options' relative paths are read from: the session's folder at its start
 
 
-def model_aliases() -> dict[str, str | None]:
+def model_aliases(env: Mapping[str, str]) -> dict[str, str | None]:
+    """MODEL_ALIASES, with the entries of the session's CALIBAN_CLAUDE_MODELS (a bad one: none)."""
     table: dict[str, str | None] = dict(MODEL_ALIASES)
-    extra = os.environ.get("CALIBAN_CLAUDE_MODELS")
+    extra = env.get("CALIBAN_CLAUDE_MODELS")
     if extra:
         try:
             loaded = json.loads(extra)
@@ -131,10 +136,9 @@ def model_aliases() -> dict[str, str | None]:
     return table
 
 
-def model_choices() -> list[dict[str, Any]]:
+def model_choices(table: dict[str, str | None]) -> list[dict[str, Any]]:
     """The `models` of the initialize answer, as Claude Code lists them (`supportedModels()`,
-    Zed's model picker): the default first, then each alias the shim maps, with caliban's model."""
-    table = model_aliases()
+    Zed's model picker): the default first, then each alias of `table` (the plan's), with caliban's model."""
     default = table.get("default")
     choices = [{"value": "default", "resolvedModel": default or "caliban's default",
                 "displayName": "Default (recommended)",
@@ -147,11 +151,10 @@ def model_choices() -> list[dict[str, Any]]:
     return choices
 
 
-def resolve_model(name: str | None) -> str | None:
-    """caliban's model for a Claude Code model name or alias (None: caliban's default)."""
+def resolve_model(name: str | None, table: dict[str, str | None]) -> str | None:
+    """caliban's model for a Claude Code model name or alias of `table` (None: caliban's default)."""
     if not name:
         return None
-    table = model_aliases()
     return table.get(name, name)
 
 
@@ -192,22 +195,22 @@ def permission_args(mode: str) -> list[str]:
     return args
 
 
-def load_json(value: str, what: str, warnings: list[str]) -> Any:
-    """A flag value that is JSON or the path of a JSON file."""
+def load_json(value: str, what: str, warnings: list[str], folder: str) -> Any:
+    """A flag value that is JSON or the path of a JSON file (relative: to `folder`)."""
     try:
         if value.lstrip().startswith("{"):
             return json.loads(value)
-        with open(value, encoding="utf-8") as fh:
+        with open(os.path.join(folder, value), encoding="utf-8") as fh:
             return json.load(fh)
     except (OSError, ValueError) as exc:
         warnings.append(f"{what}: cannot read {value[:80]!r} ({exc}); ignored")
         return None
 
 
-def settings_overlay(value: dict[str, Any] | str, what: str, warnings: list[str]) -> tuple[dict[str, Any], bool]:
+def settings_overlay(value: dict[str, Any] | str, what: str, warnings: list[str], p: Plan) -> tuple[dict[str, Any], bool]:
     """Claude Code settings (an object, JSON text or a path) as caliban overlay keys, and
-    whether all of it was taken (what was not is warned about)."""
-    settings = load_json(value, what, warnings) if isinstance(value, str) else value
+    whether all of it was taken (what was not is warned about); `p`: its folder and aliases."""
+    settings = load_json(value, what, warnings, p.folder) if isinstance(value, str) else value
     if not isinstance(settings, dict):
         if settings is not None:
             warnings.append(f"{what}: not a JSON object; ignored")
@@ -225,7 +228,7 @@ def settings_overlay(value: dict[str, Any] | str, what: str, warnings: list[str]
         if kept:
             overlay["permissions"] = kept
     if isinstance(settings.get("model"), str):
-        model = resolve_model(settings["model"])
+        model = resolve_model(settings["model"], p.aliases)
         if model:
             overlay["model"] = model
     if dropped:
@@ -272,18 +275,20 @@ def system_flags(prompt: str | None, keep_default: bool) -> list[str]:
     return []
 
 
-def _read_text(path: str, what: str, warnings: list[str]) -> str:
+def _read_text(path: str, what: str, warnings: list[str], folder: str) -> str:
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:  # (as argv: a bad byte is U+FFFD)
+        with open(os.path.join(folder, path), encoding="utf-8", errors="replace") as fh:  # (as argv: a bad byte is U+FFFD)
             return fh.read()
     except OSError as exc:
         warnings.append(f"{what}: cannot read {path!r} ({exc.strerror or exc}); ignored")
         return ""
 
 
-def plan(args: ClaudeArgs, keep_system_prompt: bool = False) -> Plan:
-    """The caliban flags that stay the same for every run of this conversation."""
-    p = Plan(keep_system_prompt=keep_system_prompt)
+def plan(args: ClaudeArgs, place: Place) -> Plan:
+    """The caliban flags that stay the same for every run of this conversation, in the
+    session's environment and folder (`place`)."""
+    keep_system_prompt = place.env.get("CALIBAN_CLAUDE_KEEP_SYSTEM_PROMPT") == "1"
+    p = Plan(keep_system_prompt=keep_system_prompt, aliases=model_aliases(place.env), folder=place.cwd)
     static = p.static
     static += ["-p", "-", "--output-format", "stream-json"]
     if args.get("--system-prompt-file") is not None:
@@ -292,7 +297,8 @@ def plan(args: ClaudeArgs, keep_system_prompt: bool = False) -> Plan:
         p.system = system_flags(args.get("--system-prompt"), keep_system_prompt)
     p.prefix = args.get("--append-system-prompt") or ""
     if args.get("--append-system-prompt-file"):
-        p.prefix = _read_text(args.values["--append-system-prompt-file"], "--append-system-prompt-file", p.warnings)
+        p.prefix = _read_text(args.values["--append-system-prompt-file"], "--append-system-prompt-file", p.warnings,
+                              p.folder)  # fmt: skip
     if p.prefix:
         p.warnings.append("--append-system-prompt: caliban has no appended system prompt; it goes before the first message")
     tools = args.get("--tools")
@@ -326,16 +332,16 @@ def plan(args: ClaudeArgs, keep_system_prompt: bool = False) -> Plan:
     if args.get("--debug-file"):
         static += ["--debug-file", args.values["--debug-file"]]
     if args.get("--settings") is not None:
-        merge(p.overlay, settings_overlay(args.values["--settings"], "--settings", p.warnings)[0])
+        merge(p.overlay, settings_overlay(args.values["--settings"], "--settings", p.warnings, p)[0])
     if args.get("--managed-settings") is not None:
-        merge(p.overlay, settings_overlay(args.values["--managed-settings"], "--managed-settings", p.warnings)[0])
+        merge(p.overlay, settings_overlay(args.values["--managed-settings"], "--managed-settings", p.warnings, p)[0])
     for value in args.lists.get("--mcp-config", []):
-        config = load_json(value, "--mcp-config", p.warnings)
+        config = load_json(value, "--mcp-config", p.warnings, p.folder)
         found = config.get("mcpServers") if isinstance(config, dict) else None
         if isinstance(found, dict):
             merge(p.overlay, {"mcp_servers": mcp_overlay(found, p.warnings, p.sdk_servers)[0]})
-    p.model = resolve_model(args.get("--model"))
-    p.fallback_model = resolve_model(args.get("--fallback-model"))
+    p.model = resolve_model(args.get("--model"), p.aliases)
+    p.fallback_model = resolve_model(args.get("--fallback-model"), p.aliases)
     p.permission_mode = args.get("--permission-mode") or "default"
     if "--dangerously-skip-permissions" in args.flags:  # Claude Code's older spelling of the mode
         p.permission_mode = "bypassPermissions"
@@ -348,7 +354,7 @@ def plan(args: ClaudeArgs, keep_system_prompt: bool = False) -> Plan:
     p.replay_user = "--replay-user-messages" in args.flags
     p.await_claim = "--await-claim" in args.flags
     try:
-        p.extra = shlex.split(os.environ.get("CALIBAN_CLAUDE_ARGS", ""))
+        p.extra = shlex.split(place.env.get("CALIBAN_CLAUDE_ARGS", ""))
     except ValueError as exc:
         p.warnings.append(f"CALIBAN_CLAUDE_ARGS: {exc}; ignored")
     p.warnings += [f"{flag}: {why}; ignored" for flag, why in IGNORED.items() if args.has(flag)]

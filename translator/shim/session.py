@@ -77,10 +77,10 @@ class ShimSession:
         watched = observer_of(found)  # one for the session, opened here first (its backends' translations too)
         self.observer = None if watched is None else prompted(watched)  # (the app's message its run's prompt)
         if self.observer is not None:
-            self.observer.stream_open(StreamId(PROG, files.id, os.getcwd()), time.time())
+            self.observer.stream_open(StreamId(PROG, files.id, files.place.cwd), time.time())
         self.backend = choose(RunContext(
             binary=binary, plan=p, files=files, channel=self.channel, observer=self.observer, model=lambda: self.model,
-            mode=lambda: self.mode, policy=Policy(*rules), can_use_tool=prompt_tool, warn=warn,
+            mode=lambda: self.mode, policy=Policy(*rules), can_use_tool=prompt_tool, warn=warn, place=files.place,
         ))  # fmt: skip
         self.initialize = initialize.Initialize()  # what the SDK's initialize asked for (none yet)
         self.prefix = p.prefix if files.new else ""  # goes before the first message's text
@@ -113,7 +113,8 @@ class ShimSession:
         self.prefix = self.plan.prefix if self.files.new else ""
         for message in warnings:
             warn(message)
-        answer = frames.success(rid, frames.initialize(self.mode, hooks_unapplied, applied, model_choices()))
+        models = model_choices(self.plan.aliases)
+        answer = frames.success(rid, frames.initialize(self.mode, hooks_unapplied, self.files.place.env, applied, models))
         self.backend.ready(lambda: self.channel.send(answer))
 
     def on_interrupt(self, rid: str, request: dict[str, Any]) -> None:
@@ -128,7 +129,7 @@ class ShimSession:
         if mode not in PERMISSION_MODES:
             return f"caliban shim: unknown permission mode {mode!r}"
         return bypass_refused(mode, "--restrict-paths" in self.plan.static, os.geteuid() == 0,
-                              os.environ.get("IS_SANDBOX"))  # fmt: skip
+                              self.files.place.env.get("IS_SANDBOX"))  # fmt: skip
 
     def on_set_permission_mode(self, rid: str, request: dict[str, Any]) -> None:
         mode, send = request.get("mode"), self.channel.send
@@ -142,11 +143,11 @@ class ShimSession:
     def on_claim_session(self, rid: str, request: dict[str, Any]) -> None:
         """The TS SDK's claim of a prewarmed spare (claiming.py): the session moves to the
         claimed folder before its prompt is read (the reader handles this line first)."""
-        claim = self.spare.read(request, self.mode_refused)
+        claim = self.spare.read(request, self.mode_refused, self.files.place)
         if isinstance(claim, str):
             self.channel.send(frames.error(rid, claim))
             return
-        os.chdir(claim.cwd)  # (the process's: its runs and caliban's start there)
+        self.files.place.cwd = claim.cwd  # (the session's: its runs and caliban's start there)
         if self.transcript is not None:
             self.transcript.moved()
         self.backend.kill(lambda _: False)  # (a server started in the parking folder starts again in this one)
@@ -161,7 +162,7 @@ class ShimSession:
         if model is not None and not isinstance(model, str):
             self.channel.send(frames.error(rid, f"caliban shim: model {model!r} is not a name"))
             return
-        self.model = resolve_model(model)
+        self.model = resolve_model(model, self.plan.aliases)
         self.channel.send(frames.success(rid, self.backend.answer(request) or {}))
 
     def on_other(self, rid: str, request: dict[str, Any]) -> None:

@@ -16,28 +16,29 @@ import uuid
 from translator.shim import history
 from translator.shim.argfiles import ArgFiles
 from translator.shim.flags import ClaudeArgs
+from translator.shim.place import Place
 from translator.transcripts.files import session_path
 
 
-def sessions_dir() -> str:
+def sessions_dir(place: Place) -> str:
     """Where caliban keeps sessions: CALIBAN_SESSIONS_DIR (also passed on as --sessions-dir),
     else caliban's default, `$XDG_DATA_HOME/caliban/sessions`. (Paths as strings: pathlib
     would cost every start ~3 ms.)"""
-    explicit = os.environ.get("CALIBAN_SESSIONS_DIR")
+    explicit = place.env.get("CALIBAN_SESSIONS_DIR")
     if explicit:
-        return explicit
-    data = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
-    return os.path.join(data, "caliban", "sessions")
+        return place.path(explicit)
+    data = place.env.get("XDG_DATA_HOME") or os.path.join(place.home(), ".local", "share")
+    return os.path.join(place.path(data), "caliban", "sessions")
 
 
-def config_dir() -> str:
+def config_dir(place: Place) -> str:
     """Where Claude Code keeps its files: CLAUDE_CONFIG_DIR, else `~/.claude`."""
-    return os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
+    return place.path(place.env.get("CLAUDE_CONFIG_DIR") or os.path.join(place.home(), ".claude"))
 
 
-def transcript_path(session_id: str) -> str:
-    """The session's Claude Code file, in the project folder of the cwd."""
-    return session_path(config_dir(), os.getcwd(), session_id)
+def transcript_path(place: Place, session_id: str) -> str:
+    """The session's Claude Code file, in the project folder of the session's folder."""
+    return session_path(config_dir(place), place.cwd, session_id)
 
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -48,7 +49,7 @@ def is_id(value: str) -> bool:
     return _UUID.fullmatch(value) is not None
 
 
-def refusal(args: ClaudeArgs) -> str | None:
+def refusal(args: ClaudeArgs, place: Place) -> str | None:
     """Claude Code's own line (2.1.332, `claude -p`; exit status 1) for session options it
     refuses, or None: an id that is no UUID, or a new id for a session resumed in place."""
     given, resume = args.get("--session-id"), args.get("--resume")
@@ -56,7 +57,8 @@ def refusal(args: ClaudeArgs) -> str | None:
         return "Error: Invalid session ID. Must be a valid UUID."
     if given is not None and (resume is not None or "--continue" in args.flags) and "--fork-session" not in args.flags:
         return "Error: --session-id with --continue or --resume also needs --fork-session."
-    if given is not None and (os.path.exists(transcript_path(given)) or os.path.exists(_file(sessions_dir(), given))):
+    if given is not None and (os.path.exists(transcript_path(place, given))
+                              or os.path.exists(_file(sessions_dir(place), given))):  # fmt: skip
         return f"Error: Session ID {given} is already in use."
     if resume is not None and not is_id(resume):
         return ("Error: --resume requires a valid session ID or session title when used with --print. Usage: "
@@ -74,9 +76,11 @@ def _file(folder: str, name: str) -> str:
 class Session:
     """The conversation's caliban session: its name, and the flags of the next run."""
 
-    def __init__(self, args: ClaudeArgs, warnings: list[str]) -> None:
-        """`args` passed `refusal`: every id in them is a UUID."""
-        self.dir = sessions_dir()
+    def __init__(self, args: ClaudeArgs, warnings: list[str], place: Place) -> None:
+        """`args` passed `refusal`: every id in them is a UUID. `place`: the session's
+        environment and folder (its files are found from them)."""
+        self.place = place
+        self.dir = sessions_dir(place)
         self.forked_from: str | None = None  # the session a fork copied (its Claude Code file too)
         self.argfiles = ArgFiles()  # the runs' long flag values, in files
         # --no-session-persistence: the runs share a session in a directory of their own,
@@ -109,7 +113,7 @@ class Session:
         flags = ["--resume" if self.resume_pending else "--session", self.id]
         if self.scratch is not None:
             flags += ["--sessions-dir", self.scratch]
-        elif os.environ.get("CALIBAN_SESSIONS_DIR"):
+        elif self.place.env.get("CALIBAN_SESSIONS_DIR"):
             flags += ["--sessions-dir", self.dir]
         return flags
 
@@ -127,7 +131,7 @@ class Session:
         if os.path.exists(_file(self.dir, source)):
             return
         folder = self.scratch if into_scratch and self.scratch is not None else self.dir
-        dropped = history.seed(transcript_path(source), _file(folder, source), source)
+        dropped = history.seed(transcript_path(self.place, source), _file(folder, source), source)
         if dropped:
             warnings.append(f"session {source}: {dropped} content block(s) of its file have no caliban form "
                             "(redacted thinking, server tools, documents) and were left out of its history")
@@ -148,7 +152,7 @@ class Session:
         """The session to continue: as Claude Code, this folder's newest (its project folder's
         newest session file), not the newest of any folder."""
         try:
-            with os.scandir(os.path.dirname(transcript_path(str(uuid.UUID(int=0))))) as entries:
+            with os.scandir(os.path.dirname(transcript_path(self.place, str(uuid.UUID(int=0))))) as entries:
                 found = sorted((e.stat().st_mtime, e.name) for e in entries
                                if e.name.endswith(".jsonl") and is_id(e.name[: -len(".jsonl")]))  # fmt: skip
         except OSError:

@@ -11,6 +11,7 @@ import os
 
 import orjson
 
+from translator.shim.place import Place
 from translator.shim.say import warn
 from translator.shim.sessions import Session, transcript_path
 from translator.transcripts.files import Written, append
@@ -45,7 +46,7 @@ def last_uuid(path: str) -> str | None:
 def git_branch(cwd: str) -> str:
     """The `gitBranch` Claude Code writes on every line: the branch HEAD names in the repository
     around `cwd` (an unborn one too), `HEAD` when it is detached or there is no repository."""
-    folder = os.path.abspath(cwd)
+    folder = os.path.normpath(cwd)  # (absolute: a Place's)
     while True:
         dot = os.path.join(folder, ".git")
         try:
@@ -92,13 +93,13 @@ def repair(path: str) -> None:
         os.close(fd)
 
 
-def fork_copy(source: str, session_id: str, path: str) -> None:
+def fork_copy(place: Place, source: str, session_id: str, path: str) -> None:
     """A fork's file begins as Claude Code begins it: its source's conversation lines, each
     with the fork's `sessionId`, an assistant's with `requestSessionId` (the source's id) at its
     end; the source's other lines (queue, cost and prompt records) are not copied. A new file,
     never one that is there."""
     try:
-        with open(transcript_path(source), "rb") as fh:
+        with open(transcript_path(place, source), "rb") as fh:
             lines = fh.read().splitlines()
     except OSError:
         return  # nothing to copy: the fork starts empty
@@ -128,8 +129,8 @@ def fork_copy(source: str, session_id: str, path: str) -> None:
 class SessionFile(Written):
     """The session's file, as an observer of its runs: where it is, and trouble writing it said once."""
 
-    def __init__(self, session_id: str, path: str) -> None:
-        cwd = os.getcwd()
+    def __init__(self, place: Place, session_id: str, path: str) -> None:
+        self.place, cwd = place, place.cwd
         self.path, self.failed = path, False
         transcript = Transcript(cwd=cwd, version=__version__, entrypoint="caliban-claude", session_id=session_id,
                                 parent=last_uuid(path), git_branch=git_branch(cwd))  # fmt: skip
@@ -145,10 +146,10 @@ class SessionFile(Written):
             warn(f"cannot write the session's transcript {self.path}: {exc.strerror or exc}")
 
     def moved(self) -> None:
-        """The session's folder is now the cwd (a TS SDK claim, before any line is written): its
+        """The session's folder has moved (a TS SDK claim, before any line is written): its
         file goes to that folder's project, its lines name it and its branch."""
-        cwd = os.getcwd()
-        self.path = transcript_path(str(self.transcript.session_id))
+        cwd = self.place.cwd
+        self.path = transcript_path(self.place, str(self.transcript.session_id))
         self.transcript.cwd, self.transcript.git_branch = cwd, git_branch(cwd)
         self.transcript.leaf = last_uuid(self.path)
 
@@ -157,8 +158,8 @@ def open_transcript(session: Session) -> SessionFile | None:
     """The session's file, as an observer of its runs; None when the session must not persist."""
     if session.scratch is not None:
         return None
-    path = transcript_path(session.id)
+    path = transcript_path(session.place, session.id)
     if session.forked_from is not None:
-        fork_copy(session.forked_from, session.id, path)
+        fork_copy(session.place, session.forked_from, session.id, path)
     repair(path)
-    return SessionFile(session.id, path)
+    return SessionFile(session.place, session.id, path)

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from translator.encoders.observed import Observer
     from translator.shim.mapping import Plan
     from translator.shim.permissions.policy import Policy
+    from translator.shim.place import Place
     from translator.shim.protocol.channel import Channel
     from translator.shim.protocol.initialize import HookMatcher, Initialize
     from translator.shim.sessions import Session
@@ -33,6 +34,7 @@ class RunContext:
     policy: Policy  # the session's mode and tool rules
     can_use_tool: bool  # the app answers permission prompts (`--permission-prompt-tool stdio`)
     warn: Callable[[str], None]
+    place: Place  # the session's environment and folder (caliban is started with them; a claim moves the folder)
 
 
 class Backend(Protocol):

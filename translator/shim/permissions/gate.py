@@ -14,7 +14,6 @@ run of a gate that asks the app, and every later one (`input_ended`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -22,6 +21,7 @@ from typing import Any, Literal
 from translator.shim.permissions import outputs as outputs_
 from translator.shim.permissions.hooks import Hooks, pre_tool_verdict
 from translator.shim.permissions.policy import Policy
+from translator.shim.place import Place
 from translator.shim.protocol import frames
 from translator.shim.protocol.channel import INPUT_ENDED, Channel, Unanswered
 
@@ -74,8 +74,11 @@ class Decision:
 
 class Gate:
     def __init__(self, app: Channel, policy: Policy, can_use_tool: bool, hooks: Hooks,
-                 warn: Callable[[str], None], session_id: str = "", beyond: str = BEYOND_DRIVE) -> None:  # fmt: skip
+                 warn: Callable[[str], None], session_id: str = "", beyond: str = BEYOND_DRIVE, *,
+                 place: Place) -> None:  # fmt: skip
+        """`place`: the session's (its folder, the hooks' `cwd`)."""
         self.app, self.policy, self.can_use_tool, self.hooks, self.warn = app, policy, can_use_tool, hooks, warn
+        self.place = place
         self.session_id = session_id
         self.beyond = beyond  # why the outputs beyond a decision do not reach the model, on this backend
         self._unreached: set[tuple[str, str]] = set()  # the hook outputs already said to be beyond caliban
@@ -183,7 +186,7 @@ class Gate:
 
     def hook(self, event: str, fields: dict[str, Any], tool: str | None = None, tid: str | None = None) -> list[dict[str, Any]]:
         """Call the app's callbacks for `event` in turn: their outputs."""
-        base = {"session_id": self.session_id, "transcript_path": "", "cwd": os.getcwd(), "prompt_id": self.prompt_id,
+        base = {"session_id": self.session_id, "transcript_path": "", "cwd": self.place.cwd, "prompt_id": self.prompt_id,
                 "permission_mode": self.mode}  # fmt: skip
         outputs = []
         for callback, timeout in self.hooks.callbacks(event, tool):

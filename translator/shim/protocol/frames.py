@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,11 +32,12 @@ def error(request_id: str, message: str) -> dict[str, Any]:
     return {"type": "control_response", "response": {"subtype": "error", "request_id": request_id, "error": message}}
 
 
-def api_key_source() -> str:
-    return "ANTHROPIC_API_KEY" if os.environ.get("ANTHROPIC_API_KEY") else "none"
+def api_key_source(env: Mapping[str, str]) -> str:
+    """The init's `apiKeySource`: whether the session's environment gives caliban an API key."""
+    return "ANTHROPIC_API_KEY" if env.get("ANTHROPIC_API_KEY") else "none"
 
 
-def initialize(mode: str, hooks_sent: bool, applied: dict[str, bool] | None = None,
+def initialize(mode: str, hooks_sent: bool, env: Mapping[str, str], applied: dict[str, bool] | None = None,
                models: list[dict[str, Any]] | None = None) -> dict[str, Any]:  # fmt: skip
     """Claude Code's initialize keys with neutral values, then the `*_applied` keys of the fields
     sent. `hook_on_failure_supported: false` makes the SDK refuse hooks that must block on
@@ -46,7 +48,7 @@ def initialize(mode: str, hooks_sent: bool, applied: dict[str, bool] | None = No
         "output_style": "default",
         "available_output_styles": ["default"],
         "models": models or [],
-        "account": {"tokenSource": "none", "apiKeySource": api_key_source(), "apiProvider": "firstParty"},
+        "account": {"tokenSource": "none", "apiKeySource": api_key_source(env), "apiProvider": "firstParty"},
         "pid": os.getpid(),
         "claude_code_version": CLI_VERSION,
         "current_permission_mode": mode,

@@ -39,10 +39,11 @@ class DriveBackend:
     def __init__(self, ctx: RunContext) -> None:
         self.binary, self.session_id = ctx.binary, ctx.files.id
         self._model, self._mode, self.warn = ctx.model, ctx.mode, ctx.warn
-        self.frames = DriveFrames(self.session_id, partial=ctx.plan.partial, observer=ctx.observer)
+        self.place = ctx.place
+        self.frames = DriveFrames(self.session_id, partial=ctx.plan.partial, place=ctx.place, observer=ctx.observer)
         self.app = ctx.channel
         self.hooks = Hooks({})
-        self.gate = Gate(self.app, ctx.policy, ctx.can_use_tool, self.hooks, ctx.warn, self.session_id)
+        self.gate = Gate(self.app, ctx.policy, ctx.can_use_tool, self.hooks, ctx.warn, self.session_id, place=ctx.place)
         self.segments = Segments()
         self.server: McpServer | None = None
         self.run_id: str | None = None
@@ -81,7 +82,7 @@ class DriveBackend:
     def _start(self) -> McpServer:
         model = self._model()
         argv = [self.binary, *(["--model", model] if model else []), "mcp", "serve"]
-        server = McpServer(argv, limits.mcp_timeout())
+        server = McpServer(argv, self.place, limits.mcp_timeout(self.place.env))
         try:
             server.start()
         except ServerGone as exc:
@@ -91,7 +92,7 @@ class DriveBackend:
         return server
 
     def set_hooks(self, config: Mapping[str, Sequence[HookMatcher]]) -> None:
-        self.hooks = self.gate.hooks = Hooks(config, limits.hook_timeout())
+        self.hooks = self.gate.hooks = Hooks(config, limits.hook_timeout(self.place.env))
         for event in self.hooks.unfired():
             self.warn(f"{event} hooks never fire on caliban (the drive surface has no such event)")
 

@@ -7,19 +7,20 @@ Every frame stays under the SDK's line limit.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from translator.api import Stream
 from translator.encoders.observed import Observer
 from translator.shim.backends.completion import fitted
 from translator.shim.mapping import CALIBAN_TOOLS
+from translator.shim.place import Place
 from translator.shim.protocol.frames import CLI_VERSION, api_key_source
 
 
 class DriveFrames:
-    def __init__(self, session_id: str, *, partial: bool, observer: Observer | None = None) -> None:
-        self.session_id = session_id
+    def __init__(self, session_id: str, *, partial: bool, place: Place, observer: Observer | None = None) -> None:
+        """`place`: the session's (the server's folder, its environment)."""
+        self.session_id, self.place = session_id, place
         # One translation for the whole shim session: result_index counts and the cost adds up.
         self.translation = Stream(
             "claude-code", session_id=session_id, include_partial_messages=partial, clock="wall",
@@ -48,9 +49,9 @@ class DriveFrames:
         return fitted(frames)
 
     def complete_init(self, frame: dict[str, Any]) -> None:
-        cwd = os.getcwd()  # the server's workspace: its cwd, which is ours
+        cwd = self.place.cwd  # the server's workspace: the folder it was started in, the session's
         frame.update(cwd=cwd, original_cwd=cwd, tools=list(CALIBAN_TOOLS), permissionMode=self.mode,
-                     claude_code_version=CLI_VERSION, apiKeySource=api_key_source())  # fmt: skip
+                     claude_code_version=CLI_VERSION, apiKeySource=api_key_source(self.place.env))  # fmt: skip
 
     def complete_result(self, frame: dict[str, Any], written: list[bytes]) -> list[dict[str, Any]]:
         """This message's denials and terminal reason; the interrupted-by-user frame before it."""

@@ -24,6 +24,7 @@ from typing import IO, Any
 import orjson
 
 from translator.shim.limits import MCP_S
+from translator.shim.place import Place
 
 PROTOCOL = "2025-06-18"
 TOOLS = frozenset({"caliban_run", "caliban_poll", "caliban_status", "caliban_send_input", "caliban_permit"})
@@ -40,8 +41,9 @@ class ToolError(Exception):
 
 
 class McpServer:
-    def __init__(self, argv: list[str], call_s: float = MCP_S) -> None:
-        """`call_s`: one tool call's deadline (they answer at once: a poll never blocks)."""
+    def __init__(self, argv: list[str], place: Place, call_s: float = MCP_S) -> None:
+        """`place`: the session's environment and folder, the server's; `call_s`: one tool
+        call's deadline (they answer at once: a poll never blocks)."""
         self.argv, self.call_s = argv, call_s
         self.stderr_tail = ""
         self._answers: dict[int, dict[str, Any]] = {}
@@ -55,6 +57,7 @@ class McpServer:
             # Its own process group: a terminal's Ctrl-C reaches the shim only.
             self.proc: subprocess.Popen[bytes] | None = subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=0,
+                env=dict(place.env), cwd=place.cwd,
             )  # fmt: skip
         except OSError as exc:
             self.proc = None

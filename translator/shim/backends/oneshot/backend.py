@@ -29,12 +29,14 @@ class OneshotBackend:
     def __init__(self, ctx: RunContext) -> None:
         self.ctx, self.binary, self.plan, self.session = ctx, ctx.binary, ctx.plan, ctx.files
         self._model, self._mode, self._write = ctx.model, ctx.mode, ctx.channel.write
-        self.conversation = Conversation(ctx.files.id, partial=ctx.plan.partial, mode=ctx.mode(), observer=ctx.observer)
+        self.conversation = Conversation(ctx.files.id, partial=ctx.plan.partial, mode=ctx.mode(), place=ctx.place,
+                                         observer=ctx.observer)  # fmt: skip
         self.current: CalibanRun | None = None
         self.tools: SdkServers | None = None  # the app's SDK MCP servers, relayed
         self.uses = ToolUses()
         # Settles the app's own tools (relayed): the same hooks, rules and can_use_tool as the drive's gate.
-        self.gate = Gate(ctx.channel, ctx.policy, ctx.can_use_tool, Hooks({}), ctx.warn, ctx.files.id, BEYOND_PRINT)
+        self.gate = Gate(ctx.channel, ctx.policy, ctx.can_use_tool, Hooks({}), ctx.warn, ctx.files.id, BEYOND_PRINT,
+                         place=ctx.place)  # fmt: skip
         self._relayed: set[str] = set()  # the servers whose relay is in the plan
 
     @property
@@ -104,7 +106,7 @@ class OneshotBackend:
         if self.tools is not None:  # (their tools by name: known once their manifests are)
             argv[1:1] = self.tools.allows()
             self.tools.uses.clear()
-        run = CalibanRun(self.session.argfiles.fit(argv))
+        run = CalibanRun(self.session.argfiles.fit(argv), self.ctx.place)
         self.current = run
         try:
             status = run.run(prompt, lambda chunk: self._write(conv.caliban_output(chunk)))

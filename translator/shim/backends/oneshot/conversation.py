@@ -10,7 +10,6 @@ line limit.
 
 from __future__ import annotations
 
-import os
 import signal
 import uuid
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from translator.encoders.claude_code.frames import mcp_servers
 from translator.encoders.observed import Observer
 from translator.shim.backends.completion import fitted
 from translator.shim.permissions.gate import REJECTED
+from translator.shim.place import Place
 from translator.shim.protocol.frames import CLI_VERSION, api_key_source, interrupted, now
 
 # Claude Code's result `errors` for a run a deny with interrupt ended (cc-2.1.333/sdk-ts/can_use_tool_deny_interrupt)
@@ -32,8 +32,10 @@ WATCHED = 48  # bytes at the head of a caliban line that say whether it is an in
 
 
 class Conversation:
-    def __init__(self, session_id: str, *, partial: bool, mode: str, observer: Observer | None = None) -> None:
-        self.session_id = session_id
+    def __init__(self, session_id: str, *, partial: bool, mode: str, place: Place,
+                 observer: Observer | None = None) -> None:  # fmt: skip
+        """`place`: the session's (its folder, where caliban runs; its environment, the API key's source)."""
+        self.session_id, self.place = session_id, place
         self.mode = mode  # the permission mode as the app named it
         # One translation for the whole conversation, so `result_index` counts and the cost adds
         # up across caliban runs, as in one Claude Code session.
@@ -203,9 +205,9 @@ class Conversation:
         """Claude Code's init, with what caliban's own init says about the installation."""
         got = self.caliban_init
         cwd = got.get("cwd")
-        cwd = os.path.abspath(cwd) if isinstance(cwd, str) and cwd else os.getcwd()
+        cwd = self.place.path(cwd) if isinstance(cwd, str) and cwd else self.place.cwd
         frame.update(cwd=cwd, original_cwd=cwd, permissionMode=self.mode, claude_code_version=CLI_VERSION,
-                     apiKeySource=api_key_source())  # fmt: skip
+                     apiKeySource=api_key_source(self.place.env))  # fmt: skip
         if isinstance(got.get("tools"), list):
             frame["tools"] = got["tools"]
         frame["mcp_servers"] = self.mcp_servers() + (self.sdk_servers() if self.sdk_servers is not None else [])

@@ -24,6 +24,7 @@ from typing import IO
 
 from translator.core.feed import CHUNK
 from translator.shim.backends.oneshot.group import LADDER, LEFTOVERS, TICK, ProcessGroup
+from translator.shim.place import Place
 from translator.shim.say import say
 
 NOT_FOUND = 127  # the shell's status for a command it cannot find
@@ -35,8 +36,9 @@ POLL = 0.1  # seconds between looks at whether caliban has exited, while it is q
 
 
 class CalibanRun:
-    def __init__(self, argv: list[str]) -> None:
-        self.argv = argv
+    def __init__(self, argv: list[str], place: Place) -> None:
+        """`place`: the session's environment and folder, caliban's."""
+        self.argv, self.place = argv, place
         self.group: ProcessGroup | None = None
         self.stderr_tail = ""  # caliban's last stderr line, for a run that ends without a result
         self._lock = threading.Lock()  # the group's ladder is climbed by the worker, started by others
@@ -50,7 +52,8 @@ class CalibanRun:
         try:
             with self._lock:
                 pipe = subprocess.PIPE
-                group = self.group = ProcessGroup(self.argv, stdin=pipe, stdout=pipe, stderr=pipe, bufsize=0)
+                group = self.group = ProcessGroup(self.argv, stdin=pipe, stdout=pipe, stderr=pipe, bufsize=0,
+                                                      env=dict(self.place.env), cwd=self.place.cwd)  # fmt: skip
                 if self._interrupted:
                     group.escalate(LADDER)
         except OSError as exc:
