@@ -54,7 +54,7 @@ class HeadlessOutput(Protocol):
 class Dialect:
     """What the headless dialect keeps for one run."""
 
-    __slots__ = ("block", "held", "results", "since_tool", "streamed", "tool_ids")
+    __slots__ = ("block", "content", "held", "results", "since_tool", "streamed", "tool_ids")
 
     def __init__(self) -> None:
         self.since_tool: list[str] = []  # text deltas since the last tool boundary
@@ -62,6 +62,9 @@ class Dialect:
         self.block: tuple[type | None, int] = (None, -1)  # the kind (frame class) and index of the streaming block
         self.streamed = False  # this turn came with deltas (partial messages)
         self.results: list[dict[str, Any]] = []  # a turn's tool results, until its message
+        # A streamed turn's message, as its deltas and tool calls built it (with partial messages
+        # no message frame comes: its end is made of this, for what reads the turn's blocks).
+        self.content: list[dict[str, Any]] = []
         # A turn's tool frames while it is not known whether a message will follow them (a
         # turn that opens with a tool call, before the stream showed its kind: see `_hold`).
         self.held: list[M.ToolUseFrame | M.ToolResultFrame] = []
@@ -148,15 +151,18 @@ class HeadlessReader:
             if run is not None:
                 self._release(run, now)
         if run is not None and self._of(run).block[0] is M.ToolResultFrame:
-            self._turn_end(run, now, [], "tool_use")  # a tool's result: the next call began
+            self._turn_end(run, now, self._of(run).content, "tool_use")  # a tool's result: the next call began
         self._frame(ev, now, line)
         run = self._open(now, ev)
         self._turn(run, now)
         st = self._of(run)
         st.streamed = True
         kind = type(ev)
+        key = "text" if kind is M.TextFrame else "thinking"
         if st.block[0] is not kind:
             st.block = (kind, st.block[1] + 1)
+            st.content.append({key: "", "type": key})  # keys in caliban's order, as its message frames
+        st.content[-1][key] += ev.delta
         cls = M.AssistantTextDelta if kind is M.TextFrame else M.AssistantThinkingDelta
         delta = cls(turn_index=0, content_block_index=st.block[1], text=ev.delta)
         if kind is M.TextFrame:
@@ -201,6 +207,7 @@ class HeadlessReader:
     def _tool_use_moves(self, st: Dialect, ev: M.ToolUseFrame, now: float) -> None:
         st.block = (M.ToolUseFrame, st.block[1] + 1)
         if st.streamed:  # its input whole, as the one delta of the call
+            st.content.append({"id": ev.id, "input": msgspec.json.decode(ev.input), "name": ev.name, "type": "tool_use"})
             self.fold.tool_start(M.ToolCallStart(turn_index=0, tool_use_id=ev.id, name=ev.name), now)
             self.fold.tool_input(M.ToolCallInputDelta(turn_index=0, tool_use_id=ev.id, partial_json=bytes(ev.input).decode()), now)
         else:
@@ -221,12 +228,11 @@ class HeadlessReader:
         content = ev.content
         if bytes(memoryview(content)[:1]) == b'"':  # a plain text: one text block
             content = Raw(orjson.dumps([{"type": "text", "text": msgspec.json.decode(content, type=str)}]))
+        block = {"type": "tool_result", "tool_use_id": ev.tool_use_id, "is_error": ev.is_error}
+        st.results.append(block | {"content": orjson.Fragment(bytes(content))})  # for its turn's end
         if st.streamed:
             end = M.ToolCallEnd(turn_index=0, tool_use_id=ev.tool_use_id, is_error=ev.is_error, content=content)
             self.fold.tool_end(end, now)
-        else:
-            block = {"type": "tool_result", "tool_use_id": ev.tool_use_id, "is_error": ev.is_error}
-            st.results.append(block | {"content": orjson.Fragment(bytes(content))})
 
     def _message(self, ev: M.MessageFrame, now: float, line: bytes) -> None:
         self._frame(ev, now, line)
@@ -251,7 +257,7 @@ class HeadlessReader:
             stop_reason=stop,
             usage=M.Usage(input_tokens=0, output_tokens=0), ttft=None, tbt=None,
         )
-        st.results = []
+        st.results, st.content = [], []
         st.block = (None, -1)
         st.streamed = False
         self.fold.turn_end(turn_end, now)
@@ -276,7 +282,7 @@ class HeadlessReader:
         self._release(run, now)
         st = self._of(run)
         if st.streamed:  # with partial messages the last call ends here
-            self._turn_end(run, now, [], "end_turn")
+            self._turn_end(run, now, st.content, "end_turn")
         end = H.run_end(upstream if upstream is not None else M.ResultFrame(subtype="success", turns=run.turns))
         totals = Totals(
             usage=end.total_usage.counts(),  # the dialect reports tokens once, at its end
