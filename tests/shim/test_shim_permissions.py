@@ -236,3 +236,23 @@ def test_a_hook_that_blocks_on_failure_and_times_out_denies_its_call(memory: Mem
     assert decision == Decision("deny", "a PreToolUse hook that blocks on failure failed: no answer within 0.2 s")
     gate = gate_on(memory, Hooks({"PreToolUse": [HookMatcher(None, ("hook_1",), 0.2)]}), allowed="Bash")
     assert gate.decide(LS).runs  # (not marked: it decides nothing, as Claude Code's)
+
+
+def test_calls_side_by_side_wait_for_the_app_on_no_thread_of_their_own(memory: Memory, app: App) -> None:
+    """`settle` asks and returns: fifty calls wait for `can_use_tool` with no thread more than
+    one, each decided as its answer is read (the relay's calls are settled so)."""
+    gate = gate_on(memory)
+    threads = threading.active_count()
+    decided: list[Decision] = []
+    for n in range(50):
+        gate.settle(ToolCall("Bash", {"command": f"ls {n}"}, f"toolu_{n}"), decided.append)
+    requests = [app.request() for _ in range(50)]
+    assert threading.active_count() == threads and decided == []
+    for request in reversed(requests):
+        app.answer(request, {"behavior": "allow"} if request["request"]["input"]["command"] != "ls 7" else
+                   {"behavior": "deny", "message": "not 7"})  # fmt: skip
+    deadline = time.monotonic() + 10
+    while len(decided) < 50 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert decided[0] == Decision("allow", input={"command": "ls 49"}) and len(decided) == 50
+    assert [d for d in decided if not d.runs] == [Decision("deny", "not 7")]

@@ -38,9 +38,10 @@ class App:
     relayed `tools/call` (its `control_request`) its own way."""
 
     def __init__(self, root: Path, calls: list[dict[str, Any]], *, servers: dict[str, Any] | None = None,
-                 argv: tuple[str, ...] = (), parallel: bool = False, hooks: dict[str, Any] | None = None) -> None:  # fmt: skip
+                 argv: tuple[str, ...] = (), parallel: bool = False, hooks: dict[str, Any] | None = None,
+                 env: dict[str, str] | None = None) -> None:  # fmt: skip
         self.root = root
-        env = {**os.environ, "CALIBAN_BIN": str(fake_caliban(root)), "CALIBAN_SESSIONS_DIR": str(root / "sessions"),
+        env = {**os.environ, **(env or {}), "CALIBAN_BIN": str(fake_caliban(root)), "CALIBAN_SESSIONS_DIR": str(root / "sessions"),
                "FAKE_CALIBAN_LOG": str(root / "calls.jsonl"),
                "FAKE_CALIBAN_SCRIPTS": json.dumps([{"mcp_calls": calls, "text": "Done.", "parallel": parallel}])}  # fmt: skip
         self.proc = subprocess.Popen([*ARGV, "--permission-prompt-tool", "stdio", *argv], stdin=subprocess.PIPE,
@@ -106,6 +107,13 @@ class App:
             return self.proc.wait(timeout)
         finally:
             self.proc.kill()
+
+    def said(self, text: str, timeout: float = 10.0) -> str:
+        """stderr, once it says `text` (it is read as it comes)."""
+        deadline = time.monotonic() + timeout
+        while text not in self.stderr.decode() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.stderr.decode()
 
 
 def tool_result(frames: list[dict[str, Any]]) -> dict[str, Any]:
@@ -371,3 +379,34 @@ def test_a_parallel_call_does_not_run_after_another_is_deferred(tmp_path: Path) 
     assert (result["subtype"], result["stop_reason"]) == ("success", "tool_deferred")
     assert result["deferred_tool_use"]["id"] == waiting[0]["request"]["tool_use_id"]
     assert app.end() == 0
+
+
+def five(app: App, request: dict[str, Any]) -> None:
+    app.result(request, {"content": [{"type": "text", "text": "5"}]})
+
+
+HOOKED = {"PreToolUse": [{"matcher": None, "hookCallbackIds": ["h0"]}]}
+
+
+def test_an_interrupt_ends_a_call_its_handler_runs_and_the_next_call_never_reaches_the_app(tmp_path: Path) -> None:
+    """The app interrupts while its handler runs a relayed call, and never answers it: the
+    call ends (cancelled) and the run's next call is denied, neither asked about nor run."""
+    app = App(tmp_path, [ADD, {**ADD, "id": "toolu_again"}])
+    handled: list[str] = []
+    asked: list[str] = []
+
+    def interrupt(app: App, request: dict[str, Any]) -> None:
+        handled.append(request["request_id"])
+        app.send({"type": "control_request", "request_id": "stop", "request": {"subtype": "interrupt"}})
+
+    def allow(app: App, request: dict[str, Any]) -> None:
+        asked.append(request["request_id"])
+        app.answer(request["request_id"], {"behavior": "allow", "updatedInput": request["request"]["input"]})
+
+    frames = app.run(interrupt, on_ask=allow)
+    frames += app.rest()
+    assert len(handled) == 1 and len(asked) == 1
+    assert len([f for f in frames if f.get("request", {}).get("subtype") in ("mcp_message", "can_use_tool")]) == 2
+    (result,) = [f for f in frames if f["type"] == "result"]
+    assert result["is_error"] is True and result["subtype"] == "error_during_execution"
+    assert app.end() == 1

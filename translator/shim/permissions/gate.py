@@ -5,7 +5,10 @@ or a decision not known denies, a defer stops the turn with the tool pending, an
 rest, but never a deny rule), then the session's mode and rules (policy.py), then the app's
 `can_use_tool`.
 
-The answer is a value, `Decision`: what the backend does with the call and with its run. Once a
+The answer is a value, `Decision`, handed to a callback (`settle`): the app is asked without a
+thread waiting on it, and the decision is made by the thread that reads its answer, so calls
+that wait side by side cost nothing each (`decide` is the blocking form, for the drive's poll,
+whose worker has nothing else to do). What the backend does with the call and with its run. Once a
 decision has ended the run (a defer, a deny with `interrupt`, a hook's `continue: false`, or
 the run's end told by `end`), every later call of that run is denied with its reason: a run
 that stops settles every call it still makes, failing closed. The app's input ending ends the
@@ -23,7 +26,7 @@ from translator.shim.permissions.hooks import Hooks, pre_tool_verdict
 from translator.shim.permissions.policy import Policy
 from translator.shim.place import Place
 from translator.shim.protocol import frames
-from translator.shim.protocol.channel import INPUT_ENDED, Channel, Unanswered
+from translator.shim.protocol.channel import INPUT_ENDED, Channel, Reply, waited
 
 DEFERRED = "deferred by a PreToolUse hook: the turn stops here, the call pending"
 INTERRUPTED = "the user interrupted this run"
@@ -72,6 +75,10 @@ class Decision:
         return self.verdict in ("interrupt", "defer", "stop")
 
 
+Then = Callable[[Decision], None]
+Heard = Callable[[list[dict[str, Any]]], None]  # a hook event's outputs
+
+
 class Gate:
     def __init__(self, app: Channel, policy: Policy, can_use_tool: bool, hooks: Hooks,
                  warn: Callable[[str], None], session_id: str = "", beyond: str = BEYOND_DRIVE, *,
@@ -112,60 +119,88 @@ class Gate:
             return decision
         return _denied_after(self.ended)
 
-    def decide(self, call: ToolCall) -> Decision:
-        """What is done with the call, and with its run."""
+    def settle(self, call: ToolCall, then: Then) -> None:
+        """What is done with the call, and with its run: `then(decision)`, called once, here or
+        from the thread that reads the app's last answer about it."""
         if self.ended is not None:
-            return _denied_after(self.ended)
-        decision = self.still(self._decide(call))  # (ended while it was decided: the app's input, a parallel call)
-        if decision.ends_run:
-            self.end(decision)
-        return decision
+            then(_denied_after(self.ended))
+            return
 
-    def _decide(self, call: ToolCall) -> Decision:
+        def decided(decision: Decision) -> None:
+            decision = self.still(decision)  # (ended while it was decided: the app's input, a parallel call)
+            if decision.ends_run:
+                self.end(decision)
+            then(decision)
+
+        self._decide(call, decided)
+
+    def decide(self, call: ToolCall) -> Decision:
+        """`settle`'s decision, waited for on this thread."""
+        def start(then: Then) -> None:
+            self.settle(call, then)
+
+        return waited(start)
+
+    def _decide(self, call: ToolCall, then: Then) -> None:
         """A hook's `continue: false` ends the run after a call that runs; one that does not
         run ends it there, as an interrupt."""
-        outputs = self.hook("PreToolUse", {"tool_name": call.name, "tool_input": call.input, "tool_use_id": call.id},
-                            call.name, call.id)  # fmt: skip
-        decision, stop = self._verdict(call, outputs), outputs_.stop_reason(outputs)
-        if stop is None or decision.ends_run:
-            return decision
-        return Decision("stop", stop, decision.input) if decision.runs else Decision("interrupt", decision.reason)
 
-    def _verdict(self, call: ToolCall, outputs: list[dict[str, Any]]) -> Decision:
+        def heard(outputs: list[dict[str, Any]]) -> None:
+            stop = outputs_.stop_reason(outputs)
+
+            def verdict(decision: Decision) -> None:
+                if stop is None or decision.ends_run:
+                    then(decision)
+                else:
+                    then(Decision("stop", stop, decision.input) if decision.runs else Decision("interrupt", decision.reason))
+
+            self._verdict(call, outputs, verdict)
+
+        fields = {"tool_name": call.name, "tool_input": call.input, "tool_use_id": call.id}
+        self.hooks_then("PreToolUse", fields, heard, call.name, call.id)
+
+    def _verdict(self, call: ToolCall, outputs: list[dict[str, Any]], then: Then) -> None:
         verdict, why = pre_tool_verdict(outputs)
         if verdict == "deny":
-            return Decision("deny", why or "denied by a PreToolUse hook")
-        if verdict == "unknown":
+            then(Decision("deny", why or "denied by a PreToolUse hook"))
+        elif verdict == "unknown":
             self.warn(f"{call.name}: a PreToolUse hook's permissionDecision {why} is not one caliban-claude knows; denied")
-            return Decision("deny", f"denied: a PreToolUse hook answered the unknown permissionDecision {why}")
-        if verdict == "defer":  # Claude Code's: the turn stops here, the tool pending (never run)
-            return Decision("defer", DEFERRED, call.input)
-        if self.policy.denies(call.name, call.input):  # (a deny rule wins over a hook's allow or ask, as the SDK's)
-            return Decision("deny", f"Permission to use {call.name} has been denied.")
-        return Decision("allow", input=call.input) if verdict == "allow" else self._ask(call, verdict == "ask")
+            then(Decision("deny", f"denied: a PreToolUse hook answered the unknown permissionDecision {why}"))
+        elif verdict == "defer":  # Claude Code's: the turn stops here, the tool pending (never run)
+            then(Decision("defer", DEFERRED, call.input))
+        elif self.policy.denies(call.name, call.input):  # (a deny rule wins over a hook's allow or ask, as the SDK's)
+            then(Decision("deny", f"Permission to use {call.name} has been denied."))
+        elif verdict == "allow":
+            then(Decision("allow", input=call.input))
+        else:
+            self._ask(call, verdict == "ask", then)
 
-    def _ask(self, call: ToolCall, asked: bool) -> Decision:
+    def _ask(self, call: ToolCall, asked: bool, then: Then) -> None:
         """The mode and rules (unless a hook said ask), then the app's `can_use_tool`."""
         name, tool_input = call.name, call.input
         decision = "ask" if asked else self.policy.decide(self.mode, name, tool_input)
         if decision != "ask":
-            if decision == "allow":
-                return Decision("allow", input=tool_input)
-            return Decision("deny", f"Permission to use {name} has been denied.")
-        if not self.can_use_tool:
-            return Decision("deny", f"Claude requested permissions to use {name}, but you haven't granted it yet.")
-        if self.ended is not None:  # (ended while its hooks were asked: the app is not asked about a call of a stopped run)
-            return _denied_after(self.ended)
-        self.app_state("requires_action")
-        try:
-            answer = self.app.ask(frames.can_use_tool(name, tool_input, call.id))
-        except Unanswered as exc:
-            return Decision("deny", str(exc))
-        finally:
-            self.app_state("running")
+            then(Decision("allow", input=tool_input) if decision == "allow" else
+                 Decision("deny", f"Permission to use {name} has been denied."))  # fmt: skip
+        elif not self.can_use_tool:
+            then(Decision("deny", f"Claude requested permissions to use {name}, but you haven't granted it yet."))
+        elif self.ended is not None:  # (ended while its hooks were asked: the app is not asked about a call of a stopped run)
+            then(_denied_after(self.ended))
+        else:
+            self.app_state("requires_action")
+
+            def answered(reply: Reply) -> None:
+                self.app_state("running")
+                then(self._answered(name, tool_input, reply))
+
+            self.app.request(frames.can_use_tool(name, tool_input, call.id), answered)
+
+    def _answered(self, name: str, tool_input: Any, reply: Reply) -> Decision:
+        """The app's `can_use_tool` answer as a decision: its error or none denies; a cancel
+        (the run's interrupt) interrupts."""
+        answer = reply.body
         if answer is None:
-            errors = self.app.errors
-            return Decision("deny", errors.pop()) if errors else Decision("interrupt", INTERRUPTED)
+            return Decision("deny", reply.error) if reply.error else Decision("interrupt", INTERRUPTED)
         if answer.get("behavior") == "allow":
             updated = answer.get("updatedInput")
             if updated is not None and updated != tool_input:
@@ -185,26 +220,47 @@ class Gate:
         self.hook("PostToolUse", fields, name, tid)
 
     def hook(self, event: str, fields: dict[str, Any], tool: str | None = None, tid: str | None = None) -> list[dict[str, Any]]:
-        """Call the app's callbacks for `event` in turn: their outputs."""
+        """`hooks_then`'s outputs, waited for on this thread."""
+        def start(then: Heard) -> None:
+            self.hooks_then(event, fields, then, tool, tid)
+
+        return waited(start)
+
+    def hooks_then(self, event: str, fields: dict[str, Any], then: Heard, tool: str | None = None,
+                   tid: str | None = None) -> None:  # fmt: skip
+        """Call the app's callbacks for `event` in turn, each once the last has answered:
+        `then(outputs)`."""
         base = {"session_id": self.session_id, "transcript_path": "", "cwd": self.place.cwd, "prompt_id": self.prompt_id,
                 "permission_mode": self.mode}  # fmt: skip
-        outputs = []
-        for callback, timeout in self.hooks.callbacks(event, tool):
-            try:
-                answer = self.app.ask(frames.hook_callback(callback, event, base, fields, tid), timeout)
-            except Unanswered as exc:  # (Claude Code's hook that fails or times out: no decision, what follows goes on)
-                answer, failed = None, str(exc)
-            else:
-                failed = self.app.errors.pop() if answer is None and self.app.errors and self.hooks.blocks(callback) else ""
-            if answer is not None:
-                outputs.append(answer)
-            elif failed and event == "PreToolUse" and self.hooks.blocks(callback):  # (onFailure "block": fails closed)
-                self.warn(f"{event} hook {callback}: {failed}; it blocks on failure: its tool is denied")
-                outputs.append({"decision": "block", "reason": f"a PreToolUse hook that blocks on failure failed: {failed}"})
-            elif failed:
-                self.warn(f"{event} hook {callback}: {failed}; it decides nothing")
-        self.said(event, tool, outputs)
-        return outputs
+        callbacks = self.hooks.callbacks(event, tool)
+        outputs: list[dict[str, Any]] = []
+
+        def ask(n: int) -> None:
+            if n == len(callbacks):
+                self.said(event, tool, outputs)
+                then(outputs)
+                return
+            callback, timeout = callbacks[n]
+
+            def heard(reply: Reply) -> None:
+                self._heard(event, callback, reply, outputs)
+                ask(n + 1)
+
+            self.app.request(frames.hook_callback(callback, event, base, fields, tid), heard, timeout)
+
+        ask(0)
+
+    def _heard(self, event: str, callback: str, reply: Reply, outputs: list[dict[str, Any]]) -> None:
+        """One callback's reply into `outputs`. Claude Code's hook that fails or times out
+        decides nothing, and what follows goes on; one that blocks on failure denies its tool."""
+        failed = reply.error if reply.body is None and (reply.unanswered or self.hooks.blocks(callback)) else ""
+        if reply.body is not None:
+            outputs.append(reply.body)
+        elif failed and event == "PreToolUse" and self.hooks.blocks(callback):  # (onFailure "block": fails closed)
+            self.warn(f"{event} hook {callback}: {failed}; it blocks on failure: its tool is denied")
+            outputs.append({"decision": "block", "reason": f"a PreToolUse hook that blocks on failure failed: {failed}"})
+        elif failed:
+            self.warn(f"{event} hook {callback}: {failed}; it decides nothing")
 
     def said(self, event: str, tool: str | None, outputs: list[dict[str, Any]]) -> None:
         """What the outputs say beyond a decision: `systemMessage` to the app, as Claude Code

@@ -1,21 +1,29 @@
 """The SDK side of the session, as claude-agent-sdk's `Query` is the CLI side: stdin lines in,
 frames out, and control requests both ways. It is the one owner of the requests the shim sends
-the app (`can_use_tool`, `hook_callback`: each waits for its answer) and of the routing of
-every `control_response` to the request it answers; the app's own requests go to the session,
-which answers each at once (the SDK blocks on them).
+the app (`can_use_tool`, `hook_callback`, `mcp_message`) and of the routing of every
+`control_response` to the request it answers; the app's own requests go to the session, which
+answers each at once (the SDK blocks on them).
 
-An interrupt, or the shim stopping, `cancel()`s every wait: the run they belonged to is over.
-The end of the app's input ends every wait too, and every later request is unanswered at once:
-no answer can come (`Unanswered`, which the asker settles as failing closed).
+A request of the shim's is settled by a callback (`request`), called once with its `Reply`
+from the thread that learns it: the reader that reads the app's answer, the one timer thread
+for a request's timeout, or whoever cancels. No thread waits for an answer, so calls that wait
+side by side cost none each; `ask` is the blocking form, for a thread that has nothing else to do.
+An interrupt, or the shim stopping, `cancel()`s every request: the run they belonged to is over.
+The end of the app's input ends every request too, and every later one is unanswered at once
+(`Reply.unanswered`, which the asker settles as failing closed).
 """
 
 from __future__ import annotations
 
 import errno
+import heapq
+import itertools
 import threading
+import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import orjson
 
@@ -24,22 +32,62 @@ from translator.shim.protocol.frames import error
 from translator.shim.protocol.transport import Stdio, Transport
 from translator.shim.say import PROG, warn
 
-Answer = dict[str, Any] | None  # the response body; None: cancelled, or the app answered an error
 INPUT_ENDED = "the app closed its input: no answer can come"
 Inbound = dict[str, Any] | str | None  # a user message; the error of one not read; None: stdin ended
+T = TypeVar("T")
 
 
-class Unanswered(Exception):
-    """A request of the shim's that no answer will come to: why, in a few words."""
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What came of a request of the shim's: the app's answer, its error, or none (cancelled)."""
+
+    body: dict[str, Any] | None = None  # the app's success answer
+    error: str = ""  # the app's error answer; or why no answer can come
+    unanswered: bool = False  # none can come: the app's input ended, or the timeout passed
 
 
-class _Wait:
-    __slots__ = ("answer", "done", "ended")
+Settle = Callable[[Reply], None]
 
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.answer: Answer = None
-        self.ended = False  # the app's input ended first
+
+def waited(start: Callable[[Callable[[T], None]], None]) -> T:
+    """What `start` hands its callback, waited for on this thread (every request ends: an
+    answer, a cancel, the input's end or a timeout)."""
+    done, got = threading.Event(), []
+
+    def then(value: T) -> None:
+        got.append(value)
+        done.set()
+
+    start(then)
+    done.wait()
+    return got[0]
+
+
+class _Timers:
+    """The requests' deadlines, on one thread for all of them (started at the first)."""
+
+    def __init__(self, expire: Callable[[str, float], None]) -> None:
+        self._expire = expire
+        self._due: list[tuple[float, int, str, float]] = []  # (when, order, request id, its timeout)
+        self._order = itertools.count()
+        self._changed = threading.Condition()
+        self._started = False
+
+    def after(self, seconds: float, rid: str) -> None:
+        with self._changed:
+            heapq.heappush(self._due, (time.monotonic() + seconds, next(self._order), rid, seconds))
+            if not self._started:
+                self._started = True
+                threading.Thread(target=self._run, name="request-timeouts", daemon=True).start()
+            self._changed.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._changed:
+                while not self._due or self._due[0][0] > time.monotonic():
+                    self._changed.wait(self._due[0][0] - time.monotonic() if self._due else None)
+                _, _, rid, seconds = heapq.heappop(self._due)
+            self._expire(rid, seconds)  # (a request answered since: nothing to do)
 
 
 def _unchanged(frames: list[bytes]) -> list[bytes]:
@@ -56,9 +104,9 @@ class Channel:
         self.closed = False  # stdout failed: the SDK stopped reading, or a write error
         self.write_error: str | None = None  # what failed, when it was not the reader leaving
         self._lock = threading.Lock()
-        self._waiting: dict[str, _Wait] = {}
+        self._waiting: dict[str, Settle] = {}  # the shim's requests not settled yet, by id
+        self._timers = _Timers(self._expire)
         self.input_ended = False
-        self.errors: list[str] = []  # the app's error answers, for a warning
 
     # ------------------------------------------------------------------ frames out
 
@@ -136,26 +184,36 @@ class Channel:
 
     # ------------------------------------------------------------------ the shim's requests
 
-    def ask(self, request: dict[str, Any], timeout: float | None = None) -> Answer:
-        """Send a control request and wait for its answer (the app decides in its own time, or
-        within `timeout` seconds: past it the request is cancelled, as Claude Code cancels one:
-        `control_cancel_request`, which the SDKs take to abandon the callback)."""
+    def request(self, request: dict[str, Any], then: Settle, timeout: float | None = None) -> None:
+        """Send a control request; `then(reply)` once it is settled: the app decides in its own
+        time, or within `timeout` seconds (past it the request is cancelled, as Claude Code
+        cancels one: `control_cancel_request`, which the SDKs take to abandon the callback).
+        After the app's input has ended, `then` is called at once, here."""
         rid = str(uuid.uuid4())
-        wait = _Wait()
         with self._lock:
-            if self.input_ended:
-                raise Unanswered(INPUT_ENDED)
-            self._waiting[rid] = wait
+            ended = self.input_ended
+            if not ended:
+                self._waiting[rid] = then
+        if ended:
+            then(Reply(error=INPUT_ENDED, unanswered=True))
+            return
+        if timeout is not None:
+            self._timers.after(timeout, rid)
         self.send({"type": "control_request", "request_id": rid, "request": request})
-        if not wait.done.wait(timeout):
-            with self._lock:
-                abandoned = self._waiting.pop(rid, None) is not None  # (else it was answered just now)
-            if abandoned:
-                self.send({"type": "control_cancel_request", "request_id": rid})
-                raise Unanswered(f"no answer within {timeout:g} s")
-        if wait.ended:
-            raise Unanswered(INPUT_ENDED)
-        return wait.answer
+
+    def ask(self, request: dict[str, Any], timeout: float | None = None) -> Reply:
+        """`request`, its reply waited for on this thread."""
+        def start(then: Settle) -> None:
+            self.request(request, then, timeout)
+
+        return waited(start)
+
+    def _expire(self, rid: str, timeout: float) -> None:
+        with self._lock:
+            then = self._waiting.pop(rid, None)
+        if then is not None:  # (else it was answered, or cancelled)
+            self.send({"type": "control_cancel_request", "request_id": rid})
+            then(Reply(error=f"no answer within {timeout:g} s", unanswered=True))
 
     def notify(self, frame: dict[str, Any]) -> None:
         """A frame that wants no answer (a session state change)."""
@@ -166,22 +224,22 @@ class Channel:
         if not isinstance(response, dict):
             return
         with self._lock:
-            waiting = self._waiting.pop(str(response.get("request_id", "")), None)
-        if waiting is None:
+            then = self._waiting.pop(str(response.get("request_id", "")), None)
+        if then is None:
             return  # (late, or not ours)
         if response.get("subtype") == "success":
             body = response.get("response")
-            waiting.answer = body if isinstance(body, dict) else {}
+            then(Reply(body if isinstance(body, dict) else {}))
         else:
-            self.errors.append(str(response.get("error", "error")))
-        waiting.done.set()
+            then(Reply(error=str(response.get("error", "error"))))
 
     def cancel(self, ended: bool = False) -> None:
+        """Settle every request waiting: cancelled (`ended`: unanswered, the input is over)."""
         with self._lock:
             waiting, self._waiting = list(self._waiting.values()), {}
-        for wait in waiting:
-            wait.ended = ended
-            wait.done.set()
+        reply = Reply(error=INPUT_ENDED, unanswered=True) if ended else Reply()
+        for then in waiting:
+            then(reply)
 
     def end_input(self) -> None:
         """The app's input ended: what waits for an answer, and what would, is unanswered."""

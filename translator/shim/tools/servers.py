@@ -8,6 +8,11 @@ handshake on every run is answered from it; every other message is relayed to th
 `control_request{subtype: "mcp_message", server_name, message}` and its `mcp_response` sent
 back. A `tools/call` is first settled by the session's permission policy (PreToolUse hooks, the
 mode and rules, `can_use_tool`); a denied call never reaches the app's handler.
+
+One thread a relay (a server of a caliban run), none a call: each message is settled by
+callbacks (the gate's decision, the channel's reply), and its answer queued on its relay
+(`_Relay`), whose thread writes it between reads; so calls side by side cost no thread each,
+and the app's reader, which settles them, never waits on a socket.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import hmac
 import os
 import re
 import secrets
+import selectors
 import shutil
 import socket
 import struct
@@ -28,14 +34,15 @@ from typing import Any
 
 import orjson
 
-from translator.shim.permissions.gate import REJECTED, Decision, ToolCall
+from translator.shim.permissions.gate import REJECTED, Decision, Then, ToolCall
 from translator.shim.protocol import stdin
-from translator.shim.protocol.channel import Channel, Unanswered
+from translator.shim.protocol.channel import Channel, Reply, waited
 from translator.shim.protocol.frames import CLI_VERSION
 from translator.shim.tools.relay import TOKEN_ENV
 from translator.shim.tools.uses import ToolUses
 
-Decide = Callable[[ToolCall], Decision]  # permissions/gate.py's, for a relayed call
+Decide = Callable[[ToolCall, Then], None]  # permissions/gate.py's `settle`, for a relayed call
+Answer = Callable[[dict[str, Any] | None], None]  # where the answer to one of caliban's messages goes (None: none)
 RELAY_LINE = 64 << 20  # bytes of one of caliban's JSON-RPC lines to a relay (the app's stdin takes as many)
 _ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")')
 ANNOTATIONS = {"readOnlyHint": "readOnly", "destructiveHint": "destructive", "idempotentHint": "idempotent",
@@ -147,9 +154,9 @@ class SdkServers:
             hello = {"method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                      "clientInfo": {"name": "claude-code", "title": "Claude Code", "version": CLI_VERSION}},
                      "jsonrpc": "2.0", "id": 0}  # fmt: skip
-            init = self._relay(name, hello)
-            self._relay(name, {"jsonrpc": "2.0", "method": "notifications/initialized"})
-            listed = self._relay(name, {"method": "tools/list", "jsonrpc": "2.0", "id": 1})
+            init = self._asked(name, hello)
+            self._asked(name, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            listed = self._asked(name, {"method": "tools/list", "jsonrpc": "2.0", "id": 1})
             if init and "result" in init and listed and "result" in listed:
                 self.manifests[name] = {"initializeResult": init["result"], "toolsListResult": listed["result"]}
             else:
@@ -169,25 +176,14 @@ class SdkServers:
         """One relay's connection: its hello (its server, and the token only caliban's relays
         were given), then caliban's JSON-RPC lines, each bounded (stdin.lines: never held past
         RELAY_LINE, read once)."""
-        lock, server = threading.Lock(), None
-
-        def send(message: dict[str, Any] | None) -> None:
-            if message is None:
-                return
-            try:
-                data = orjson.dumps(message)
-            except orjson.JSONEncodeError as exc:  # (nested past orjson's 254 levels): the call still ends
-                data = orjson.dumps(_error(message.get("id"), f"the app's answer cannot be relayed: {exc}"))
-            with lock, contextlib.suppress(OSError):
-                conn.sendall(data + b"\n")
-
-        with conn:
+        server = None
+        with _Relay(conn) as relay:
             if not _same_user(conn):
                 return
-            for _, line in stdin.lines(lambda: _recv(conn), RELAY_LINE):
+            for _, line in stdin.lines(relay.read, RELAY_LINE):
                 if isinstance(line, stdin.TooLong):
                     if server is not None and (found := _ID.search(line.head)):
-                        send(_error(orjson.loads(found.group(1)), f"not relayed: {line.reason}"))
+                        relay.send(_error(orjson.loads(found.group(1)), f"not relayed: {line.reason}"))
                     continue
                 try:
                     msg = orjson.loads(line)
@@ -199,10 +195,10 @@ class SdkServers:
                     server = self._hello(msg)
                     if server is None:
                         return  # (not one of caliban's relays: never reaches the app)
-                elif msg.get("method") == "tools/call":  # (its own thread: calls may run side by side)
-                    threading.Thread(target=lambda m=msg, s=server: send(self.call(s, m)), daemon=True).start()
+                elif msg.get("method") == "tools/call":  # (settled in its own time: calls may run side by side)
+                    self.call(server, msg, relay.send)
                 else:
-                    send(self.handle(server, msg))
+                    self.handle(server, msg, relay.send)
 
     def _hello(self, msg: dict[str, Any]) -> str | None:
         """The server a relay serves, once it has shown the token; None: a stranger."""
@@ -215,47 +211,120 @@ class SdkServers:
             return None
         return str(server)
 
-    def handle(self, server: str, msg: dict[str, Any]) -> dict[str, Any] | None:
-        """The answer to one of caliban's messages (None: a notification)."""
+    def handle(self, server: str, msg: dict[str, Any], answer: Answer) -> None:
+        """`answer(...)` one of caliban's messages (None: a notification), now or once the app has."""
         method, mid, manifest = msg.get("method"), msg.get("id"), self.manifests.get(server)
         if manifest is not None and method == "initialize":
             params = msg.get("params")
             asked = params.get("protocolVersion") if isinstance(params, dict) else None
-            return _reply(mid, {**manifest["initializeResult"], **({"protocolVersion": asked} if asked else {})})
-        if manifest is not None and method == "tools/list":
-            return _reply(mid, manifest["toolsListResult"])
-        if manifest is not None and isinstance(method, str) and method.startswith("notifications/"):
-            return None
-        answer = self._relay(server, msg)
-        if mid is None:
-            return None
-        # (caliban waits for its own id: an answer under another, or none, would never end the call)
-        return {**answer, "id": mid} if answer else _error(mid, "the app did not answer")
+            answer(_reply(mid, {**manifest["initializeResult"], **({"protocolVersion": asked} if asked else {})}))
+        elif manifest is not None and method == "tools/list":
+            answer(_reply(mid, manifest["toolsListResult"]))
+        elif not (manifest is not None and isinstance(method, str) and method.startswith("notifications/")):
+            # (caliban waits for its own id: an answer under another, or none, would never end the call)
+            self._relay(server, msg, lambda got: answer(None if mid is None else {**got, "id": mid} if got else
+                                                        _error(mid, "the app did not answer")))  # fmt: skip
 
-    def call(self, server: str, msg: dict[str, Any]) -> dict[str, Any] | None:
+    def call(self, server: str, msg: dict[str, Any], answer: Answer) -> None:
         """A `tools/call`: settled first (a denied call is the tool's error, its reason the text)."""
         params = msg.get("params") if isinstance(msg.get("params"), dict) else {}
         assert isinstance(params, dict)
         name, arguments = tool_name(server, str(params.get("name", ""))), params.get("arguments") or {}
         tid = self.uses.relayed(name, arguments)  # (caliban names its call only once it has returned: uses.py)
-        decision = self.decide(ToolCall(name, arguments, tid))  # (a run ended meanwhile: denied, by the gate)
-        if decision.verdict == "interrupt":  # (Claude Code's words for a call the user stopped the run at)
-            return _reply(msg.get("id"), {"content": [{"type": "text", "text": REJECTED}], "isError": True})
-        if not decision.runs:
-            return _reply(msg.get("id"), {"content": [{"type": "text", "text": decision.reason}], "isError": True})
-        meta = {**(params.get("_meta") or {}), "claudecode/toolUseId": tid, "progressToken": msg.get("id")}
-        return self.handle(server, {**msg, "params": {**params, "_meta": meta}})
 
-    def _relay(self, server: str, message: dict[str, Any]) -> dict[str, Any] | None:
+        def decided(decision: Decision) -> None:  # (a run ended meanwhile: denied, by the gate)
+            if decision.verdict == "interrupt":  # (Claude Code's words for a call the user stopped the run at)
+                answer(_reply(msg.get("id"), {"content": [{"type": "text", "text": REJECTED}], "isError": True}))
+            elif not decision.runs:
+                answer(_reply(msg.get("id"), {"content": [{"type": "text", "text": decision.reason}], "isError": True}))
+            else:
+                meta = {**(params.get("_meta") or {}), "claudecode/toolUseId": tid, "progressToken": msg.get("id")}
+                self.handle(server, {**msg, "params": {**params, "_meta": meta}}, answer)
+
+        self.decide(ToolCall(name, arguments, tid), decided)
+
+    def _relay(self, server: str, message: dict[str, Any], then: Answer) -> None:
+        """`message` to the app's server (`mcp_message`): `then(its mcp_response)`. One that
+        cannot come (the app closed its input, the run was cancelled) is an error, for a request."""
+
+        def replied(reply: Reply) -> None:
+            if reply.body is None:
+                then(_error(message.get("id"), reply.error or "cancelled") if "id" in message else None)
+            else:
+                response = reply.body.get("mcp_response")
+                then(response if isinstance(response, dict) else None)
+
+        self.app.request({"subtype": "mcp_message", "server_name": server, "message": message}, replied)
+
+    def _asked(self, server: str, message: dict[str, Any]) -> dict[str, Any] | None:
+        """`_relay`'s answer, waited for on this thread (the handshake's)."""
+        def start(then: Answer) -> None:
+            self._relay(server, message, then)
+
+        return waited(start)
+
+
+class _Relay:
+    """One relay's connection, on its own thread: `read` gives caliban's next bytes and, while
+    it waits for them, writes the answers `send` queued (from whichever thread settled them)."""
+
+    def __init__(self, conn: socket.socket) -> None:
+        self.conn = conn
+        self._wake, self._woken = socket.socketpair()
+        for end in (conn, self._wake, self._woken):
+            end.setblocking(False)
+        self._out = bytearray()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(conn, selectors.EVENT_READ)
+        self._selector.register(self._woken, selectors.EVENT_READ)
+
+    def __enter__(self) -> _Relay:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:  # (a late answer finds it closed: dropped)
+            self._closed = True
+            self._selector.close()
+            for end in (self.conn, self._wake, self._woken):
+                end.close()
+
+    def send(self, message: dict[str, Any] | None) -> None:
+        if message is None:
+            return
         try:
-            answer = self.app.ask({"subtype": "mcp_message", "server_name": server, "message": message})
-        except Unanswered as exc:  # (the app closed its input: no answer can come, the call ends now)
-            return _error(message.get("id"), str(exc)) if "id" in message else None
-        if answer is None:
-            errors = self.app.errors
-            return _error(message.get("id"), errors.pop() if errors else "cancelled") if "id" in message else None
-        response = answer.get("mcp_response")
-        return response if isinstance(response, dict) else None
+            data = orjson.dumps(message)
+        except orjson.JSONEncodeError as exc:  # (nested past orjson's 254 levels): the call still ends
+            data = orjson.dumps(_error(message.get("id"), f"the app's answer cannot be relayed: {exc}"))
+        with self._lock:
+            if self._closed:
+                return
+            self._out += data + b"\n"
+            with contextlib.suppress(BlockingIOError):  # (a wake-up already pending)
+                self._wake.send(b"!")
+
+    def read(self) -> bytes:
+        """caliban's next bytes; b"" once it (or the socket) is done."""
+        while True:
+            with self._lock:
+                writing = bool(self._out)
+            self._selector.modify(self.conn, selectors.EVENT_READ | (selectors.EVENT_WRITE if writing else 0))
+            ready = {key.fileobj: events for key, events in self._selector.select()}
+            if self._woken in ready:
+                with contextlib.suppress(BlockingIOError):
+                    self._woken.recv(1 << 10)
+            events = ready.get(self.conn, 0)
+            try:
+                if events & selectors.EVENT_WRITE:
+                    with self._lock:
+                        del self._out[: self.conn.send(self._out)]
+                if events & selectors.EVENT_READ:
+                    return self.conn.recv(1 << 16)
+            except BlockingIOError:
+                continue
+            except OSError:
+                return b""
 
 
 def _same_user(conn: socket.socket) -> bool:
@@ -266,10 +335,3 @@ def _same_user(conn: socket.socket) -> bool:
         return True
     uid: int = struct.unpack("3i", creds)[1]
     return uid == os.getuid()
-
-
-def _recv(conn: socket.socket) -> bytes:
-    try:
-        return conn.recv(1 << 16)
-    except OSError:
-        return b""

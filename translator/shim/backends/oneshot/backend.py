@@ -16,7 +16,7 @@ from translator.shim.backends.oneshot.conversation import Conversation
 from translator.shim.backends.oneshot.group import LADDER, TICK
 from translator.shim.backends.oneshot.process import CalibanRun
 from translator.shim.mapping import run_argv
-from translator.shim.permissions.gate import BEYOND_PRINT, INTERRUPTED, Decision, Gate, ToolCall
+from translator.shim.permissions.gate import BEYOND_PRINT, INTERRUPTED, Decision, Gate, Then, ToolCall
 from translator.shim.permissions.hooks import Hooks
 from translator.shim.protocol.frames import session_state
 from translator.shim.protocol.initialize import HookMatcher
@@ -67,14 +67,18 @@ class OneshotBackend:
         self._relayed.update(fresh)
         return fresh
 
-    def settle(self, call: ToolCall) -> Decision:
-        """One relayed call of the app's tools, as the drive's gate settles a permission prompt."""
-        decision = self.gate.decide(call)
-        if decision.verdict in ("defer", "interrupt"):  # the run stops here: what waits for the app is denied too
-            self.ctx.channel.cancel()
-            stopped = self.defer if decision.verdict == "defer" else self.abort
-            stopped({"id": call.id, "name": call.name, "input": call.input})
-        return decision
+    def settle(self, call: ToolCall, then: Then) -> None:
+        """One relayed call of the app's tools, as the drive's gate settles a permission prompt:
+        `then(decision)`, from the thread that decided it."""
+
+        def decided(decision: Decision) -> None:
+            if decision.verdict in ("defer", "interrupt"):  # the run stops here: what waits for the app is denied too
+                self.ctx.channel.cancel()
+                stopped = self.defer if decision.verdict == "defer" else self.abort
+                stopped({"id": call.id, "name": call.name, "input": call.input})
+            then(decision)
+
+        self.gate.settle(call, decided)
 
     def set_hooks(self, config: Mapping[str, Sequence[HookMatcher]]) -> None:
         self.gate.hooks = Hooks(config)
