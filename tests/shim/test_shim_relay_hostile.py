@@ -388,6 +388,30 @@ def five(app: App, request: dict[str, Any]) -> None:
 HOOKED = {"PreToolUse": [{"matcher": None, "hookCallbackIds": ["h0"]}]}
 
 
+def test_a_relayed_calls_hook_is_waited_for_as_long_as_the_environment_says(tmp_path: Path) -> None:
+    """On `-p` too, a relayed call's PreToolUse hook may take CALIBAN_CLAUDE_HOOK_TIMEOUT
+    seconds (it was a fixed 60): past them it is cancelled and decides nothing, said, and the
+    call goes on to can_use_tool and the handler."""
+    app = App(tmp_path, [ADD], hooks=HOOKED, env={"CALIBAN_CLAUDE_HOOK_TIMEOUT": "1"})
+    hooked: list[str] = []
+    frames = app.run(five, timeout=20, on_hook=lambda app, request: hooked.append(request["request_id"]))
+    assert tool_result(frames)["content"] == [{"type": "text", "text": "5"}] and len(hooked) == 1
+    assert [f["request_id"] for f in frames if f["type"] == "control_cancel_request"] == hooked
+    assert "PreToolUse hook h0: no answer within 1 s; it decides nothing" in app.said("decides nothing")
+    app.proc.stdin.close()
+    assert app.end() == 0
+
+
+def test_a_hook_timeout_that_is_no_number_of_seconds_is_said_once_on_p(tmp_path: Path) -> None:
+    app = App(tmp_path, [ADD], hooks=HOOKED, env={"CALIBAN_CLAUDE_HOOK_TIMEOUT": "-1"})
+    frames = app.run(five, on_hook=lambda app, request: app.answer(request["request_id"], {}))
+    assert tool_result(frames)["content"] == [{"type": "text", "text": "5"}]
+    app.proc.stdin.close()
+    assert app.end() == 0
+    said = "caliban-claude: warning: CALIBAN_CLAUDE_HOOK_TIMEOUT=-1: expected a number of seconds above 0; 60 s it is"
+    assert app.said(said).count(said) == 1
+
+
 def test_an_interrupt_ends_a_call_its_handler_runs_and_the_next_call_never_reaches_the_app(tmp_path: Path) -> None:
     """The app interrupts while its handler runs a relayed call, and never answers it: the
     call ends (cancelled) and the run's next call is denied, neither asked about nor run."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from translator.shim import configure
+from translator.shim import configure, limits
 from translator.shim.backends.base import Backend, Probing, Relaying, RunContext
 
 if TYPE_CHECKING:
@@ -116,12 +116,14 @@ class Choice:
             warnings = [RELAYED_HOOKS if w == configure.HOOKS else w for w in warnings]
         return warnings, init.hooks_sent and self.drive is None
 
-    def set_hooks(self, config: Mapping[str, Sequence[HookMatcher]]) -> None:
-        """The relay's gate takes them; hooks choose the drive, which calls them."""
-        self.oneshot.set_hooks(config)
+    def set_hooks(self, config: Mapping[str, Sequence[HookMatcher]], timeout: float | None = None) -> None:
+        """The relay's gate takes them; hooks choose the drive, which calls them. Their
+        timeout read once (CALIBAN_CLAUDE_HOOK_TIMEOUT), for both: a bad value said once."""
+        timeout = limits.hook_timeout(self.ctx.place.env) if timeout is None else timeout
+        self.oneshot.set_hooks(config, timeout)
         if self.use_drive():
             assert self.drive is not None
-            self.drive.set_hooks(config)
+            self.drive.set_hooks(config, timeout)
 
     def ready(self, then: Callable[[], None]) -> None:
         self.oneshot.ready(then)  # (the relayed servers' handshake, had whichever runs)

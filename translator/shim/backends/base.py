@@ -55,8 +55,9 @@ class Backend(Protocol):
     def input_ended(self) -> None:
         """The app's input ended: a gate that asks the app denies from now on."""
 
-    def set_hooks(self, config: Mapping[str, Sequence[HookMatcher]]) -> None:
-        """The app's hook callbacks (from `initialize`), for the backend's gate."""
+    def set_hooks(self, config: Mapping[str, Sequence[HookMatcher]], timeout: float) -> None:
+        """The app's hook callbacks (from `initialize`), for the backend's gate; `timeout`:
+        seconds one may take when its matcher sets none."""
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any] | None:
         """The body of the success answer to a control request the backend holds (`mcp_status`,

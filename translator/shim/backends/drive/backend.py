@@ -91,8 +91,8 @@ class DriveBackend:
             raise ServerGone(reason) from None
         return server
 
-    def set_hooks(self, config: Mapping[str, Sequence[HookMatcher]]) -> None:
-        self.hooks = self.gate.hooks = Hooks(config, limits.hook_timeout(self.place.env))
+    def set_hooks(self, config: Mapping[str, Sequence[HookMatcher]], timeout: float) -> None:
+        self.hooks = self.gate.hooks = Hooks(config, timeout)
         for event in self.hooks.unfired():
             self.warn(f"{event} hooks never fire on caliban (the drive surface has no such event)")
 

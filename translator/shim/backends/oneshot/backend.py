@@ -80,8 +80,8 @@ class OneshotBackend:
 
         self.gate.settle(call, decided)
 
-    def set_hooks(self, config: Mapping[str, Sequence[HookMatcher]]) -> None:
-        self.gate.hooks = Hooks(config)
+    def set_hooks(self, config: Mapping[str, Sequence[HookMatcher]], timeout: float) -> None:
+        self.gate.hooks = Hooks(config, timeout)
 
     def input_ended(self) -> None:
         self.gate.input_ended()
