@@ -17,7 +17,7 @@ from translator import stdio, telemetry
 from translator.diagnostics import stderr as _stderr
 from translator.diagnostics import stdout_text
 from translator.exits import EX_OSERR, EX_USAGE
-from translator.shim import choose, printing, restricting, sessions
+from translator.shim import choose, printing, restricting, sessions, unserved
 from translator.shim.backends.base import RunContext
 from translator.shim.backends.drive.backend import DriveBackend
 from translator.shim.backends.oneshot.backend import OneshotBackend
@@ -86,6 +86,8 @@ def serve(argv: list[str], env: Mapping[str, str], cwd: str, transport: Transpor
             return 1
     elif args.positional[:1] == ["mcp"]:  # `claude mcp serve` serves Claude Code's own tools over MCP
         say(MCP_SERVE)
+        if args.positional[1:2] == ["serve"] and transport is None:  # a client's initialize is told too
+            unserved.answer(0, sys.stdout.buffer, MCP_SERVE)
         return EX_USAGE
     else:
         for flag in ("--output-format", "--input-format"):
