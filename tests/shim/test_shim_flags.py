@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from claude_agent_sdk import ClaudeAgentOptions
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
 from fake_caliban import check
 from support_fixtures import FIXTURES
+from support_inprocess import printed
 from support_processes import fake_caliban
 
 from translator.shim.flags import BOOL_FLAGS, CANONICAL, SHORT, VALUE_FLAGS, parse
@@ -27,7 +27,6 @@ from translator.shim.restricting import REFUSED, ROOT
 from translator.shim.sessions import Session
 
 CLAUDE = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
-SHIM = str(Path(sys.executable).with_name("caliban-claude"))
 HANDLED_BY_MAIN = {"--help", "--version", "--permission-prompt-tool"}
 
 
@@ -108,8 +107,7 @@ def shim(tmp_path: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[
     environ = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
                "CALIBAN_BIN": str(tmp_path / "caliban"), "CALIBAN_SESSIONS_DIR": str(tmp_path / "sessions"),
                "FAKE_CALIBAN_SCRIPTS": f'[{{"file": "{FIXTURES / "caliban" / "hi.jsonl"}"}}]', **env}  # fmt: skip
-    return subprocess.run([SHIM, "-p", *argv, "hi"], env=environ, capture_output=True, text=True, timeout=60,
-                          stdin=subprocess.DEVNULL, cwd=tmp_path)  # fmt: skip
+    return printed(["-p", *argv, "hi"], environ, tmp_path)
 
 
 @pytest.mark.parametrize("argv", [["--restricted", "--permission-mode", "bypassPermissions"],
@@ -146,8 +144,7 @@ def test_a_flag_whose_session_caliban_cannot_run_is_refused_in_one_line(tmp_path
 @pytest.mark.parametrize("argv", [["mcp", "serve"], ["mcp", "list"]])
 def test_mcp_serve_is_one_line_saying_it_is_not_available(tmp_path: Path, argv: list[str]) -> None:
     """The CLI's `claude mcp serve` (set-t5/mcp-serve/) serves its tools; caliban has no such server."""
-    done = subprocess.run([SHIM, *argv], env={"PATH": os.environ["PATH"], "HOME": str(tmp_path)}, capture_output=True,
-                          text=True, timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
+    done = printed(argv, {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}, tmp_path)
     assert (done.returncode, done.stdout) == (64, "")
     assert done.stderr.splitlines() == ["caliban-claude: mcp: not available: caliban-claude cannot serve caliban's tools "
                                         "over MCP (caliban's own `mcp serve` is its drive surface: runs and permits, no "

@@ -1,25 +1,24 @@
 """Recorded wire replays: the stdin of every real TS SDK session with the real CLI 2.1.333
-(fixtures/cc-2.1.333/sdk-ts) fed to `caliban-claude` as the SDK fed it (a next message after a
-result, an interrupt mid-run, EOF once the results are in), with the fake caliban answering the
-same conversation; the shim's stdout compared frame by frame with the CLI's (uuids, times, paths
-and the values caliban's own run decides aside), and every frame parsed by the Python SDK."""
+(fixtures/cc-2.1.333/sdk-ts) fed to `caliban-claude` (served in this process, support_inprocess's
+`Served`) as the SDK fed it (a next message after a result, an interrupt mid-run, EOF once the
+results are in), with the fake caliban answering the same conversation; the shim's stdout
+compared frame by frame with the CLI's (uuids, times, paths and the values caliban's own run
+decides aside), and every frame parsed by the Python SDK."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 from claude_agent_sdk._internal.message_parser import parse_message
 from support_fixtures import FIXTURES
+from support_inprocess import Served
 from support_processes import fake_caliban
 
-SHIM = str(Path(sys.executable).with_name("caliban-claude"))
 WIRES = FIXTURES / "cc-2.1.333" / "sdk-ts"
 SCRIPTS = FIXTURES / "caliban"
 TWO_TURNS, TEXT = {"file": "tool_use_two_turns.jsonl"}, {"file": "benign_text.jsonl"}
@@ -76,29 +75,26 @@ def kind(frame: dict[str, Any]) -> str:
 
 
 class Replay:
-    """The shim run with a recorded argv, its stdout read as frames."""
+    """The shim run with a recorded argv (in this process, as its process would be), its output read as frames."""
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen([SHIM, *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env=env)  # fmt: skip
+        self.stderr: list[str] = []
+        self.proc = Served(argv, env, Path.cwd(), self.stderr.append)
         self.frames: list[dict[str, Any]] = []
 
     def until(self, done: Any, timeout: float = 20.0) -> None:
         deadline = time.monotonic() + timeout
-        out: IO[bytes] = self.proc.stdout  # type: ignore[assignment]
         while not done():
             assert time.monotonic() < deadline, ("replay stalled", [kind(f) for f in self.frames])
-            line = out.readline()
-            assert line, ("the shim ended early", [kind(f) for f in self.frames], self.proc.stderr.read())  # type: ignore[union-attr]
+            line = self.proc.line(max(deadline - time.monotonic(), 0.01))
+            assert line, ("the shim ended early", [kind(f) for f in self.frames], self.stderr)
             self.frames.append(json.loads(line))
 
     def results(self) -> int:
         return sum(f["type"] == "result" for f in self.frames)
 
     def write(self, message: dict[str, Any]) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
+        self.proc.send(json.dumps(message).encode() + b"\n")
 
     def feed(self, events: list[dict[str, Any]]) -> int:
         """stdin as the SDK wrote it: a next message only after the last one's result, an
@@ -116,10 +112,8 @@ class Replay:
                 self.write(message)
             elif event["dir"] == "stdin_eof":
                 self.until(lambda n=users: self.results() >= n)
-                assert self.proc.stdin is not None
-                self.proc.stdin.close()
-        assert self.proc.stdout is not None
-        self.frames += [json.loads(line) for line in self.proc.stdout.read().splitlines()]  # to its end
+                self.proc.end()
+        self.frames += [json.loads(line) for line in self.proc.rest()]  # to its end
         return self.proc.wait(timeout=20)
 
 

@@ -22,9 +22,9 @@ from claude_agent_sdk import (
     fork_session,
     get_session_messages,
     project_key_for_directory,
-    query,
 )
 from support_fixtures import FIXTURES
+from support_inprocess import printed, queried
 from support_processes import fake_caliban
 
 from translator.shim import history
@@ -82,8 +82,7 @@ class App:
 
     def shim(self, *argv: str) -> subprocess.CompletedProcess[str]:
         env = {**self.env(), "PATH": os.environ["PATH"], "HOME": str(self.root)}
-        return subprocess.run([SHIM, "-p", *argv], cwd=self.work, env=env, capture_output=True, text=True,
-                              timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
+        return printed(["-p", *argv], env, self.work)
 
 
 @pytest.fixture
@@ -94,7 +93,7 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> App:
 
 
 async def ask(prompt: str, options: ClaudeAgentOptions) -> ResultMessage:
-    messages = [m async for m in query(prompt=prompt, options=options)]
+    messages = [m async for m in queried(prompt, options)]
     assert isinstance(messages[-1], ResultMessage)
     return messages[-1]
 

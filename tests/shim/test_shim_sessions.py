@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, get_session_messages, list_sessions
 from support_fixtures import FIXTURES
-from support_inprocess import queried
+from support_inprocess import printed, queried
 from support_processes import fake_caliban
 
 from translator.transcripts.files import slug
@@ -75,8 +75,7 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> App:
 
 def shim(app: App, *argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**app.options().env, "PATH": os.environ["PATH"], "HOME": str(app.root)}
-    return subprocess.run([SHIM, "-p", *argv, "hi"], cwd=cwd or app.work, env=env, capture_output=True,
-                          text=True, timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
+    return printed(["-p", *argv, "hi"], env, cwd or app.work)
 
 
 def everything(root: Path) -> dict[str, bytes]:

@@ -18,8 +18,9 @@ from typing import Any
 
 import claude_agent_sdk
 import pytest
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, PermissionResultAllow, ResultMessage
+from claude_agent_sdk import ClaudeAgentOptions, PermissionResultAllow, ResultMessage
 from support_fixtures import FIXTURES, npm_installed
+from support_inprocess import in_process, queried
 from support_processes import fake_caliban
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
@@ -74,7 +75,7 @@ async def on_print(root: Path) -> Session:
     frames = []
     for script in PRINT_RUNS:
         options = ClaudeAgentOptions(cli_path=SHIM, env=env_of(root, script), cwd=str(root / "work"))
-        frames.append([m async for m in claude_agent_sdk.query(prompt="how many files are here?", options=options)])
+        frames.append([m async for m in queried("how many files are here?", options)])
     return Session(root, frames)
 
 
@@ -88,7 +89,7 @@ async def on_drive(root: Path) -> Session:
 
     options = ClaudeAgentOptions(cli_path=SHIM, env=env_of(root, PRINT_RUNS[0]), cwd=str(root / "work"), can_use_tool=allow)
     options.env["FAKE_SERVE_SCRIPT"] = json.dumps(DRIVE_SCRIPT)
-    async with ClaudeSDKClient(options) as client:
+    async with in_process(options) as client:
         await client.query("how many files are here?")
         frames = [m async for m in client.receive_response()]
     return Session(root, [frames])

@@ -21,14 +21,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import subprocess
 import sys
 import threading
+import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable
 from typing import Any
 
 import anyio
+import claude_agent_sdk
 import orjson
-from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, Message, ProcessError, query
+from claude_agent_sdk import ClaudeAgentOptions, ClaudeSDKClient, Message, ProcessError
 from claude_agent_sdk import __version__ as SDK_VERSION
 from claude_agent_sdk._internal.transport import Transport
 from claude_agent_sdk._internal.transport.subprocess_cli import SubprocessCLITransport
@@ -75,6 +78,92 @@ class _Stderr:
         self._reader.join(GRACE_S)
 
 
+def stderr_to(take: Callable[[str], None] | None) -> Callable[[], None]:
+    """A session's stderr (each line to `take`) made the process's; what puts it back."""
+    if take is None:
+        return lambda: None
+    stderr, piped = sys.stderr, _Stderr(take)
+    sys.stderr = piped.stream
+
+    def restore() -> None:
+        sys.stderr = stderr
+        piped.close()
+
+    return restore
+
+
+class Served:
+    """caliban-claude in this process for an app that speaks to it as to a process: bytes in
+    (`send`, then `end`, its stdin closed), its lines out (`line`, b"" once it has ended and
+    nothing is left, as readline at EOF), its exit status (`wait`). `stderr`: each of its lines."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: str | os.PathLike[str],
+                 stderr: Callable[[str], None] | None = None) -> None:  # fmt: skip
+        self.memory = Memory()
+        self.status: int | None = None
+        self._restore = stderr_to(stderr)
+        self._thread = threading.Thread(target=self._serve, args=(argv, env, str(cwd)), name="caliban-claude", daemon=True)
+        self._thread.start()
+
+    def _serve(self, argv: list[str], env: dict[str, str], cwd: str) -> None:
+        try:
+            self.status = serve(argv, env, cwd, self.memory)
+        except BaseException:
+            self.status = 70  # (what the command's traceback would exit with)
+            raise
+
+    def send(self, data: bytes) -> None:
+        self.memory.send(data)
+
+    def end(self) -> None:
+        self.memory.end()
+
+    def line(self, timeout: float = 20.0) -> bytes:
+        """The next line it wrote, waiting up to `timeout` s; b"" once it has ended without one."""
+        deadline = time.monotonic() + timeout
+        while True:
+            alive = self._thread.is_alive()
+            try:
+                return self.memory.line(timeout=0 if not alive else 0.05)
+            except TimeoutError:
+                if not alive:
+                    return b""
+                if time.monotonic() > deadline:
+                    raise
+
+    def rest(self, timeout: float = 20.0) -> list[bytes]:
+        """Every line it writes from now to its end."""
+        lines = []
+        while line := self.line(timeout):
+            lines.append(line)
+        return lines
+
+    def wait(self, timeout: float = 20.0) -> int:
+        """Its exit status, once it has ended (TimeoutError: not within `timeout` s)."""
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError(f"caliban-claude still running after {timeout:g} s")
+        self._restore()
+        self._restore = lambda: None
+        assert self.status is not None
+        return self.status
+
+
+def printed(argv: list[str], env: dict[str, str], cwd: str | os.PathLike[str], stdin: bytes = b"",
+            timeout: float = 60.0) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """`caliban-claude ARGV` (print mode, or anything that needs no app) run in this process as
+    `subprocess.run(..., capture_output=True, text=True)` runs the command: `stdin` its input,
+    its stdout, its stderr and its exit status."""
+    said: list[str] = []
+    served = Served(argv, env, cwd, said.append)
+    served.send(stdin)
+    served.end()
+    out = b"".join(served.rest(timeout))
+    status = served.wait(timeout)
+    out += served.memory.left_over()  # (a last line without its newline)
+    return subprocess.CompletedProcess(["caliban-claude", *argv], status, out.decode(), "".join(f"{s}\n" for s in said))
+
+
 class InProcess(Transport):
     """The shim's session for one SDK client, in this process: `connect` starts it (argv, env,
     cwd and stderr as the SDK gives a process), `close` ends its input and waits for it."""
@@ -118,17 +207,7 @@ class InProcess(Transport):
         self._woken.set()
 
     def _enter(self) -> Callable[[], None]:
-        """The session's stderr (`options.stderr`'s) made the process's; what puts it back."""
-        if self.stderr is None:
-            return lambda: None
-        stderr, piped = sys.stderr, _Stderr(self.stderr)
-        sys.stderr = piped.stream
-
-        def restore() -> None:
-            sys.stderr = stderr
-            piped.close()
-
-        return restore
+        return stderr_to(self.stderr)
 
     async def write(self, data: str) -> None:
         assert self._memory is not None, "not connected"
@@ -178,10 +257,11 @@ class InProcess(Transport):
 
 
 def queried(prompt: str | AsyncIterable[dict[str, Any]], options: ClaudeAgentOptions) -> AsyncIterator[Message]:
-    """`query()` with the session in this process."""
-    return query(prompt=prompt, options=options, transport=InProcess(options, prompt))
+    """`query()` with the session in this process (looked up at the call: an instrumentation's, once it wraps it)."""
+    return claude_agent_sdk.query(prompt=prompt, options=options, transport=InProcess(options, prompt))
 
 
 def in_process(options: ClaudeAgentOptions) -> ClaudeSDKClient:
-    """`ClaudeSDKClient` with the session in this process."""
-    return ClaudeSDKClient(options, transport=InProcess(options))
+    """`ClaudeSDKClient` with the session in this process (looked up at the call, as `queried`'s)."""
+    client: ClaudeSDKClient = claude_agent_sdk.ClaudeSDKClient(options, transport=InProcess(options))
+    return client

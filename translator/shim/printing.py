@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import select
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -47,11 +48,11 @@ def refusal(args: ClaudeArgs, strict: bool = True) -> str | None:
     return None
 
 
-def _read_all(fd: int) -> bytes:
+def _read_all(read: Callable[[], bytes]) -> bytes:
     """stdin to its end, or to one byte past MAX_STDIN."""
     parts, size = [], 0
     try:
-        while size <= MAX_STDIN and (chunk := os.read(fd, 1 << 16)):
+        while size <= MAX_STDIN and (chunk := read()):
             parts.append(chunk)
             size += len(chunk)
     except OSError:
@@ -59,10 +60,13 @@ def _read_all(fd: int) -> bytes:
     return b"".join(parts)
 
 
-def prompt(args: ClaudeArgs, fd: int = 0) -> tuple[str, str | None]:
+def prompt(args: ClaudeArgs, fd: int = 0, app: Callable[[], bytes] | None = None) -> tuple[str, str | None]:
     """The prompt, as Claude Code makes it: the argument, stdin read verbatim (its trailing
-    newline kept), or both as `ARG\\nSTDIN`; or the error line when there is none to run."""
+    newline kept), or both as `ARG\\nSTDIN`; or the error line when there is none to run.
+    `app`: the input of an app in this process (its transport's `read`), read to its end."""
     arg = args.positional[0] if args.positional else ""
+    if app is not None:
+        return _joined(arg, _read_all(app))
     try:
         tty = os.isatty(fd)
     except OSError:
@@ -73,7 +77,11 @@ def prompt(args: ClaudeArgs, fd: int = 0) -> tuple[str, str | None]:
             ready = not arg or bool(select.select([fd], [], [], STDIN_WAIT_S)[0])
         except (OSError, ValueError):
             ready = False
-        data = _read_all(fd) if ready else b""
+        data = _read_all(lambda: os.read(fd, 1 << 16)) if ready else b""
+    return _joined(arg, data)
+
+
+def _joined(arg: str, data: bytes) -> tuple[str, str | None]:
     if len(data) > MAX_STDIN:
         return "", TOO_LARGE
     text = data.decode("utf-8", "replace")

@@ -77,6 +77,13 @@ class Memory:
             del self._output[:cut]
             return taken
 
+    def left_over(self) -> bytes:
+        """What the shim wrote after its last newline (its output's end, once it has ended)."""
+        with self._changed:
+            taken = bytes(self._output)
+            self._output.clear()
+            return taken
+
     # ------------------------------------------------------------------ the shim's side
 
     def read(self) -> bytes:
