@@ -434,3 +434,24 @@ def test_an_interrupt_ends_a_call_its_handler_runs_and_the_next_call_never_reach
     (result,) = [f for f in frames if f["type"] == "result"]
     assert result["is_error"] is True and result["subtype"] == "error_during_execution"
     assert app.end() == 1
+
+
+def test_print_mode_has_no_app_to_serve_an_sdk_server_and_says_so(tmp_path: Path) -> None:
+    """`caliban-claude -p PROMPT` given an SDK server (`--mcp-config` `type: sdk`) and
+    `--allowedTools` naming its tool: no app reads the shim's requests there, so none could run
+    the handler or answer the handshake (the shim relayed caliban's `initialize` to stdout and
+    waited for good). The server is not given to caliban, said, and the run ends."""
+    env = {**os.environ, "CALIBAN_BIN": str(fake_caliban(tmp_path)), "CALIBAN_SESSIONS_DIR": str(tmp_path / "sessions"),
+           "FAKE_CALIBAN_LOG": str(tmp_path / "calls.jsonl"),
+           "FAKE_CALIBAN_SCRIPTS": json.dumps([{"mcp_calls": [ADD], "text": "Done."}])}  # fmt: skip
+    sdk = json.dumps({"mcpServers": {"calc": {"type": "sdk", "name": "calc"}}})
+    done = subprocess.run([SHIM, "-p", "add 2 and 3", "--output-format", "stream-json", "--verbose", "--mcp-config", sdk,
+                           "--allowedTools", "mcp__calc__add"], stdin=subprocess.DEVNULL, capture_output=True, env=env,
+                          timeout=30)  # fmt: skip
+    frames = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0 and frames[-1]["type"] == "result"
+    assert not [f for f in frames if f["type"] == "control_request"]
+    (call,) = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    assert "calc" not in (call["settings"] or {}).get("mcp_servers", {})  # (no settings at all here)
+    assert ("caliban-claude: warning: SDK MCP server 'calc': print mode has no app to run its tools (an Agent SDK "
+            "session has: --input-format stream-json); not given to caliban") in done.stderr.decode().splitlines()  # fmt: skip

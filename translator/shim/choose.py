@@ -33,6 +33,9 @@ NO_DRIVE_FOR_TOOLS = ("the app's SDK MCP servers need caliban -p (caliban mcp se
                       "and PreToolUse hooks are asked for the app's own tools; caliban's own tools are settled by its "
                       "rules (what they ask about is denied): caliban -p runs no hooks of its settings and ignores "
                       "--permission-prompt-tool, so it has no way to ask the app")
+# Print mode (`-p PROMPT`) reads no app's answers: an SDK server's handshake and handler would never be answered.
+NO_APP = ("SDK MCP server {!r}: print mode has no app to run its tools (an Agent SDK session has: --input-format "
+          "stream-json); not given to caliban")
 
 
 def forced(env: Mapping[str, str], warn: Callable[[str], None]) -> str | None:
@@ -57,6 +60,10 @@ class Choice:
         self.drive: Probing | None = None  # the drive backend, once chosen and probed
         self._no_drive = force == "print" or drive is None  # (forced, or probed once and missing)
         self._forced_drive = force == "drive"
+        if drive is None:  # (print mode: no app reads the shim's requests)
+            for name in ctx.plan.sdk_servers:
+                self.warn(NO_APP.format(name))
+            ctx.plan.sdk_servers = []
         self.relay({})  # (those on argv: the Python SDK's --mcp-config {"type": "sdk"})
         if drive is None:
             return
