@@ -282,6 +282,12 @@ class SystemFrame(Event, tag="system", **_CONFIG):
     def __post_init__(self) -> None:
         _u64(self.retry_delay_ms, "retry_delay_ms")
 
+    def own_session(self) -> str | None:
+        """The session an init names: its id, unless it names none. caliban run without
+        `--session` says `ephemeral` (startup/drivers.rs), whatever the run: two logs saying it
+        are two sessions, never one file and one id."""
+        return self.session_id if self.session_id and self.session_id != "ephemeral" else None
+
 
 class UserFrame(Event, tag="user", **_CONFIG):
     """An echoed prompt (`--replay-user-messages`): the start of an input frame."""

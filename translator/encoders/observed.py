@@ -162,7 +162,7 @@ class Observed:
         stream, self.opening = self.opening, None
         assert stream is not None
         if isinstance(frame, SystemFrame) and frame.subtype == "init":
-            session = frame.session_id if frame.session_id and self.adopt else stream.session_id
+            session = (frame.own_session() if self.adopt else None) or stream.session_id
             stream = StreamId(stream.source, session, frame.cwd or stream.cwd)
         self.observer.stream_open(stream, self.opened_at)
 

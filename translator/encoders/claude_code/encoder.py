@@ -284,8 +284,9 @@ class ClaudeCodeEncoder:
         moves): a retry becomes Claude Code's `api_retry`; warnings and hook events pass
         through unchanged."""
         if isinstance(frame, SystemFrame) and frame.subtype == "init":
-            if frame.session_id and not self.fixed_session_id and frame.session_id != self.session_id:
-                self._adopt(frame.session_id)
+            own = frame.own_session()
+            if own and not self.fixed_session_id and own != self.session_id:
+                self._adopt(own)
             if self.frames:
                 self.installation = installation(frame)  # for the init run_start writes next
         if moves or not self.frames:
