@@ -136,6 +136,7 @@ class Gate:
 
     def decide(self, call: ToolCall) -> Decision:
         """`settle`'s decision, waited for on this thread."""
+
         def start(then: Then) -> None:
             self.settle(call, then)
 
@@ -221,6 +222,7 @@ class Gate:
 
     def hook(self, event: str, fields: dict[str, Any], tool: str | None = None, tid: str | None = None) -> list[dict[str, Any]]:
         """`hooks_then`'s outputs, waited for on this thread."""
+
         def start(then: Heard) -> None:
             self.hooks_then(event, fields, then, tool, tid)
 

@@ -7,7 +7,8 @@ answers each at once (the SDK blocks on them).
 A request of the shim's is settled by a callback (`request`), called once with its `Reply`
 from the thread that learns it: the reader that reads the app's answer, the one timer thread
 for a request's timeout, or whoever cancels. No thread waits for an answer, so calls that wait
-side by side cost none each; `ask` is the blocking form, for a thread that has nothing else to do.
+side by side cost none each (`waited`: a callback's value waited for, by a thread with nothing
+else to do).
 An interrupt, or the shim stopping, `cancel()`s every request: the run they belonged to is over.
 The end of the app's input ends every request too, and every later one is unanswered at once
 (`Reply.unanswered`, which the asker settles as failing closed).
@@ -200,13 +201,6 @@ class Channel:
         if timeout is not None:
             self._timers.after(timeout, rid)
         self.send({"type": "control_request", "request_id": rid, "request": request})
-
-    def ask(self, request: dict[str, Any], timeout: float | None = None) -> Reply:
-        """`request`, its reply waited for on this thread."""
-        def start(then: Settle) -> None:
-            self.request(request, then, timeout)
-
-        return waited(start)
 
     def _expire(self, rid: str, timeout: float) -> None:
         with self._lock:

@@ -258,6 +258,7 @@ class SdkServers:
 
     def _asked(self, server: str, message: dict[str, Any]) -> dict[str, Any] | None:
         """`_relay`'s answer, waited for on this thread (the handshake's)."""
+
         def start(then: Answer) -> None:
             self._relay(server, message, then)
 
