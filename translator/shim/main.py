@@ -89,6 +89,9 @@ def serve(argv: list[str], env: Mapping[str, str], cwd: str, transport: Transpor
         if args.positional[1:2] == ["serve"] and transport is None:  # a client's initialize is told too
             unserved.answer(0, sys.stdout.buffer, MCP_SERVE)
         return EX_USAGE
+    elif args.positional[:1] and args.positional[0] in unserved.COMMANDS:  # `claude doctor`, `claude auth`, …
+        say(unserved.command_line(args.positional[0], PROG))
+        return EX_USAGE
     else:
         for flag in ("--output-format", "--input-format"):
             if args.get(flag) != "stream-json":

@@ -1,4 +1,5 @@
-"""`caliban-claude mcp serve`, which cannot serve: the refusal told in the protocol as well.
+"""The CLI's commands, which caliban-claude has not: `mcp serve`'s refusal told in the protocol
+as well, the others named (they would otherwise be read as the SDK protocol started wrong).
 
 `claude mcp serve` runs Claude Code's own tools for an MCP client, with no model in the loop
 (its recorded run: tools/list, then tools/call Bash without one API request). caliban has no
@@ -21,6 +22,16 @@ import orjson
 WAIT_S = 5.0  # how long a client may take to send its initialize (a pipe nobody writes to: not forever)
 LONGEST = 1 << 20  # an initialize is small: a longer first line is not one
 SERVER_ERROR = -32000  # JSON-RPC's implementation-defined server error
+# The commands `claude --help` lists (fixtures/claude-code/help.txt), each name and alias, but `mcp`.
+COMMANDS = frozenset(("agents", "attach", "auth", "auto-mode", "doctor", "gateway", "import", "install", "logs",
+                      "plugin", "plugins", "purge", "respawn", "rm", "setup-token", "stop", "kill", "ultrareview",
+                      "update", "upgrade"))  # fmt: skip
+
+
+def command_line(command: str, prog: str) -> str:
+    """The one line for one of the CLI's commands."""
+    return (f"{command}: not available: {prog} has none of Claude Code's commands (its sessions, installs, "
+            f"plugins, accounts are Claude Code's own); it is the CLI's print mode (-p) and the Agent SDKs' protocol")
 
 
 def answer(fd: int, out: BinaryIO, line: str, wait_s: float = WAIT_S) -> None:
