@@ -256,3 +256,22 @@ def test_calls_side_by_side_wait_for_the_app_on_no_thread_of_their_own(memory: M
         time.sleep(0.01)
     assert decided[0] == Decision("allow", input={"command": "ls 49"}) and len(decided) == 50
     assert [d for d in decided if not d.runs] == [Decision("deny", "not 7")]
+
+
+def test_calls_whose_hooks_time_out_side_by_side_are_denied_by_one_timer_thread(memory: Memory, app: App) -> None:
+    """Twenty calls' hooks that block on failure, none answered: each is cancelled at its
+    timeout and its call denied, all by the channel's one timer thread (none a call)."""
+    gate = gate_on(memory, Hooks({"PreToolUse": [HookMatcher(None, ("hook_0",), 0.3, "block")]}), allowed="Bash")
+    threads = threading.active_count()
+    decided: list[Decision] = []
+    for n in range(20):
+        gate.settle(ToolCall("Bash", {"command": f"ls {n}"}, f"toolu_{n}"), decided.append)
+    asked = [app.request()["request_id"] for _ in range(20)]
+    cancelled = [app.frame() for _ in range(20)]
+    assert [f["type"] for f in cancelled] == ["control_cancel_request"] * 20
+    assert sorted(f["request_id"] for f in cancelled) == sorted(asked)
+    deadline = time.monotonic() + 10
+    while len(decided) < 20 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert decided == [Decision("deny", "a PreToolUse hook that blocks on failure failed: no answer within 0.3 s")] * 20
+    assert threading.active_count() <= threads + 1

@@ -455,3 +455,22 @@ def test_print_mode_has_no_app_to_serve_an_sdk_server_and_says_so(tmp_path: Path
     assert "calc" not in (call["settings"] or {}).get("mcp_servers", {})  # (no settings at all here)
     assert ("caliban-claude: warning: SDK MCP server 'calc': print mode has no app to run its tools (an Agent SDK "
             "session has: --input-format stream-json); not given to caliban") in done.stderr.decode().splitlines()  # fmt: skip
+
+
+def test_the_app_closing_its_input_while_can_use_tool_waits_denies_the_call(tmp_path: Path) -> None:
+    """The app leaves while it is asked about a relayed call: the call is denied (its handler
+    never reached), the run goes on to its result, and the shim exits."""
+    app = App(tmp_path, [ADD])
+    asked: list[str] = []
+
+    def leave(app: App, request: dict[str, Any]) -> None:
+        asked.append(request["request_id"])
+        assert app.proc.stdin is not None
+        app.proc.stdin.close()
+
+    frames = app.run(never, on_ask=leave)
+    block = tool_result(frames)
+    assert len(asked) == 1 and block["is_error"] is True and "the app closed its input" in json.dumps(block["content"])
+    assert not [f for f in frames if f.get("request", {}).get("subtype") == "mcp_message"]
+    assert frames[-1]["type"] == "result"
+    assert app.end() == 0
