@@ -104,6 +104,18 @@ async def test_claude_history_shows_each_sessions_conversation(made: tuple[str, 
     assert [[(m["role"], m["text"], m["tools"]) for m in g["messages"]] for g in got] == HISTORY[backend]
 
 
+def test_claude_history_drops_a_turns_text_before_its_tool_call_on_the_clis_own_file_too(tmp_path: Path) -> None:
+    """The reference for HISTORY's shape: the real CLI's session file (2.1.333, recorded) of a turn
+    with text and a tool call reads back the same way, the text gone."""
+    (tmp_path / "p").mkdir()
+    recorded = FIXTURES / "cc-2.1.333" / "sessions" / "agent_print.jsonl"
+    (tmp_path / "p" / recorded.name).write_bytes(recorded.read_bytes())
+    got = history(tmp_path, recorded.stem)
+    assert [(m["role"], m["text"], m["tools"]) for m in got["messages"]] == [
+        ("user", "review the files", []), ("assistant", "", ["Agent"]), ("tool", "", []),
+        ("assistant", "The reviewer says: 3 files, all fine.", [])]  # fmt: skip
+
+
 async def test_claude_code_log_shows_each_sessions_messages_and_the_results_tokens(made: tuple[str, Session],
                                                                                   tmp_path: Path) -> None:  # fmt: skip
     backend, session = made
@@ -164,3 +176,30 @@ def test_translated_logs_of_caliban_without_a_session_are_sessions_of_their_own(
     provider = ClaudeProvider()
     loaded = {s.session_id: [type(e).__name__[0] for e in provider.load_session(s.session_id)] for s in provider.discover_sessions()}
     assert loaded == {ids[0]: list("AAUA"), ids[1]: list("UAUA"), ids[2]: list("UAAUA")}  # (user, assistant entries)
+
+
+def test_two_logs_of_one_caliban_session_are_one_session_with_every_message(tmp_path: Path, ccusage: Any) -> None:
+    """A run and its resume (`caliban --session ID`, then `--resume ID`) say one id: one session
+    file, each log's messages in it under ids of its own (they were the same ids, from the one
+    session's: claude-history kept one of each pair, ccusage counted one)."""
+    own = "3b8e1c52-8f0a-4d6b-9c1e-2a7f5d4e6b10"
+    (tmp_path / "logs").mkdir()
+    logs = []
+    for name in ("tool_use_two_turns", "thinking"):
+        logs.append(log := tmp_path / "logs" / f"{name}.jsonl")
+        log.write_bytes((FIXTURES / "headless" / f"{name}.jsonl").read_bytes().replace(b'"SESSION"', b'"%s"' % own.encode()))
+    config = tmp_path / "claude"
+    done = run("--format", "claude-code", "--results-only", "--transcripts", str(config), *map(str, logs))
+    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    results = [json.loads(line) for line in done.stdout.splitlines()]
+    assert {r["session_id"] for r in results} == {own}
+    (file,) = config.rglob("*.jsonl")
+    assert file.stem == own
+    got = history(config / "projects", own)
+    assert [(m["role"], m["text"], m["tools"]) for m in got["messages"]] == [
+        ("assistant", "", ["Bash"]), ("tool", "", []), ("assistant", "There are 3 files.", []),
+        ("assistant", "17 * 23 = 391.", [])]  # fmt: skip
+    assert sessions_shown(rendered(file.parent, tmp_path / "home"))[own] == [*TOOL_USE, *THINKING]
+    totals = ccusage(config, "session")["totals"]
+    assert (totals["inputTokens"], totals["outputTokens"]) == tuple(
+        sum(r["usage"][k] for r in results) for k in ("input_tokens", "output_tokens"))  # fmt: skip

@@ -85,6 +85,7 @@ class Written:
     def stream_open(self, stream: StreamId, t: float) -> None:
         if self._opens:
             self.transcript.session_id, self.transcript.cwd = stream.session_id, stream.cwd
+            self.transcript.source = stream.source
             self.transcript.written_at = written_at(stream.source)
 
     def prompt(self, content: Any, t: float) -> None:

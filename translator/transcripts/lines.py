@@ -162,6 +162,7 @@ class Transcript:
         git_branch: str | None = None,
     ) -> None:
         self.session_id = session_id
+        self.source = ""  # the log's path or URL (a log's transcript: files.Written)
         self.git_branch = git_branch  # the cwd's branch, when the writer knows it (caliban-claude)
         self.cwd = cwd
         self.version = version
@@ -284,7 +285,8 @@ class Transcript:
 
     def _ids_for(self, count: int) -> list[str]:
         if self._ids is None:
-            self._ids = Ids(self.session_id if self.derived else None)
+            # a log's ids from its session and its path: two logs of one session (a run, its resume) share a file
+            self._ids = Ids(f"{self.session_id}\0{self.source}" if self.derived else None)
         return self._ids.next(count)
 
     def _release(self, run: RunSummary | None) -> None:
