@@ -1,5 +1,6 @@
 """The batch on a Dask cluster: one task per chunk of files (packing.py: largest first, so a huge
-log starts at once and the small ones fill the cores around it), translated in the worker's own
+log starts at once and the small ones fill the cores around it; chunks 4x the local pool's, a
+Dask task costing ~10x a pool task), translated in the worker's own
 process by replay.py. I/O errors are raised for Dask to retry (RETRIES times; a file that had one
 inside a chunk is given a task of its own); a file whose content fails is not retried (it would
 fail the same way). A worker lost mid-chunk has its task run again elsewhere: its outputs were
@@ -22,12 +23,17 @@ from translator.extras import need
 from translator.object_store import StoreError
 from translator.shell.ledger import Ledger
 from translator.shell.outcomes import Outcomes, report_done
-from translator.shell.packing import pack
+from translator.shell.packing import CHUNK_BYTES, CHUNK_FILES, pack
 from translator.shell.progress import Progress
 from translator.shell.replay import Done, Job, Store, translate_file, translate_many
 from translator.shell.stalls import TASK_TIMEOUT, Stalls
 
 RETRIES = 2
+# A Dask task costs ~4-7 ms of CPU between the client, the scheduler and the worker (a pool
+# task ~0.5 ms), on the cores that translate: its chunks are 4x the pool's (packing.py), still
+# at least SHARES per worker slot.
+TASK_FILES = 4 * CHUNK_FILES
+TASK_BYTES = 4 * CHUNK_BYTES
 POLL = 1.0  # seconds between two looks at what the workers hold
 
 
@@ -92,7 +98,7 @@ def run_dask(jobs: Collection[Job], store: Store, cluster: str, workers: int, ba
         # One scheduler update for the whole graph; client.map runs its tasks in the order
         # given (internal priority), here largest first: a huge log starts at once and the
         # small ones fill the other cores around it.
-        packed = list(pack(jobs, sum(client.nthreads().values())))
+        packed = list(pack(jobs, sum(client.nthreads().values()), TASK_FILES, TASK_BYTES))
 
         def record(chunk: int | str) -> str | None:
             return None if records is None else records.path(chunk)

@@ -69,12 +69,15 @@ def size_of(jobs: Collection[Job]) -> int:
     return jobs.bytes if isinstance(jobs, Todo) else sum(j.size for j in jobs)
 
 
-def pack(jobs: Collection[Job], slots: int) -> Iterator[list[Job]]:
-    """`jobs` in chunks, largest first, each made as it is taken; every job in exactly one."""
+def pack(jobs: Collection[Job], slots: int, most_files: int = CHUNK_FILES,
+         most_bytes: int = CHUNK_BYTES) -> Iterator[list[Job]]:
+    """`jobs` in chunks of up to `most_files` files or `most_bytes` input bytes (an engine whose
+    tasks cost more takes bigger ones), largest first, each made as it is taken; every job in
+    exactly one."""
     order = iter(jobs) if isinstance(jobs, Todo) else iter(sorted(jobs, key=lambda j: -j.size))
     share = SHARES * max(1, slots)
-    files = max(1, min(CHUNK_FILES, len(jobs) // share))
-    size = max(1, min(CHUNK_BYTES, size_of(jobs) // share))
+    files = max(1, min(most_files, len(jobs) // share))
+    size = max(1, min(most_bytes, size_of(jobs) // share))
     current: list[Job] = []
     held = 0
     for job in order:
