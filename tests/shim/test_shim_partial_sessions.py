@@ -8,14 +8,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, get_session_messages, query
+from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, get_session_messages
 from support_fixtures import FIXTURES
+from support_inprocess import printed, queried
 from support_processes import fake_caliban
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
@@ -43,11 +43,11 @@ def print_run(root: Path, fixture: str, *flags: str) -> tuple[list[Any], bytes]:
            "FAKE_CALIBAN_SCRIPTS": json.dumps([{"file": str(FIXTURES / "caliban" / f"{fixture}.jsonl")}])}  # fmt: skip
     work = root / "work"
     work.mkdir()
-    argv = [SHIM, "-p", "how many files are here?", "--output-format", "stream-json", "--verbose", *flags]
-    done = subprocess.run(argv, env=env, cwd=work, stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    argv = ["-p", "how many files are here?", "--output-format", "stream-json", "--verbose", *flags]
+    done = printed(argv, env, work)
     assert done.returncode == 0, done.stderr
     (path,) = config.glob("projects/*/*.jsonl")
-    return [normal(json.loads(line)) for line in path.read_text().splitlines()], done.stdout
+    return [normal(json.loads(line)) for line in path.read_text().splitlines()], done.stdout.encode()
 
 
 def kinds(frames: bytes) -> list[str]:
@@ -72,7 +72,7 @@ def test_an_sdk_session_with_partial_messages_reads_back_whole(tmp_path: Path, m
 
     async def main() -> str:
         sid = ""
-        async for message in query(prompt="how many files are here?", options=options):
+        async for message in queried("how many files are here?", options):
             if isinstance(message, ResultMessage):
                 sid = message.session_id
         return sid

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
 import subprocess
 import sys
@@ -56,6 +57,10 @@ class _Woken(Memory):
         return written
 
 
+class _Piped(io.TextIOWrapper):
+    """The write end of a session's stderr pipe (known by its type: one at a time)."""
+
+
 class _Stderr:
     """A pipe for the session's stderr (sys.stderr on its write end: the shim writes its own lines
     and caliban's to the fd), each whole line handed to the app's `options.stderr` by a thread of
@@ -63,7 +68,7 @@ class _Stderr:
 
     def __init__(self, take: Callable[[str], None]) -> None:
         read, write = os.pipe()
-        self.stream = os.fdopen(write, "w", encoding="utf-8", errors="backslashreplace")
+        self.stream = _Piped(os.fdopen(write, "wb"), encoding="utf-8", errors="backslashreplace")
         self._reader = threading.Thread(target=self._lines, args=(read, take), name="stderr", daemon=True)
         self._reader.start()
 
@@ -79,9 +84,12 @@ class _Stderr:
 
 
 def stderr_to(take: Callable[[str], None] | None) -> Callable[[], None]:
-    """A session's stderr (each line to `take`) made the process's; what puts it back."""
+    """A session's stderr (each line to `take`) made the process's; what puts it back. One at
+    a time: a second session's lines would go to the first's `take` (said, not mixed)."""
     if take is None:
         return lambda: None
+    if isinstance(sys.stderr, _Piped):
+        raise RuntimeError("a session in this process already has stderr: one with options.stderr at a time")
     stderr, piped = sys.stderr, _Stderr(take)
     sys.stderr = piped.stream
 
@@ -111,6 +119,8 @@ class Served:
         except BaseException:
             self.status = 70  # (what the command's traceback would exit with)
             raise
+        finally:
+            self._restore()  # (at its end, whether or not the test waits for it)
 
     def send(self, data: bytes) -> None:
         self.memory.send(data)
@@ -143,8 +153,6 @@ class Served:
         self._thread.join(timeout)
         if self._thread.is_alive():
             raise TimeoutError(f"caliban-claude still running after {timeout:g} s")
-        self._restore()
-        self._restore = lambda: None
         assert self.status is not None
         return self.status
 
