@@ -180,26 +180,30 @@ def test_translated_logs_of_caliban_without_a_session_are_sessions_of_their_own(
 
 def test_two_logs_of_one_caliban_session_are_one_session_with_every_message(tmp_path: Path, ccusage: Any) -> None:
     """A run and its resume (`caliban --session ID`, then `--resume ID`) say one id: one session
-    file, each log's messages in it under ids of its own (they were the same ids, from the one
-    session's: claude-history kept one of each pair, ccusage counted one)."""
+    file, each log's messages in it once, under ids of its own, whether the logs are translated
+    together or apart, and again (they had the same ids, from the one session's: claude-history
+    kept one of each pair, ccusage counted one; translated apart, the second replaced the first)."""
     own = "3b8e1c52-8f0a-4d6b-9c1e-2a7f5d4e6b10"
     (tmp_path / "logs").mkdir()
     logs = []
     for name in ("tool_use_two_turns", "thinking"):
         logs.append(log := tmp_path / "logs" / f"{name}.jsonl")
         log.write_bytes((FIXTURES / "headless" / f"{name}.jsonl").read_bytes().replace(b'"SESSION"', b'"%s"' % own.encode()))
-    config = tmp_path / "claude"
-    done = run("--format", "claude-code", "--results-only", "--transcripts", str(config), *map(str, logs))
-    assert done.returncode == 0 and done.stderr == b"", done.stderr
+    done = run("--format", "claude-code", "--results-only", *map(str, logs))
     results = [json.loads(line) for line in done.stdout.splitlines()]
     assert {r["session_id"] for r in results} == {own}
-    (file,) = config.rglob("*.jsonl")
-    assert file.stem == own
-    got = history(config / "projects", own)
-    assert [(m["role"], m["text"], m["tools"]) for m in got["messages"]] == [
-        ("assistant", "", ["Bash"]), ("tool", "", []), ("assistant", "There are 3 files.", []),
-        ("assistant", "17 * 23 = 391.", [])]  # fmt: skip
-    assert sessions_shown(rendered(file.parent, tmp_path / "home"))[own] == [*TOOL_USE, *THINKING]
-    totals = ccusage(config, "session")["totals"]
-    assert (totals["inputTokens"], totals["outputTokens"]) == tuple(
-        sum(r["usage"][k] for r in results) for k in ("input_tokens", "output_tokens"))  # fmt: skip
+    for config, translations in ((tmp_path / "together", [logs]), (tmp_path / "apart", [logs[:1], logs[1:], logs[:1]])):
+        for these in translations:
+            done = run("--transcripts", str(config), *map(str, these))
+            assert done.returncode == 0 and done.stderr == b"", done.stderr
+        (file,) = config.rglob("*.jsonl")
+        assert file.stem == own
+        got = history(config / "projects", own)
+        assert sorted((m["role"], m["text"], tuple(m["tools"])) for m in got["messages"]) == sorted([
+            ("assistant", "", ("Bash",)), ("tool", "", ()), ("assistant", "There are 3 files.", ()),
+            ("assistant", "17 * 23 = 391.", ())]), config.name  # fmt: skip
+        shown_here = sessions_shown(rendered(file.parent, tmp_path / "home"))[own]
+        assert sorted(map(repr, shown_here)) == sorted(map(repr, [*TOOL_USE, *THINKING])), config.name
+        totals = ccusage(config, "session")["totals"]
+        assert (totals["inputTokens"], totals["outputTokens"]) == tuple(
+            sum(r["usage"][k] for r in results) for k in ("input_tokens", "output_tokens")), config.name  # fmt: skip

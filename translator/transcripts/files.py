@@ -1,7 +1,9 @@
 """Where session files go and how they are written: `<config dir>/projects/<slug>/<session>.jsonl`,
 the slug made from the session's cwd as Claude Code makes it. Each move's lines are appended
 with one `write` on an `O_APPEND` descriptor, as they are made: a crash loses at most the line
-being written, and a reader at the same time sees whole lines or a last one it skips."""
+being written, and a reader at the same time sees whole lines or a last one it skips. A log's
+first lines of a translation replace the file whole (`renew`: its earlier lines out, its
+session's other logs' kept)."""
 
 from __future__ import annotations
 
@@ -60,6 +62,22 @@ def append(path: str, lines: list[bytes], fresh: bool = False) -> None:
             data = data[os.write(fd, data) :]
     finally:
         os.close(fd)
+
+
+def renew(path: str, lines: list[bytes], mark: str) -> None:
+    """A log's first lines of this translation in its file: the lines of its earlier ones (each
+    line of a log names ids that start with its `mark`) replaced, those of the session's other
+    logs (a run and its resume, translated apart) kept. Written whole to a new file put in its
+    place: a crash leaves the old file or the new one."""
+    try:
+        with open(path, "rb") as old:
+            kept = [line for line in old if mark.encode() not in line and line.endswith(b"\n")]
+    except FileNotFoundError:
+        kept = []
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fresh = f"{path}.{os.getpid()}.tmp"
+    append(fresh, [*kept, *lines], fresh=True)
+    os.replace(fresh, path)
 
 
 class Written:
@@ -140,7 +158,7 @@ class Transcripts:
         self.config_dir = config_dir
         self.hold = Hold(waits=deferred)
         self.version = version
-        self._written: set[str] = set()  # the files this process has begun (the first write empties one)
+        self._written: set[tuple[str, str]] = set()  # the files and logs this process has begun (renew)
         self._failed: set[str] = set()
         self._paths: dict[tuple[str, str], str] = {}
 
@@ -159,9 +177,13 @@ class Transcripts:
             self._paths[key] = path = session_path(self.config_dir, *key)
         if path in self._failed:
             return
+        begun = (path, transcript.mark())
         try:
-            append(path, lines, fresh=path not in self._written)
-            self._written.add(path)
+            if begun in self._written:
+                append(path, lines)
+            else:
+                renew(path, lines, begun[1])
+                self._written.add(begun)
         except OSError as exc:
             self._failed.add(path)
             sys.stderr.write(f"translator: --transcripts: {path}: {exc.strerror or exc}\n")

@@ -283,6 +283,12 @@ class Transcript:
 
     # ------------------------------------------------------------------ lines
 
+    def mark(self) -> str:
+        """What every id of a log's transcript starts with, its lines' and its messages' (a live
+        session's are random: ''), so a later translation of the log finds its lines (files.renew)."""
+        self._ids_for(0)
+        return self._ids.prefix if self._ids is not None else ""
+
     def _ids_for(self, count: int) -> list[str]:
         if self._ids is None:
             # a log's ids from its session and its path: two logs of one session (a run, its resume) share a file
