@@ -58,6 +58,8 @@ class Memory:
     # ------------------------------------------------------------------ the app's side
 
     def send(self, data: bytes) -> None:
+        if not data:  # (an empty read is the input's end: only `end` says that)
+            return
         with self._changed:
             self._input.append(data)
             self._changed.notify_all()
