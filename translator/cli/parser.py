@@ -217,7 +217,7 @@ def build_parser() -> Parser:
         "--results-table",
         metavar="PATH",
         help="batch replay: also write every run's result as a row of a Delta Lake table at PATH "
-        "(one commit a batch, one per 65,536 rows past that; partitioned by date; works without --out-dir)",
+        "(partitioned by date: one commit a day of the batch, written by a process of its own; works without --out-dir)",
     )
     fleet.add_argument(
         "--cluster",

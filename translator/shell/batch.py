@@ -23,6 +23,7 @@ from translator.diagnostics import stderr
 from translator.exits import EX_CANTCREAT, EX_DATAERR, EX_IOERR, EX_OSERR
 from translator.object_store import TIMEOUT, faults, filesystem
 from translator.shell import ledger
+from translator.shell.batch_table import TableWriter
 from translator.shell.ledger import Ledger
 from translator.shell.local_disk import LocalStore, sweep_temporaries
 from translator.shell.outcomes import Outcomes
@@ -34,6 +35,7 @@ from translator.shell.selection import SelectionError, check_distinct, select, t
 from translator.shell.sink import SCARCE
 from translator.shell.stalls import TASK_TIMEOUT
 from translator.stdio import stop_signals
+from translator.table.delta import TableError
 
 
 def planned(names: list[str], lister: Any, out_dir: str | None, template: Job,
@@ -114,16 +116,14 @@ def table_name(results_table: str) -> str:
     return results_table if "://" in results_table else os.path.abspath(results_table)
 
 
-def tabled(folder: str, results_table: str | None, timeout: float = TIMEOUT) -> bool | ledger.Tabled:
-    """What the output directory's records folder (path or URL) knows of `results_table`: False
-    (no table this run), what its mark says, or True (a table, nothing known of it)."""
-    if results_table is None:
+def tabled(folder: str, writer: TableWriter | None, timeout: float = TIMEOUT) -> bool | ledger.Tabled:
+    """What the output directory's records folder (path or URL) knows of the table `writer`
+    writes: False (no table this run), what its mark says, or True (a table, nothing known of it)."""
+    if writer is None:
         return False
-    from translator.table import delta as table
-
-    name = table_name(results_table)
+    name = table_name(writer.path)
     try:
-        identity = table.identity(name, timeout)
+        identity = writer.identity()
         data = _get(ledger.mark_name(folder, name), timeout)
     except OSError:  # none yet, or it cannot be read: nothing known, every row written again
         return True
@@ -162,10 +162,10 @@ def _put(path: str, data: bytes, timeout: float) -> None:
         fs.pipe_file(bare, data)
 
 
-def prepare_out_dir(out_dir: str, results_table: str | None = None) -> Ledger:
+def prepare_out_dir(out_dir: str, writer: TableWriter | None = None) -> Ledger:
     """Create the output directory (a user error, 73, if it cannot be) and clear the
     temporaries a killed run left; what its records say (its dead records removed), and of
-    what `results_table` holds of them."""
+    what the table `writer` writes holds of them."""
     try:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -174,7 +174,7 @@ def prepare_out_dir(out_dir: str, results_table: str | None = None) -> Ledger:
     store = LocalStore()
     folder = f"{out_dir.rstrip('/')}/{ledger.FOLDER}"
     now = time.time_ns()
-    table = tabled(folder, results_table)
+    table = tabled(folder, writer)
     try:
         found = ledger.read(folder, store.records(paths), now, os.getpid(), outputs, table)
     except OSError:  # a record that cannot be read: nothing is known, everything is made again
@@ -186,9 +186,9 @@ def prepare_out_dir(out_dir: str, results_table: str | None = None) -> Ledger:
 def run(names: list[str], out_dir: str | None, workers: int, template: Job, results_table: str | None = None,
         task_timeout: float = TASK_TIMEOUT) -> int:
     """Translate every local file under `names` as `template` says; the exit status."""
-    done = Outcomes(table=results_table is not None)
+    done = Outcomes(None if results_table is None else TableWriter(results_table, TIMEOUT))
     try:
-        records = None if out_dir is None else prepare_out_dir(out_dir, results_table)
+        records = None if out_dir is None else prepare_out_dir(out_dir, done.writer)
         todo, _ = up_to_date(planned(names, LocalStore(), out_dir, template), records, done)
     except SelectionError as exc:
         done.close()
@@ -243,8 +243,6 @@ def finish(done: Outcomes, elapsed: float, results_table: str | None, interrupte
         status = summary(done, elapsed, interrupted, signum)
         if results_table is None or interrupted:
             return status
-        from translator.table import delta as table
-
         try:
             if records is not None and done.up_to_date:
                 for rows in records.rows(done.up_to_date):
@@ -256,13 +254,13 @@ def finish(done: Outcomes, elapsed: float, results_table: str | None, interrupte
                 records.release()
             if not done.changes:  # every file up to date, its rows in the table: nothing written
                 return status
-            identity = table.write(results_table, done.staged(), done.replaced, timeout)
+            identity = done.write()
             if records is not None:
                 _mark(records, results_table, identity, timeout)
         except OSError as exc:
             stderr([f"translator: --results-table {results_table}: {exc.strerror or exc}"])
             return EX_IOERR
-        except table.TableError as exc:
+        except TableError as exc:
             stderr([f"translator: --results-table {results_table}: {exc}"])
             return EX_DATAERR
         return status

@@ -25,6 +25,7 @@ from translator.exits import EX_IOERR, EX_UNAVAILABLE, EX_USAGE
 from translator.extras import MissingExtra, need
 from translator.object_store import TIMEOUT, StoreError, configured_timeout, faults, filesystem
 from translator.shell import batch, ledger
+from translator.shell.batch_table import TableWriter
 from translator.shell.cluster import Unreachable, run_dask
 from translator.shell.ledger import Ledger
 from translator.shell.local_disk import LocalStore, sweep_temporaries
@@ -204,7 +205,7 @@ class FsspecStore:
 
 
 def plan(names: list[str], out_dir: str | None, template: Job, timeout: float = TIMEOUT,
-         results_table: str | None = None) -> tuple[Iterator[Job], Store, Ledger | None]:
+         writer: TableWriter | None = None) -> tuple[Iterator[Job], Store, Ledger | None]:
     """The jobs, the store that reads and writes them, and what the output's records say. The
     local folders a worker writes (--out-dir, --transcripts) are named absolute: a cluster's
     workers write them from their own working directory (a relative --out-dir put every output
@@ -229,12 +230,12 @@ def plan(names: list[str], out_dir: str | None, template: Job, timeout: float = 
     store: Store = LocalStore() if not remote and "://" not in (out_dir or "") else FsspecStore(timeout)
     records = None
     if out_dir is not None:
-        records = batch.prepare_out_dir(out_dir, results_table) if "://" not in out_dir \
-            else _records(out_dir, timeout, results_table)
+        records = batch.prepare_out_dir(out_dir, writer) if "://" not in out_dir \
+            else _records(out_dir, timeout, writer)
     return batch.planned(names, lister, out_dir, template, url), store, records
 
 
-def _records(out_dir: str, timeout: float, results_table: str | None = None) -> Ledger:
+def _records(out_dir: str, timeout: float, writer: TableWriter | None = None) -> Ledger:
     """What the records under an object-store prefix say: one listing of it (paginated by the
     store, not a walk of its "folders"), then the records read together, the dead removed. If
     it cannot be listed or read, nothing is known: everything is made again (and a fault of
@@ -242,7 +243,7 @@ def _records(out_dir: str, timeout: float, results_table: str | None = None) -> 
     scheme = out_dir.split("://", 1)[0]
     folder = f"{out_dir.rstrip('/')}/{ledger.FOLDER}"
     now, pid = time.time_ns(), os.getpid()
-    table = batch.tabled(folder, results_table, timeout)
+    table = batch.tabled(folder, writer, timeout)
     try:
         with faults(out_dir, timeout):
             fs, path = filesystem(out_dir, timeout)
@@ -279,8 +280,8 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
     made = unmade(out_dir)
     with batch.stopping(came):
         try:
-            done = Outcomes(table=results_table is not None)
-            jobs, store, records = plan(names, out_dir, template, timeout, results_table)
+            done = Outcomes(None if results_table is None else TableWriter(results_table, timeout))
+            jobs, store, records = plan(names, out_dir, template, timeout, done.writer)
             todo, _ = batch.up_to_date(jobs, records, done)
             del jobs
             if cluster is not None:

@@ -1,16 +1,19 @@
 """`--results-table PATH`: every run's result as a row of a Delta Lake table (deltalake: delta-rs,
 its Rust core in a wheel, no JVM).
 
-A batch is one commit: a MERGE of its staged rows (parquet.Staged) on the row's key (the log's
-full path or URL, and its run index). A row of a log the batch translated is updated where it
-differs, inserted where new, and deleted where the log has fewer runs now (each log's mark
-carries its new run count); every other row is kept. The commit is the Delta log's next
+A batch is a MERGE a day: its staged rows (parquet.Staged) merged on the row's key (the log's
+full path or URL, and its run index) into that day's partition alone (delta-rs prunes the files
+it reads by the partition's condition: a merge over every day read the whole table, ~500 MiB at
+a million rows). A row of a log the batch translated is updated where it differs and inserted
+where new; the table's rows of those logs that no new row replaces in its own day (a run the log
+no longer has, a run now of another day) are found first, by the logs' keys alone, and deleted,
+a merge a day. Every other row is kept. Each commit is the Delta log's next
 version, put only if no other writer put it first (a rename that never replaces, on local
 disk; a conditional PUT, `If-None-Match`, on S3): a writer that loses retries against what won,
 so two batches at once keep every row, on local disk as on S3. Readers take the table's current
 version from its log (DuckDB, Polars, pyarrow, Spark): a file replaced by a commit stays until
 a vacuum (the default 7 days: older versions stay readable), so a glob of the Parquet files
-would count a replaced row twice.
+would count a replaced row twice. The writer runs in a process of its own (writer.py).
 
 A table of another schema is evolved (the missing columns added), a Parquet dataset of the
 writer before (`date=.../part-0.parquet`) is converted once (legacy.py), and a file the table
@@ -39,12 +42,11 @@ TRIES = 8  # merges attempted against a table other writers are committing to
 TRIES_STORE = 3  # attempts at one request to a store, as object_store.TRIES
 STORE_WORDS = ("Generic S3 error", "Error performing", "error sending request", "Server returned", "Object Store error",
                "connection", "timed out", "Timeout")
-MARK = "_runs"
 PIECE = 65_536  # source rows in one merge (and commit)
 ROW_GROUP = 8_192  # rows the writer buffers per row group (its default, 1M, buffered a partition's file whole)
 # delta-rs allocates with jemalloc, which keeps freed pages for 10 s by default: each merge of a
 # batch kept its ~70 MB (350 MiB at 100,000 sessions). Read by jemalloc when the library loads.
-os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")  # the merge source's extra column: a log's mark carries its new run count
+os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:0,muzzy_decay_ms:0")
 
 
 class TableError(ValueError):
@@ -117,12 +119,13 @@ def identity(path: str, timeout: float = TIMEOUT) -> str | None:
 def write(path: str, staged: Staged, unstaged: Collection[str], timeout: float = TIMEOUT) -> str | None:
     """The staged rows merged into the table at `path` (made if there is none; a Parquet
     dataset of the writer before converted first), every row of the logs of `unstaged` (none
-    staged) deleted: a commit per PIECE rows (one for most batches); the table's identity (as
-    identity(), from the table this opened: not opened again for it). Nothing staged and
-    nothing unstaged: no commit, None. TableError or StoreError (an OSError) when it cannot be
-    written; MemoryError short of room."""
+    staged) deleted: a commit a day of new rows (and one per PIECE rows of a day past that),
+    and one a day of rows deleted, each merge reading that day's partition only; the table's
+    identity (as identity(), from the table this opened: not opened again for it). Nothing
+    staged and nothing unstaged: no commit, None. TableError or StoreError (an OSError) when
+    it cannot be written; MemoryError short of room."""
     room(WRITER_SPACE, f"--results-table {path}: the Delta writer")
-    arrow()
+    pa = arrow()
     deltalake = need("deltalake", "table")
     uri, options = location(path, timeout)
     marks = staged.marks(unstaged)
@@ -134,22 +137,32 @@ def write(path: str, staged: Staged, unstaged: Collection[str], timeout: float =
             legacy.convert(path, uri, options, timeout)
             table = _create(uri, options)
         _evolve(table)
-        fresh = not table.file_uris()  # no row to delete: no marks (a million sessions' replay: 15 merges fewer)
-        for source in _sources(staged, None if fresh else marks):
-            for attempt in range(1, TRIES + 1):
-                try:
-                    aside(lambda: _merge(table, source))  # noqa: B023 (called here, in this iteration)
-                    break
-                except deltalake.exceptions.CommitFailedError:
-                    if attempt == TRIES:
-                        raise
-                    table.update_incremental()
+        if table.file_uris():  # (none: no row to delete, no target to read: a million sessions' replay)
+            for date, keys in _gone(table, staged, marks):
+                _commit(table, lambda: _merge(table, date, keys, delete=True))  # noqa: B023 (called here, in this iteration)
+        for date, piece in _sources(staged):
+            _commit(table, lambda: _merge(table, date, piece, delete=False))  # noqa: B023
         return str(table.metadata().id)
     except deltalake.exceptions.CommitFailedError as exc:
         raise TableError(f"another writer kept committing first ({TRIES} tries): {_first(exc)}") from exc
+    except pa.ArrowException as exc:  # (its files read for the logs' keys: _gone)
+        raise TableError(_first(exc)) from exc
     except (deltalake.exceptions.DeltaError, deltalake.exceptions.DeltaProtocolError,
             deltalake.exceptions.SchemaMismatchError, OSError) as exc:
         raise said(path, uri, exc) from exc
+
+
+def _commit(table: Any, merge: Callable[[], None]) -> None:
+    """One merge committed, tried again against what another writer committed first."""
+    deltalake = need("deltalake", "table")
+    for attempt in range(1, TRIES + 1):
+        try:
+            aside(merge)
+            return
+        except deltalake.exceptions.CommitFailedError:
+            if attempt == TRIES:
+                raise
+            table.update_incremental()
 
 
 def aside(work: Callable[[], None]) -> None:
@@ -220,55 +233,108 @@ def _compatible(held: Any, ours: Any) -> bool:
     return bool(held == ours)
 
 
-def _merge(table: Any, source: Any) -> None:
-    """The MERGE: a target row is matched by its own new row (updated where any column differs),
-    or by its log's mark when its index is past the log's new run count (deleted); a new row
-    matched by none is inserted; a row of any other log is matched by nothing, and kept."""
+def _day(date: str | None) -> str:
+    """The SQL condition that keeps the target's rows of one partition (what delta-rs prunes by)."""
+    return f"t.{PARTITION} IS NULL" if date is None else f"t.{PARTITION} = '{date}'"
+
+
+def _merge(table: Any, date: str | None, source: list[Any], delete: bool) -> None:
+    """A MERGE into one day's partition: a target row matched by its own new row is updated where
+    any column differs (or, with `delete`, a row gone from that day is deleted); a new row
+    matched by none is inserted; a row of any other log or day is not read, and kept."""
     names = [name for name, _, _ in COLUMNS]
     data = [n for n in names if n not in KEYED]
     changed = " OR ".join(f"(t.{n} IS DISTINCT FROM s.{n})" for n in data)  # (parenthesized: its parser binds OR first)
     merger = table.merge(
-        source=pa_reader(source),
-        predicate=(f"t.source = s.source AND (t.run_index = s.run_index OR "
-                   f"(s.run_index = -1 AND t.run_index >= s.{MARK}))"),
+        source=pa_reader(source), predicate=f"{_day(date)} AND t.source = s.source AND t.run_index = s.run_index",
         source_alias="s", target_alias="t", streamed_exec=False, error_on_type_mismatch=True,
         writer_properties=need("deltalake").WriterProperties(max_row_group_size=ROW_GROUP),
     )
-    (merger.when_matched_delete(predicate="s.run_index = -1")
-     .when_matched_update(updates={n: f"s.{n}" for n in data}, predicate=changed)
-     .when_not_matched_insert(updates={n: f"s.{n}" for n in names}, predicate="s.run_index >= 0")
+    if delete:
+        merger.when_matched_delete().execute()
+        return
+    (merger.when_matched_update(updates={n: f"s.{n}" for n in data}, predicate=changed)
+     .when_not_matched_insert(updates={n: f"s.{n}" for n in names})
      .execute())
 
 
-def _sources(staged: Staged, marks: Marks | None) -> Iterator[list[Any]]:
-    """The merge's source in pieces of up to PIECE rows, each a merge and a commit of its own:
-    delta-rs holds a merge's whole source (its join's build side: ~1.1 KB a log), so one merge
-    of a million sessions' rows took a GB. The staged rows come a day at a time (a piece's
-    rows are of one or two days: its merge reads those days' files only), then the marks."""
+def _sources(staged: Staged) -> Iterator[tuple[str | None, list[Any]]]:
+    """The merge's source a day at a time, in pieces of up to PIECE rows, each a merge and a
+    commit of its own that reads that day's partition only: delta-rs holds a merge's whole
+    source (its join's build side: ~1.1 KB a log) and the target files it reads (a merge of a
+    million sessions' rows took a GB; one of 65,536 rows over every day, ~500 MiB)."""
     pa = arrow()
-    full = schema().append(pa.field(MARK, pa.int32()))
-    piece: list[Any] = []
-    held = 0
+    full = schema()
     for date in staged.groups:
+        piece: list[Any] = []
+        held = 0
         for group in staged.pieces(date):
             days = pa.array([date] * group.num_rows, pa.string())
-            done = group.append_column(PARTITION, days).append_column(MARK, pa.nulls(group.num_rows, pa.int32()))
-            piece += done.select(full.names).cast(full).to_batches()
-            held += done.num_rows
+            piece += group.append_column(PARTITION, days).select(full.names).cast(full).to_batches()
+            held += group.num_rows
             if held >= PIECE:
-                yield piece
+                yield date, piece
                 piece, held = [], 0
-    for batch in [] if marks is None else marks.to_batches(max_chunksize=Staged.GROUP):
-        n = batch.num_rows
-        columns = {name: pa.nulls(n, full.field(name).type) for name in full.names}
-        columns.update(source=batch["source"], run_index=pa.array([-1] * n, pa.int32()), **{MARK: batch["runs"]})
-        piece.append(pa.record_batch([columns[name] for name in full.names], schema=full))
-        held += n
-        if held >= PIECE:
-            yield piece
-            piece, held = [], 0
-    if piece:
-        yield piece
+        if piece:
+            yield date, piece
+
+
+def _gone(table: Any, staged: Staged, marks: Marks) -> Iterator[tuple[str | None, list[Any]]]:
+    """The table's rows of the batch's logs that no new row replaces in its own day (a run
+    the log no longer has, or a run now of another day: its new row goes to that day), by day:
+    each day's keys the source of a merge that deletes them. The table is read for the logs'
+    keys only (three columns), PIECE logs at a time; the new rows' keys of the logs found there."""
+    pa = arrow()
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    target = table.to_pyarrow_dataset()
+    keys = ["source", "run_index", PARTITION]
+    gone: dict[str | None, list[Any]] = {}
+    staged_schema = schema().remove(schema().get_field_index(PARTITION))
+    for chunk in _chunks(marks.to_batches(max_chunksize=Staged.GROUP), PIECE):
+        logs = pa.concat_arrays([b["source"] for b in chunk])
+        old = pa.Table.from_batches(_of(target, keys, logs), pa.schema([schema().field(k) for k in keys]))
+        if not old.num_rows:
+            continue
+        found = pc.unique(old["source"])
+        new = []
+        for date, files in staged.files().items():
+            part = ds.dataset(files, schema=staged_schema).to_table(columns=keys[:2], filter=pc.field("source").isin(found))
+            new.append(part.append_column(PARTITION, pa.array([date] * part.num_rows, pa.string())))
+        kept = old.join(pa.concat_tables(new), keys=keys, join_type="left anti") if new else old
+        for date in pc.unique(kept[PARTITION]).to_pylist():
+            day = kept.filter(pc.is_null(kept[PARTITION]) if date is None else pc.equal(kept[PARTITION], date))
+            gone.setdefault(date, []).extend(day.select(keys).to_batches())
+    yield from gone.items()
+
+
+def _of(target: Any, keys: list[str], logs: Any) -> Iterator[Any]:
+    """The target's `keys` of the rows of `logs`, a batch at a time, filtered as read (a filter
+    given to the scan fails: pyarrow compares the files' string statistics with delta-rs's
+    string_view columns)."""
+    pa = arrow()
+    import pyarrow.compute as pc
+
+    ours = pa.schema([schema().field(k) for k in keys])
+    for batch in target.to_batches(columns=keys):
+        batch = pa.record_batch([batch[k].cast(ours.field(k).type) for k in keys], schema=ours)
+        kept = batch.filter(pc.is_in(batch["source"], value_set=logs))
+        if kept.num_rows:
+            yield kept
+
+
+def _chunks(batches: Iterator[Any], rows: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    held = 0
+    for batch in batches:
+        chunk.append(batch)
+        held += batch.num_rows
+        if held >= rows:
+            yield chunk
+            chunk, held = [], 0
+    if chunk:
+        yield chunk
 
 
 def pa_reader(batches: list[Any]) -> Any:

@@ -208,17 +208,21 @@ class Staged:
         writer.write_table(data, row_group_size=data.num_rows)
         self._writers[date] = writer
 
-    def pieces(self, date: str | None) -> Iterator[Any]:
-        """The new rows of one day, a row group at a time, without the partition column."""
-        need("pyarrow")
-        import pyarrow.parquet as pq
-
+    def files(self) -> dict[str | None, list[str]]:
+        """Each day's files, every row held written to them first (and them closed)."""
         for held in list(self._held):
             self._write(held)
         for writer in self._writers.values():
             writer.close()
         self._writers.clear()
-        for path in self.groups.get(date, []):
+        return self.groups
+
+    def pieces(self, date: str | None) -> Iterator[Any]:
+        """The new rows of one day, a row group at a time, without the partition column."""
+        need("pyarrow")
+        import pyarrow.parquet as pq
+
+        for path in self.files().get(date, []):
             staged = pq.ParquetFile(path)
             for group in range(staged.num_row_groups):
                 yield staged.read_row_group(group)
