@@ -42,7 +42,7 @@ TRIES = 8  # merges attempted against a table other writers are committing to
 TRIES_STORE = 3  # attempts at one request to a store, as object_store.TRIES
 STORE_WORDS = ("Generic S3 error", "Error performing", "error sending request", "Server returned", "Object Store error",
                "connection", "timed out", "Timeout")
-PIECE = 65_536  # source rows in one merge (and commit)
+PIECE = 16_384  # source rows in one merge (and commit): a day of a million sessions is ~35,000
 ROW_GROUP = 8_192  # rows the writer buffers per row group (its default, 1M, buffered a partition's file whole)
 # delta-rs allocates with jemalloc, which keeps freed pages for 10 s by default: each merge of a
 # batch kept its ~70 MB (350 MiB at 100,000 sessions). Read by jemalloc when the library loads.

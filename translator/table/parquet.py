@@ -18,9 +18,12 @@ from collections.abc import Callable, Collection, Iterator
 from contextlib import suppress
 from typing import Any
 
+import orjson
+
 from translator.extras import need
 
 STAGING = "translator-table-"  # the staging folders' prefix, then the writer's pid
+SAVED = "staged.json"  # a saved staging's list of its files (Staged.save)
 
 # Column, Arrow type, meaning. The schema table of docs/fleet.md is this list.
 COLUMNS: list[tuple[str, str, str]] = [
@@ -131,8 +134,8 @@ class Staged:
     has few row groups (a row group per batch and day made thousands: their metadata, held by
     the writer to its end, was ~100 MB at 650,000 runs)."""
 
-    GROUP = 16_384
-    HELD = 32_768
+    GROUP = 8_192
+    HELD = 16_384
     OPEN = 32
 
     def __init__(self) -> None:
@@ -226,6 +229,24 @@ class Staged:
             staged = pq.ParquetFile(path)
             for group in range(staged.num_row_groups):
                 yield staged.read_row_group(group)
+
+    def save(self, unstaged: list[str]) -> str:
+        """Every row written to the staging's files, the marks' file closed, and the list of both
+        (with `unstaged`) saved beside them: its folder, for a process started on it (reopened)."""
+        self.marks(unstaged)
+        with open(os.path.join(self.folder, SAVED), "wb") as f:
+            f.write(orjson.dumps({"days": list(self.files().items()), "unstaged": unstaged}))
+        return self.folder
+
+    @classmethod
+    def reopened(cls, folder: str) -> tuple[Staged, list[str]]:
+        """The staging `save` left in `folder`, and its unstaged logs."""
+        with open(os.path.join(folder, SAVED), "rb") as f:
+            saved = orjson.loads(f.read())
+        staged = cls.__new__(cls)
+        staged.folder, staged.groups = folder, dict((day, files) for day, files in saved["days"])
+        staged._held, staged._writers, staged._count, staged._marks, staged._marked = {}, {}, 0, [], None
+        return staged, list(saved["unstaged"])
 
     def close(self) -> None:
         for writer in self._writers.values():

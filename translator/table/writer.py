@@ -7,6 +7,9 @@ Requests come on stdin and answers go to stdout, one JSON array a line:
   ["rows", [ROW, ...]]  staged, no answer (a log's rows come in one request: parquet.Staged)
   ["gone", [LOG, ...]]  logs with no rows now, whose rows the write deletes; no answer
   ["write"]             -> ["written", ID or null]    (delta.write)
+The write is made by a fresh image of the process (exec, same pid and pipes) on the staging
+saved to its folder: the staging's leftovers (~70 MiB of freed, unreturned heap at a million
+rows) are not under the merges' peak (265 MiB in one image, 167 and 221 MiB apart).
 A failure is answered ["error", KIND, TEXT] (KIND: table, os, memory, missing, internal) and
 ends the process, which the batch says as it said the same error of its own; the end of its
 input ends it too, nothing written. Stop signals are the batch's: it ends this process.
@@ -14,6 +17,7 @@ input ends it too, nothing written. Stop signals are the batch's: it ends this p
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from typing import Any
@@ -60,9 +64,10 @@ def serve(path: str, timeout: float, requests: Any, answers: Any) -> int:
                 staged.add(request[1])
             elif request[0] == "gone":
                 gone += request[1]
-            elif request[0] == "write":
-                staged = staged or Staged()
-                answer(["written", delta.write(path, staged, gone, timeout)])
+            elif request[0] == "write":  # in a fresh image of this process: the staging's memory is not the merges'
+                folder = (staged or Staged()).save(gone)
+                answers.flush()
+                os.execv(sys.executable, [sys.executable, "-m", "translator.table.writer", "--staged", folder, path, str(timeout)])
         return 0
     except BaseException as exc:  # (a Rust panic is no Exception) said by the batch, in its one line
         answer(["error", *failure(exc)])
@@ -72,9 +77,25 @@ def serve(path: str, timeout: float, requests: Any, answers: Any) -> int:
             staged.close()
 
 
+def write(folder: str, path: str, timeout: float, answers: Any) -> int:
+    """The staging saved in `folder` written to the table, answered as `serve` answers; the exit status."""
+    staged, gone = Staged.reopened(folder)
+    try:
+        message = ["written", delta.write(path, staged, gone, timeout)]
+    except BaseException as exc:  # (as serve's)
+        message = ["error", *failure(exc)]
+    finally:
+        staged.close()
+    answers.write(orjson.dumps(message) + b"\n")
+    answers.flush()
+    return 0 if message[0] == "written" else 1
+
+
 def main() -> int:
     for signum in (signal.SIGINT, signal.SIGHUP):  # (the batch ends this process when it is stopped)
         signal.signal(signum, signal.SIG_IGN)
+    if sys.argv[1] == "--staged":
+        return write(sys.argv[2], sys.argv[3], float(sys.argv[4]), sys.stdout.buffer)
     return serve(sys.argv[1], float(sys.argv[2]), sys.stdin.buffer, sys.stdout.buffer)
 
 
