@@ -23,6 +23,7 @@ from translator.diagnostics import stderr
 from translator.exits import EX_CANTCREAT, EX_DATAERR, EX_IOERR, EX_OSERR
 from translator.object_store import TIMEOUT, faults, filesystem
 from translator.shell import ledger
+from translator.shell.batch_listing import listed, ran
 from translator.shell.batch_table import TableWriter
 from translator.shell.ledger import Ledger
 from translator.shell.local_disk import LocalStore, sweep_temporaries
@@ -164,13 +165,13 @@ def _put(path: str, data: bytes, timeout: float) -> None:
 
 def prepare_out_dir(out_dir: str, writer: TableWriter | None = None) -> Ledger:
     """Create the output directory (a user error, 73, if it cannot be) and clear the
-    temporaries a killed run left; what its records say (its dead records removed), and of
+    temporaries a killed run left (batch_listing: walked only then); what its records say (its dead records removed), and of
     what the table `writer` writes holds of them."""
     try:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise SelectionError(f"--out-dir {out_dir}: {exc.strerror}", EX_CANTCREAT) from exc
-    outputs, paths = sweep_temporaries(out_dir)
+    outputs, paths = listed(out_dir)
     store = LocalStore()
     folder = f"{out_dir.rstrip('/')}/{ledger.FOLDER}"
     now = time.time_ns()
@@ -186,6 +187,15 @@ def prepare_out_dir(out_dir: str, writer: TableWriter | None = None) -> Ledger:
 def run(names: list[str], out_dir: str | None, workers: int, template: Job, results_table: str | None = None,
         task_timeout: float = TASK_TIMEOUT) -> int:
     """Translate every local file under `names` as `template` says; the exit status."""
+    try:
+        return _run(names, out_dir, workers, template, results_table, task_timeout)
+    finally:
+        if out_dir is not None:
+            ran(out_dir)
+
+
+def _run(names: list[str], out_dir: str | None, workers: int, template: Job, results_table: str | None,
+         task_timeout: float) -> int:
     done = Outcomes(None if results_table is None else TableWriter(results_table, TIMEOUT))
     try:
         records = None if out_dir is None else prepare_out_dir(out_dir, done.writer)

@@ -25,6 +25,7 @@ from translator.exits import EX_IOERR, EX_UNAVAILABLE, EX_USAGE
 from translator.extras import MissingExtra, need
 from translator.object_store import TIMEOUT, StoreError, configured_timeout, faults, filesystem
 from translator.shell import batch, ledger
+from translator.shell.batch_listing import ran
 from translator.shell.batch_table import TableWriter
 from translator.shell.cluster import Unreachable, run_dask
 from translator.shell.ledger import Ledger
@@ -274,7 +275,16 @@ def run(names: list[str], out_dir: str | None, workers: int, template: Job,
     default). A stop signal (SIGINT, SIGTERM, SIGHUP), even while a store keeps a request
     waiting, ends it with its summary and the signal's status, whether listing, translating or
     writing the table."""
-    timeout = configured_timeout(store_timeout)
+    try:
+        return _run(names, out_dir, workers, template, results_table, cluster, configured_timeout(store_timeout),
+                    task_timeout)
+    finally:
+        if out_dir is not None and "://" not in out_dir:
+            ran(out_dir)
+
+
+def _run(names: list[str], out_dir: str | None, workers: int, template: Job, results_table: str | None,
+         cluster: str | None, timeout: float, task_timeout: float) -> int:
     came: list[int] = []
     started = time.monotonic()
     made = unmade(out_dir)
