@@ -138,9 +138,11 @@ class Staged:
     HELD = 16_384
     OPEN = 32
 
-    def __init__(self) -> None:
-        _sweep_stale()
-        self.folder = tempfile.mkdtemp(prefix=f"{STAGING}{os.getpid()}-")
+    def __init__(self, folder: str | None = None) -> None:
+        """A new staging, or (`folder`) one saved there by `save`, whose days are then set."""
+        if folder is None:
+            _sweep_stale()
+        self.folder = folder or tempfile.mkdtemp(prefix=f"{STAGING}{os.getpid()}-")
         self.groups: dict[str | None, list[str]] = {}  # day -> its files
         self._held: dict[str | None, list[Any]] = {}
         self._writers: dict[str | None, Any] = {}  # the open ones, least recently written first
@@ -243,9 +245,8 @@ class Staged:
         """The staging `save` left in `folder`, and its unstaged logs."""
         with open(os.path.join(folder, SAVED), "rb") as f:
             saved = orjson.loads(f.read())
-        staged = cls.__new__(cls)
-        staged.folder, staged.groups = folder, dict((day, files) for day, files in saved["days"])
-        staged._held, staged._writers, staged._count, staged._marks, staged._marked = {}, {}, 0, [], None
+        staged = cls(folder)
+        staged.groups = dict((day, files) for day, files in saved["days"])
         return staged, list(saved["unstaged"])
 
     def close(self) -> None:
