@@ -8,18 +8,17 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import claude_agent_sdk
 import pytest
 from support_fixtures import FIXTURES, ROOT
+from support_inprocess import printed
 
 from translator.shim.unserved import COMMANDS
 
 HELP = FIXTURES / "claude-code" / "help.txt"
 CLAUDE = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
-SHIM = str(Path(sys.executable).with_name("caliban-claude"))
 
 
 def flags(text: str) -> set[str]:
@@ -61,8 +60,7 @@ def test_the_commands_refused_are_the_helps() -> None:
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_a_command_of_the_cli_is_one_line(tmp_path: Path, command: str) -> None:
-    done = subprocess.run([SHIM, command], env={**os.environ, "HOME": str(tmp_path)}, capture_output=True,
-                          text=True, timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
+    done = printed([command], {**os.environ, "HOME": str(tmp_path)}, tmp_path)
     assert (done.returncode, done.stdout) == (64, "")
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"caliban-claude: {command}: not available: ")
