@@ -47,14 +47,14 @@ def editor(tmp_path: Path) -> Iterator[Any]:
     (work / "a.txt").write_text("a\n")
     wrapper = fake_caliban(tmp_path)
 
-    def start(entry: Path, env: dict[str, str]) -> AcpClient:
+    def start(entry: Path, env: dict[str, str], kind: type[AcpClient] = AcpClient) -> AcpClient:
         home = tmp_path / "home"
         home.mkdir(exist_ok=True)
         full = {**os.environ, "HOME": str(home), "CLAUDE_CONFIG_DIR": str(home / ".claude"),
                 "CLAUDE_CODE_EXECUTABLE": SHIM, "CALIBAN_BIN": str(wrapper),
                 "CALIBAN_SESSIONS_DIR": str(tmp_path / "sessions"), "FAKE_SERVE_LOG": str(tmp_path / "serve.jsonl"),
                 "FAKE_CALIBAN_LOG": str(tmp_path / "calls.jsonl"), **env}  # fmt: skip
-        client = AcpClient(["node", str(entry)], full, work)
+        client = kind(["node", str(entry)], full, work)
         clients.append(client)
         return client
 
@@ -161,3 +161,32 @@ def test_claude_code_acp_runs_bash_in_the_editors_terminal_after_request_permiss
     assert "Bash" in denied  # caliban's own Bash: the adapter's disallowedTools
     updates = json.dumps([u["update"] for u in client.updates if u["update"].get("toolCallId") == called])
     assert ("Exited with code 0." if choice == "allow" else "The user doesn't want to proceed with this tool use") in updates
+
+
+class LateEditor(AcpClient):
+    """An editor whose user cancels the prompt while asked about a tool, and whose permission
+    dialog answers Allow afterwards anyway (issue 37: the Bash command ran in the terminal
+    after session/cancel)."""
+
+    def _answer(self, method: str, params: dict[str, Any]) -> Any:
+        if method != "session/request_permission":
+            return super()._answer(method, params)
+        self.asked.append((method, params))
+        self.notify("session/cancel", {"sessionId": params["sessionId"]})
+        time.sleep(0.5)  # the adapter has interrupted the run by now
+        return {"outcome": {"outcome": "selected", "optionId": "allow"}}
+
+
+def test_claude_code_acp_runs_nothing_allowed_after_session_cancel(adapters: dict[str, Path], editor: Any) -> None:
+    """On caliban -p (the relayed mcp__acp__Bash), an Allow that comes after session/cancel runs
+    nothing, neither this call nor the run's next: the run ends cancelled."""
+    start, work, _ = editor
+    bash = {"tool": "mcp__acp__Bash", "input": {"command": "echo made > d.txt", "timeout": 5000}, "id": "toolu_sh"}
+    env = {"FAKE_CALIBAN_SCRIPTS": json.dumps([{"mcp_calls": [bash, {**bash, "id": "toolu_sh2"}], "text": "Ran it."}])}
+    client = start(adapters["@zed-industries/claude-code-acp"], env, LateEditor)
+    session = client.start(terminal=True)
+    answer = client.request("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "make d"}]})
+    assert answer.get("result", {}).get("stopReason") == "cancelled", answer
+    time.sleep(1.0)  # nothing comes late either
+    assert [m for m, _ in client.asked] == ["session/request_permission"], client.asked  # no terminal/create
+    assert not (work / "d.txt").exists()
