@@ -474,3 +474,57 @@ def test_the_app_closing_its_input_while_can_use_tool_waits_denies_the_call(tmp_
     assert not [f for f in frames if f.get("request", {}).get("subtype") == "mcp_message"]
     assert frames[-1]["type"] == "result"
     assert app.end() == 0
+
+
+def command_lines() -> dict[int, tuple[int, bytes]]:
+    """Every process's parent and command line, as any local user reads them."""
+    lines = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_bytes()
+            lines[int(pid)] = (int(stat[stat.rindex(b")") + 2 :].split()[1]), Path(f"/proc/{pid}/cmdline").read_bytes())
+        except (OSError, ValueError, IndexError):
+            pass  # (gone meanwhile)
+    return lines
+
+
+def descendants(lines: dict[int, tuple[int, bytes]], root: int) -> list[list[bytes]]:
+    """The command lines of `root`'s processes, its children's, theirs, ..."""
+    found, ours = [root], []
+    while found:
+        parent = found.pop()
+        for pid, (ppid, argv) in lines.items():
+            if ppid == parent:
+                found.append(pid)
+                ours.append(argv.rstrip(b"\0").split(b"\0"))
+    return ours
+
+
+def test_no_secret_is_on_any_command_line_while_a_relayed_call_runs(tmp_path: Path) -> None:
+    """The app's external server's API token (its `env`, sent in `initialize`) and the relay's
+    token reach caliban in its settings file; scanned while the relayed call is under way
+    (caliban, its relay and the external server all running), no command line holds either."""
+    from translator.shim.tools.relay import TOKEN_ENV
+
+    token = "sk-secret-" + os.urandom(8).hex()
+    app = App(tmp_path, [ADD], servers={"ext": {**recorder(tmp_path), "env": {"API_TOKEN": token}}})
+    seen: list[dict[int, tuple[int, bytes]]] = []
+
+    def scan(app: App, request: dict[str, Any]) -> None:
+        seen.append(command_lines())
+        five(app, request)
+
+    frames = app.run(scan)
+    assert tool_result(frames)["content"] == [{"type": "text", "text": "5"}]
+    (lines,) = seen
+    ours = descendants(lines, app.proc.pid)
+    (caliban,) = [argv for argv in ours if b"--settings" in argv]
+    given = caliban[caliban.index(b"--settings") + 1]
+    settings = json.loads(given if given.startswith(b"{") else Path(given.decode()).read_bytes())
+    relay = settings["mcp_servers"]["calc"]["env"][TOKEN_ENV].encode()
+    assert settings["mcp_servers"]["ext"]["env"] == {"API_TOKEN": token} and len(relay) >= 16  # caliban has both
+    assert [b"translator.shim.tools.relay", b"calc"] in [argv[2:3] + argv[-1:] for argv in ours]  # (its relay,
+    assert any(argv[1:2] == [str(tmp_path / "recorder.py").encode()] for argv in ours)  # and the external server ran)
+    assert [argv for _, argv in lines.values() if token.encode() in argv or relay in argv] == []
+    app.proc.stdin.close()
+    assert app.end() == 0
