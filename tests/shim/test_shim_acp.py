@@ -190,3 +190,17 @@ def test_claude_code_acp_runs_nothing_allowed_after_session_cancel(adapters: dic
     time.sleep(1.0)  # nothing comes late either
     assert [m for m, _ in client.asked] == ["session/request_permission"], client.asked  # no terminal/create
     assert not (work / "d.txt").exists()
+
+
+def test_claude_agent_acp_permits_nothing_allowed_after_session_cancel(adapters: dict[str, Path], editor: Any) -> None:
+    """The same on the drive backend: caliban is never told to run the Bash command allowed late."""
+    start, _, root = editor
+    touch = {"name": "Bash", "input": {"command": "touch d.txt"}, "id": "toolu_d"}
+    script = {"messages": [{"turns": [{"text": "Making.", "tools": [touch, {**touch, "id": "toolu_e"}]}, {"text": "Made."}]}]}
+    client = start(adapters["@zed-industries/claude-agent-acp"], {"FAKE_SERVE_SCRIPT": json.dumps(script)}, LateEditor)
+    session = client.start()
+    answer = client.request("session/prompt", {"sessionId": session, "prompt": [{"type": "text", "text": "make d"}]})
+    assert answer.get("result", {}).get("stopReason") == "cancelled", answer
+    time.sleep(1.0)
+    assert [m for m, _ in client.asked] == ["session/request_permission"], client.asked
+    assert not [p for p in permits(root) if p["allow"]], permits(root)
