@@ -27,10 +27,18 @@ SWEPT = "swept"
 
 
 class OnDisk(Container[str]):
-    """The output files there are, each looked up when asked (a stat)."""
+    """The output files there are, each looked up when asked (a stat); the last answer kept, as
+    the up-to-date check asks of one output twice (its owner, then whether it is recorded)."""
+
+    def __init__(self) -> None:
+        self._last = ("", False)
 
     def __contains__(self, path: object) -> bool:
-        return isinstance(path, str) and os.path.isfile(path)
+        if not isinstance(path, str):
+            return False
+        if path != self._last[0]:
+            self._last = (path, os.path.isfile(path))
+        return self._last[1]
 
 
 def gone(pid: int) -> bool:
