@@ -528,3 +528,20 @@ def test_no_secret_is_on_any_command_line_while_a_relayed_call_runs(tmp_path: Pa
     assert [argv for _, argv in lines.values() if token.encode() in argv or relay in argv] == []
     app.proc.stdin.close()
     assert app.end() == 0
+
+
+@pytest.mark.parametrize("where", ["argv", "initialize"])
+def test_an_external_server_of_an_sdk_servers_name_beside_it_in_initialize_is_refused(tmp_path: Path, where: str) -> None:
+    """The SDK server in `initialize` (the TypeScript SDK's `sdkMcpServers`), an external one
+    of its name on `--mcp-config` or in `initialize` too: refused, the relay kept, the
+    handler asked, the external one never run."""
+    external = {"calc": recorder(tmp_path)}
+    argv = ("--mcp-config", json.dumps({"mcpServers": external})) if where == "argv" else ()
+    app = App(tmp_path, [ADD], servers=external if where == "initialize" else None, argv=argv)
+    frames = app.run(five)
+    assert not (tmp_path / "ran.jsonl").exists() and tool_result(frames)["content"] == [{"type": "text", "text": "5"}]
+    assert "MCP server 'calc': refused, the app's SDK server 'calc' has that name" in app.said("refused")
+    (call,) = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    assert call["settings"]["mcp_servers"]["calc"]["args"][1:2] == ["translator.shim.tools.relay"]
+    app.proc.stdin.close()
+    assert app.end() == 0
