@@ -2,7 +2,8 @@
 its own subprocess transport (it writes `--session-id=ID`, `--resume=ID`): an id that is no
 UUID (`../x`, an absolute path, a fork's `../../victim`) is refused with Claude Code's line and
 nothing outside the config and sessions folders changes, nor inside them (issue 37: a
-transcript was written anywhere the user could write; a fork overwrote `victim.json`)."""
+transcript was written anywhere the user could write; a fork overwrote `victim.json`); and a
+session file whose last line was cut (a crash mid-write) resumed and read back whole."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, query
+from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, get_session_messages, query
 from support_fixtures import FIXTURES
 from support_processes import fake_caliban
 
@@ -20,10 +21,10 @@ SHIM = str(Path(sys.executable).with_name("caliban-claude"))
 INVALID = "Error: Invalid session ID. Must be a valid UUID."
 
 
-def options(root: Path, lines: list[str], **kw: Any) -> ClaudeAgentOptions:
+def options(root: Path, lines: list[str], fixture: str = "benign_text.jsonl", **kw: Any) -> ClaudeAgentOptions:
     env = {"CALIBAN_BIN": str(root / "caliban"), "CALIBAN_SESSIONS_DIR": str(root / "sessions"),
            "CLAUDE_CONFIG_DIR": str(root / "claude"),
-           "FAKE_CALIBAN_SCRIPTS": json.dumps([{"file": str(FIXTURES / "caliban" / "benign_text.jsonl")}])}  # fmt: skip
+           "FAKE_CALIBAN_SCRIPTS": json.dumps([{"file": str(FIXTURES / "caliban" / fixture)}])}  # fmt: skip
     return ClaudeAgentOptions(cli_path=SHIM, env=env, cwd=str(root / "work"), stderr=lines.append, **kw)
 
 
@@ -62,3 +63,20 @@ async def test_an_id_that_is_a_path_is_refused_and_nothing_is_written(tmp_path: 
     assert failed is not None and not [m for m in messages if isinstance(m, ResultMessage)]
     assert INVALID in lines
     assert everything(tmp_path) == before  # nothing written, nothing overwritten, in or out of the folders
+
+
+async def test_a_resumed_session_whose_last_line_was_cut_reads_back_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))  # (for the SDK's reader, in this process)
+    (tmp_path / "work").mkdir()
+    fake_caliban(tmp_path)
+    first, _, failed = await run(tmp_path, fixture="tool_use_two_turns.jsonl")
+    assert failed is None and isinstance(first[-1], ResultMessage)
+    (path,) = (tmp_path / "claude").rglob("*.jsonl")
+    data = path.read_bytes()
+    path.write_bytes(data + data.splitlines(keepends=True)[-1][:40])  # a crash mid-line
+    again, _, failed = await run(tmp_path, fixture="tool_use_two_turns.jsonl", resume=first[-1].session_id)
+    assert failed is None and again[-1].session_id == first[-1].session_id
+    got = get_session_messages(first[-1].session_id, directory=str(tmp_path / "work"))
+    turn = ["user", "assistant", "assistant", "user", "assistant"]
+    assert [m.type for m in got] == turn + turn  # 4 of 10 before: the first new line went with the cut one
+    assert all(json.loads(line) for line in path.read_bytes().splitlines())
