@@ -400,3 +400,29 @@ def test_a_logs_own_id_never_makes_a_path_outside_its_project_folder(tmp_path: P
     name = uuid.uuid5(NAMESPACE, own)
     assert made == [f"cfg/a/b/projects/{slug('/home/dev/project')}/{name}.jsonl", "own.jsonl"]
     assert {ln["sessionId"] for ln in lines_of((config / "projects" / slug("/home/dev/project") / f"{name}.jsonl").read_bytes())} == {own}
+
+
+def test_a_full_disk_leaves_the_session_file_as_it_was_and_nothing_beside_it(tmp_path: Path) -> None:
+    """A log translated again rewrites its session file by a new one renamed over it; a disk that
+    fills meanwhile leaves the old file whole and no half-written one beside it (a real full
+    filesystem: a small tmpfs)."""
+    config = tmp_path / "claude"
+    config.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(config)],
+                                           capture_output=True).returncode:  # fmt: skip
+        pytest.skip("needs root to mount a small tmpfs")
+    try:
+        assert run("--transcripts", str(config), fixture("tool_use_two_turns")).returncode == 0
+        before = files_of(config)
+        assert len(before) == 1
+        filler = os.open(config / "filler", os.O_WRONLY | os.O_CREAT)  # the disk filled to its last byte
+        with pytest.raises(OSError):
+            while os.write(filler, b"\0" * 4096):
+                pass
+        os.close(filler)
+        again = run("--transcripts", str(config), fixture("tool_use_two_turns"))
+        assert again.returncode == 0 and b"No space left on device" in again.stderr
+        assert files_of(config) == before
+        assert sorted(p.name for p in config.rglob("*") if p.is_file() and p.suffix == ".tmp") == []
+    finally:
+        subprocess.run(["umount", str(config)], check=True)

@@ -7,6 +7,7 @@ session's other logs' kept)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -76,8 +77,13 @@ def renew(path: str, lines: list[bytes], mark: str) -> None:
         kept = []
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fresh = f"{path}.{os.getpid()}.tmp"
-    append(fresh, [*kept, *lines], fresh=True)
-    os.replace(fresh, path)
+    try:
+        append(fresh, [*kept, *lines], fresh=True)
+        os.replace(fresh, path)
+    except BaseException:
+        with contextlib.suppress(OSError):  # a full disk leaves no half-written file beside the old one
+            os.unlink(fresh)
+        raise
 
 
 class Written:
