@@ -8,7 +8,8 @@ followed by a prompt.
 sessions run on the drive backend (`caliban mcp serve`), where a conversation's earlier messages
 cannot reach caliban: the shim says so in one line, pinned here. `@zed-industries/claude-code-acp`
 0.16.2 brings its SDK MCP server, so its sessions run on `caliban -p`, which carries them: caliban's
-session holds the earlier prompt. Both stream partial messages, always. Skipped where node is
+session holds the earlier prompt; so does claude-agent-acp's with CALIBAN_CLAUDE_BACKEND=print (its
+callbacks then not called). Both stream partial messages, always. Skipped where node is
 not installed (the adapters are installed as tests/shim/test_shim_acp.py installs them)."""
 
 from __future__ import annotations
@@ -39,8 +40,11 @@ READ = {"name": "Read", "input": {"file_path": "a.txt"}, "id": "toolu_read", "re
 SERVE = {"messages": [{"turns": [{"text": "I'll look.", "tools": [READ]}, {"text": "There is a.txt."}]}]}
 # caliban -p's: the recorded two-turn run, streamed (Zed's adapters always ask for partial messages).
 PRINT = [{"file": str(FIXTURES / "caliban" / "tool_use_two_turns.partial.jsonl")}]
-ANSWERS = {AGENT: ("I'll look.", "There is a.txt.", "toolu_read"),
-           CODE: ("I'll count the files.", "There are 3 files.", "toolu_01Ab3CdE4fGh5iJk6LmN7oPq")}  # fmt: skip
+ANSWERS = {"drive": ("I'll look.", "There is a.txt.", "toolu_read"),
+           "print": ("I'll count the files.", "There are 3 files.", "toolu_01Ab3CdE4fGh5iJk6LmN7oPq")}  # fmt: skip
+# Each adapter on the backend it reaches: its own (claude-agent-acp's callbacks: the drive; claude-code-acp's
+# SDK server: caliban -p), and claude-agent-acp on caliban -p too, forced (CALIBAN_CLAUDE_BACKEND=print).
+RUNS = [(AGENT, "drive"), (AGENT, "print"), (CODE, "print")]
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +59,8 @@ class Editor:
     """Zed, restarted between the steps: each `start` is a new adapter process on the same
     home, workspace and caliban stores; the shim's stderr is kept (the adapters drop it)."""
 
-    def __init__(self, root: Path, entry: Path, adapter: str) -> None:
-        self.root, self.entry, self.adapter = root, entry, adapter
+    def __init__(self, root: Path, entry: Path, adapter: str, backend: str) -> None:
+        self.root, self.entry, self.adapter, self.backend = root, entry, adapter, backend
         self.work = root / "work"
         self.work.mkdir()
         (self.work / "a.txt").write_text("a\n")
@@ -70,6 +74,8 @@ class Editor:
                     "CLAUDE_CODE_EXECUTABLE": str(shim), "CALIBAN_BIN": str(fake_caliban(root)),
                     "CALIBAN_SESSIONS_DIR": str(root / "sessions"), "FAKE_SERVE_SCRIPT": json.dumps(SERVE),
                     "FAKE_CALIBAN_SCRIPTS": json.dumps(PRINT), "FAKE_CALIBAN_LOG": str(root / "calls.jsonl")}  # fmt: skip
+        if adapter == AGENT and backend == "print":
+            self.env["CALIBAN_CLAUDE_BACKEND"] = "print"
         self.clients: list[AcpClient] = []
 
     def start(self) -> AcpClient:
@@ -104,16 +110,17 @@ class Editor:
             client.close()
 
 
-@pytest.fixture(params=[AGENT, CODE])
+@pytest.fixture(params=RUNS, ids=[f"{adapter.split('/')[1]}-{backend}" for adapter, backend in RUNS])
 def editor(request: pytest.FixtureRequest, adapters: dict[str, Path], tmp_path: Path) -> Iterator[Editor]:
-    made = Editor(tmp_path, adapters[request.param], request.param)
+    adapter, backend = request.param
+    made = Editor(tmp_path, adapters[adapter], adapter, backend)
     yield made
     made.close()
 
 
-def exchange(adapter: str, prompt: str) -> list[tuple[str, Any]]:
+def exchange(backend: str, prompt: str) -> list[tuple[str, Any]]:
     """One message and its answer, as the session file holds them (see `conversation`)."""
-    first, answer, _ = ANSWERS[adapter]
+    first, answer, _ = ANSWERS[backend]
     return [("user", prompt), ("assistant", first), ("assistant", ["tool_use"]), ("user", ["tool_result"]),
             ("assistant", answer)]  # fmt: skip
 
@@ -145,12 +152,12 @@ def test_session_load_replays_the_history_and_goes_on(editor: Editor) -> None:
     client = editor.start()
     loaded = client.request("session/load", {"sessionId": session, "cwd": str(editor.work), "mcpServers": []})
     assert "result" in loaded, loaded
-    first, answer, call = ANSWERS[editor.adapter]
+    first, answer, call = ANSWERS[editor.backend]
     assert texts(client, "user_message_chunk") == [PROMPT]
     assert texts(client, "agent_message_chunk") == [first, answer]
     assert [u["update"]["toolCallId"] for u in client.updates if u["update"].get("sessionUpdate") == "tool_call"] == [call]
     editor.prompt(client, session, LATER)
-    assert conversation(editor.session_file(session)) == exchange(editor.adapter, PROMPT) + exchange(editor.adapter, LATER)
+    assert conversation(editor.session_file(session)) == exchange(editor.backend, PROMPT) + exchange(editor.backend, LATER)
     reached(editor, session)
 
 
@@ -161,7 +168,7 @@ def test_session_resume_goes_on_with_the_same_session(editor: Editor) -> None:
     assert "result" in resumed, resumed
     assert not texts(client, "user_message_chunk")  # (resume replays nothing: load does)
     editor.prompt(client, session, LATER)
-    assert conversation(editor.session_file(session)) == exchange(editor.adapter, PROMPT) + exchange(editor.adapter, LATER)
+    assert conversation(editor.session_file(session)) == exchange(editor.backend, PROMPT) + exchange(editor.backend, LATER)
     reached(editor, session)
 
 
@@ -172,16 +179,16 @@ def test_session_fork_starts_a_new_session_with_the_history(editor: Editor) -> N
     fork = str(forked["result"]["sessionId"])
     assert fork != session
     editor.prompt(client, fork, LATER)
-    assert conversation(editor.session_file(fork)) == exchange(editor.adapter, PROMPT) + exchange(editor.adapter, LATER)
+    assert conversation(editor.session_file(fork)) == exchange(editor.backend, PROMPT) + exchange(editor.backend, LATER)
     assert {line["sessionId"] for line in editor.session_file(fork) if "sessionId" in line} == {fork}
-    assert conversation(editor.session_file(session)) == exchange(editor.adapter, PROMPT)  # the source as it was
+    assert conversation(editor.session_file(session)) == exchange(editor.backend, PROMPT)  # the source as it was
     reached(editor, fork)
 
 
 def reached(editor: Editor, session: str) -> None:
     """What caliban was given of the earlier messages: on caliban -p, its session holds them (the
     fake caliban records each run's prompt); on the drive, nothing, and the shim says so."""
-    if editor.adapter == AGENT:
+    if editor.backend == "drive":
         assert editor.said().count(f"caliban-claude: warning: {DRIVE_NO_HISTORY}") == 1
     else:
         held = json.loads((editor.root / "sessions" / f"{session}.json").read_text())["messages"]

@@ -24,6 +24,9 @@ from translator.shim.say import say
 from translator.shim.tools.servers import SdkServers
 from translator.shim.tools.uses import ToolUses
 
+# The variables that have the CLI tell its session's states (`session_state_changed`): read off the
+# bundled CLI 2.1.332 (it writes the frame on every change when either is set).
+STATE_VARIABLES = ("CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS", "CLAUDE_CODE_SDK_READS_SESSION_STATE")
 
 class OneshotBackend:
     def __init__(self, ctx: RunContext) -> None:
@@ -103,7 +106,7 @@ class OneshotBackend:
         self.gate.begin(self._mode(), "")  # (a run of its own: what ended the last one is over)
         conv = self.conversation
         conv.mode = self._mode()
-        if self.tools is not None:  # (the TS SDK ends a callback's run only at the idle after its result)
+        if self._states():  # (the TS SDK ends a callback's run only at the idle after its result)
             self._write([orjson.dumps(session_state("running", self.session.id)) + b"\n"])
         conv.start_run()
         argv = run_argv(self.binary, self.plan, self._model(), conv.mode, self.session.args())
@@ -120,8 +123,17 @@ class OneshotBackend:
         self.session.ran(conv.run_result is not None)
         for line in conv.diagnostics():
             say(line)
-        if self.tools is not None:
+        if self._states():
             self._write([orjson.dumps(session_state("idle", self.session.id)) + b"\n"])
+
+    def _states(self) -> bool:
+        """Whether a run's session states are told: with SDK servers (their callbacks), or where the
+        app asks for them as the CLI reads it (TS SDK 0.3: CLAUDE_CODE_SDK_READS_SESSION_STATE; Zed's
+        claude-agent-acp, on SDK 0.2.83: CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS, whose prompt ends
+        only at the idle)."""
+        env = self.ctx.place.env
+        asked = (env.get(name, "") not in ("", "0", "false") for name in STATE_VARIABLES)
+        return self.tools is not None or any(asked)
 
     def refuse(self, why: str) -> None:
         self._write(self.conversation.refused(why))
