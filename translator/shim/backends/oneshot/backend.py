@@ -28,6 +28,7 @@ from translator.shim.tools.uses import ToolUses
 # bundled CLI 2.1.332 (it writes the frame on every change when either is set).
 STATE_VARIABLES = ("CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS", "CLAUDE_CODE_SDK_READS_SESSION_STATE")
 
+
 class OneshotBackend:
     def __init__(self, ctx: RunContext) -> None:
         self.ctx, self.binary, self.plan, self.session = ctx, ctx.binary, ctx.plan, ctx.files
