@@ -68,6 +68,9 @@ SHIM_ENVIRONMENT = (
     ("CLAUDE_CODE_OAUTH_TOKEN, CLAUDE_CODE_SESSION_ACCESS_TOKEN, CLAUDE_CODE_HOST_SESSION_ID", "the only "
      "environment a TypeScript SDK claim() may bring (--await-claim); accepted, not read by caliban"),
     ("CALIBAN_RATES_YAML", "the rate card the results' cost is priced by (default: the bundled one)"),
+    ("CLAUDE_CODE_SDK_READS_SESSION_STATE, CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS", "set by the TypeScript SDK "
+     "(0.3) and Zed's claude-agent-acp: each run's session states are told (session_state_changed: running, "
+     "then idle after its result), as Claude Code tells them"),
     ("CALIBAN_CLAUDE_RELAY_TOKEN", "not yours to set: the shim gives it, through caliban's settings, to the "
      "relays caliban starts for an app's SDK MCP servers, which prove with it that they are caliban's"),
     *TELEMETRY,
