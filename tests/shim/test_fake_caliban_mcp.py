@@ -5,7 +5,8 @@ tests), an `isError` result and a JSON-RPC error as the tool's error text (`form
 `McpTool::invoke`, `ToolError::Execution`'s Display, `stream/hook_dispatch.rs`), the deny
 of a tool no rule allows (`permissions.rs` `non_interactive_deny_message`), and a call's
 `tool_use` line written only once the call has returned (`caliban/src/headless/encoder.rs`,
-`StreamJsonEncoder::tool_call`: the deferred `tool_use` with its `tool_result`, at ToolCallEnd)."""
+`StreamJsonEncoder::tool_call`: the deferred `tool_use` with its `tool_result`, at ToolCallEnd),
+and a call given up after the tool timeout (`manager.rs` `duration_from_env`, `tool.rs`)."""
 
 from __future__ import annotations
 
@@ -28,13 +29,17 @@ for line in sys.stdin:
         continue
     name = msg.get("params", {}).get("name")
     result = {"initialize": {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}},
-              "tools/list": {"tools": [{"name": "ok"}, {"name": "bad"}, {"name": "mute"}, {"name": "rpc"}]}}.get(msg["method"])
+              "tools/list": {"tools": [{"name": "ok"}, {"name": "bad"}, {"name": "mute"}, {"name": "rpc"}, {"name": "slow"}]}}.get(msg["method"])
     if name == "ok":
         result = {"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
     elif name == "bad":
         result = {"content": [{"type": "text", "text": "x"}, {"type": "text", "text": "y"}], "isError": True}
     elif name == "mute":
         result = {"content": [], "isError": True}
+    elif name == "slow":
+        import time
+        time.sleep(1.5)
+        result = {"content": [{"type": "text", "text": "late"}]}
     reply = {"jsonrpc": "2.0", "id": msg["id"]}
     reply.update({"error": {"code": -32000, "message": "boom"}} if name == "rpc" else {"result": result})
     print(json.dumps(reply), flush=True)
@@ -53,13 +58,48 @@ def test_results_and_errors_read_as_caliban_reads_them(tmp_path: Path) -> None:
     servers = {"s": mcp.Server("s", {"command": sys.executable, "args": [str(script)]})}
     servers["s"].handshake()
     try:
-        assert mcp.tool_names(servers) == ["mcp__s__ok", "mcp__s__bad", "mcp__s__mute", "mcp__s__rpc"]
+        assert mcp.tool_names(servers) == ["mcp__s__ok", "mcp__s__bad", "mcp__s__mute", "mcp__s__rpc", "mcp__s__slow"]
         assert mcp.call(servers, "mcp__s__ok", {}) == (False, [{"text": "a", "type": "text"}, {"text": "b", "type": "text"}])
         assert mcp.call(servers, "mcp__s__bad", {}) == (True, [{"text": "Error: execution failed: x\ny", "type": "text"}])
         assert mcp.call(servers, "mcp__s__mute", {}) == (
             True, [{"text": "Error: execution failed: tool reported an error (no text content)", "type": "text"}])
         assert mcp.call(servers, "mcp__s__rpc", {}) == (
             True, [{"text": "Error: execution failed: mcp server 's' rpc error: boom", "type": "text"}])
+    finally:
+        servers["s"].close()
+
+
+# manager.rs `duration_from_env`: `s.parse::<u64>()` (ASCII digits, one leading `+`; no space, sign
+# `-`, `_` or other digits), the primary name first, an unparsable one falling through.
+@pytest.mark.parametrize(("env", "seconds"), [
+    ({}, 60), ({"CALIBAN_MCP_TOOL_TIMEOUT": "5"}, 5), ({"MCP_TOOL_TIMEOUT": "7"}, 7),
+    ({"CALIBAN_MCP_TOOL_TIMEOUT": "5", "MCP_TOOL_TIMEOUT": "7"}, 5), ({"CALIBAN_MCP_TOOL_TIMEOUT": "x", "MCP_TOOL_TIMEOUT": "7"}, 7),
+    ({"CALIBAN_MCP_TOOL_TIMEOUT": "+3"}, 3), ({"CALIBAN_MCP_TOOL_TIMEOUT": "0"}, 0), ({"CALIBAN_MCP_TOOL_TIMEOUT": "-1"}, 60),
+    ({"CALIBAN_MCP_TOOL_TIMEOUT": "1.5"}, 60), ({"CALIBAN_MCP_TOOL_TIMEOUT": " 5"}, 60), ({"CALIBAN_MCP_TOOL_TIMEOUT": "1_0"}, 60),
+    ({"CALIBAN_MCP_TOOL_TIMEOUT": "\u0665"}, 60), ({"CALIBAN_MCP_TOOL_TIMEOUT": ""}, 60),
+    ({"CALIBAN_MCP_TOOL_TIMEOUT": str(2**64 - 1)}, 2**64 - 1), ({"CALIBAN_MCP_TOOL_TIMEOUT": str(2**64)}, 60),
+])  # fmt: skip
+def test_the_tool_timeout_is_read_as_caliban_reads_it(env: dict[str, str], seconds: int) -> None:
+    from translator.shim.limits import caliban_tool_timeout
+
+    assert mcp.tool_timeout(env) == seconds
+    assert caliban_tool_timeout(env) == float(seconds)  # (the shim's reading, which its relay keeps to)
+
+
+def test_a_call_past_the_tool_timeout_fails_as_caliban_reports_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`tool.rs`: `mcp tool '{full_name}' timed out after {timeout:?}`, an execution error; the
+    server's late reply does not confuse the next call."""
+    script = tmp_path / "server.py"
+    script.write_text(SERVER)
+    servers = {"s": mcp.Server("s", {"command": sys.executable, "args": [str(script)]})}
+    servers["s"].handshake()
+    monkeypatch.setenv("CALIBAN_MCP_TOOL_TIMEOUT", "1")
+    try:
+        started = time.monotonic()
+        assert mcp.call(servers, "mcp__s__slow", {}) == (
+            True, [{"text": "Error: execution failed: mcp tool 'mcp__s__slow' timed out after 1s", "type": "text"}])
+        assert 1 <= time.monotonic() - started < 1.8
+        assert mcp.call(servers, "mcp__s__ok", {}) == (False, [{"text": "a", "type": "text"}, {"text": "b", "type": "text"}])
     finally:
         servers["s"].close()
 

@@ -217,7 +217,7 @@ def test_the_relays_reader_is_linear_in_a_long_line() -> None:
     from translator.shim.tools.uses import ToolUses
 
     app = Channel(lambda rid, request: None, lambda message: None)
-    servers = SdkServers(["calc"], {"calc": MANIFEST}, app, lambda *call: (False, "no"), ToolUses(), print)
+    servers = SdkServers(["calc"], {"calc": MANIFEST}, app, lambda *call: (False, "no"), ToolUses(), print, tool_timeout=60)
     try:
         conn = socket.socket(socket.AF_UNIX)
         conn.connect(servers.path)
@@ -434,6 +434,78 @@ def test_an_interrupt_ends_a_call_its_handler_runs_and_the_next_call_never_reach
     (result,) = [f for f in frames if f["type"] == "result"]
     assert result["is_error"] is True and result["subtype"] == "error_during_execution"
     assert app.end() == 1
+
+
+TIMED_OUT = "mcp tool 'mcp__calc__add' timed out after 1s"  # (caliban's error, as the shim writes a tool's error)
+
+
+@pytest.mark.parametrize("name", ["CALIBAN_MCP_TOOL_TIMEOUT", "MCP_TOOL_TIMEOUT"])
+def test_an_allow_after_calibans_tool_timeout_runs_nothing(tmp_path: Path, name: str) -> None:
+    """caliban gives up on an MCP call after its tool timeout and cancels nothing: the app's
+    `can_use_tool`, still waiting then, is cancelled, and its allow 2 s later runs nothing (it
+    ran the handler after caliban had reported the call failed)."""
+    app = App(tmp_path, [ADD], env={name: "1"})
+    asked: list[str] = []
+
+    def late(app: App, request: dict[str, Any]) -> None:
+        asked.append(request["request_id"])
+        time.sleep(2)
+        app.answer(request["request_id"], {"behavior": "allow", "updatedInput": request["request"]["input"]})
+
+    frames = app.run(never, on_ask=late)
+    frames += app.rest()
+    assert len(asked) == 1
+    assert [f["request_id"] for f in frames if f["type"] == "control_cancel_request"] == asked
+    assert not [f for f in frames if f.get("request", {}).get("subtype") == "mcp_message"]  # never, not even later
+    block = tool_result(frames)
+    assert block["is_error"] is True and block["content"] == TIMED_OUT
+    (result,) = [f for f in frames if f["type"] == "result"]
+    assert result["subtype"] == "success"  # (caliban's run goes on past the failed call)
+    assert app.end() == 0
+
+
+def test_a_hook_that_takes_calibans_tool_timeout_is_cancelled_and_the_call_runs_nothing(tmp_path: Path) -> None:
+    """A PreToolUse hook still unanswered at caliban's tool timeout: cancelled, the app not asked
+    about the call after it (can_use_tool), its handler never run, the hook's late allow too."""
+    app = App(tmp_path, [ADD], hooks=HOOKED, env={"CALIBAN_MCP_TOOL_TIMEOUT": "1"})
+    hooked: list[str] = []
+
+    def late(app: App, request: dict[str, Any]) -> None:
+        hooked.append(request["request_id"])
+        time.sleep(2)
+        app.answer(request["request_id"], {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}})
+
+    frames = app.run(never, on_hook=late, on_ask=lambda app, request: pytest.fail("can_use_tool was asked"))
+    frames += app.rest()
+    assert len(hooked) == 1
+    assert [f["request_id"] for f in frames if f["type"] == "control_cancel_request"] == hooked
+    assert not [f for f in frames if f.get("request", {}).get("subtype") in ("mcp_message", "can_use_tool")]
+    assert tool_result(frames)["content"] == TIMED_OUT
+    assert app.end() == 0
+
+
+def test_a_handlers_call_past_calibans_tool_timeout_is_cancelled_and_its_answer_dropped(tmp_path: Path) -> None:
+    """The handler's `mcp_message` already with the app when caliban gives up: cancelled, and
+    its late answer goes nowhere (the next call is relayed and answered as ever)."""
+    app = App(tmp_path, [ADD, {**ADD, "id": "toolu_again", "input": {"a": 1, "b": 1}}], env={"CALIBAN_MCP_TOOL_TIMEOUT": "1"})
+    handled: list[dict[str, Any]] = []
+
+    def slow_then_quick(app: App, request: dict[str, Any]) -> None:
+        handled.append(request)
+        if len(handled) == 1:
+            time.sleep(1.5)
+            app.result(request, {"content": [{"type": "text", "text": "late"}]})
+        else:
+            app.result(request, {"content": [{"type": "text", "text": "2"}]})
+
+    frames = app.run(slow_then_quick)
+    frames += app.rest()
+    assert len(handled) == 2
+    assert [f["request_id"] for f in frames if f["type"] == "control_cancel_request"] == [handled[0]["request_id"]]
+    results = [b for f in frames if f["type"] == "user" for b in f["message"]["content"] if b["type"] == "tool_result"]
+    assert [(b.get("is_error", False), b["content"]) for b in results] == [
+        (True, TIMED_OUT), (False, [{"type": "text", "text": "2"}])]
+    assert app.end() == 0
 
 
 def test_print_mode_has_no_app_to_serve_an_sdk_server_and_says_so(tmp_path: Path) -> None:

@@ -14,7 +14,11 @@ source (caliban-ai/caliban f33a2d0):
   joined by newlines (`format_server_error`), a JSON-RPC error is `mcp server '<s>' rpc error:
   <message>`; an error becomes the tool_result `Error: execution failed: <text>`, is_error
   (`caliban-agent-core/src/stream/hook_dispatch.rs`, `ToolError::Execution`'s Display); a success
-  is its content blocks, text as text (`translate_content`).
+  is its content blocks, text as text (`translate_content`);
+- a call is given up after the tool timeout (`manager.rs` `duration_from_env`: whole seconds of
+  CALIBAN_MCP_TOOL_TIMEOUT, else of MCP_TOOL_TIMEOUT, a value Rust's u64 `parse` refuses
+  skipped, else 60 s), no cancel sent: the tool error `mcp tool '<name>' timed out after <d>`,
+  `<d>` the Duration's Debug (`1s`; `0ns`) (`tool.rs` `McpTool::invoke`), its late reply dropped.
 
 Each call's round trip (the request written to the reply read) is logged, in ms, to
 FAKE_CALIBAN_MCP_LOG when set: the relay's latency is measured there.
@@ -25,13 +29,30 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 CLIENT_INFO = {"name": "rmcp", "version": "1.7.0"}
 PROTOCOL = "2025-06-18"
+DEFAULT_TOOL_TIMEOUT = 60
+
+
+def tool_timeout(env: Mapping[str, str]) -> int:
+    """caliban's per-call timeout in whole seconds, read from `env` as `duration_from_env` reads it."""
+    for name in ("CALIBAN_MCP_TOOL_TIMEOUT", "MCP_TOOL_TIMEOUT"):
+        given = env.get(name, "")
+        if re.fullmatch(r"\+?[0-9]+", given) and int(given) < 1 << 64:
+            return int(given)
+    return DEFAULT_TOOL_TIMEOUT
+
+
+def _debug(seconds: int) -> str:
+    """A whole-seconds `Duration`'s Debug, as caliban's message writes it."""
+    return f"{seconds}s" if seconds else "0ns"
 
 
 def full_tool_name(server: str, tool: str) -> str:
@@ -50,8 +71,10 @@ class Server:
         threading.Thread(target=self.proc.stderr.read, daemon=True).start()
         self.next_id = 0
         self.tools: list[dict[str, Any]] = []
-        self.replies: dict[Any, dict[str, Any]] = {}  # (calls side by side: read by one, for another)
-        self._sending, self._reading = threading.Lock(), threading.Lock()
+        self.replies: dict[Any, dict[str, Any]] = {}  # (calls side by side: one reader routes them by id)
+        self._sending, self._arrived = threading.Lock(), threading.Condition()
+        self._reader: threading.Thread | None = None
+        self._ended = False
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -68,22 +91,36 @@ class Server:
                 return reply
         raise ConnectionError(f"mcp server '{self.name}' closed its stdout")
 
-    def shared(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """A request among others in flight: sent at once, its reply picked from the replies
-        whichever thread reads them."""
+    def shared(self, method: str, params: dict[str, Any], timeout: float | None = None) -> dict[str, Any] | None:
+        """A request among others in flight: sent at once, its reply picked by id from what one
+        reader thread (started here: the handshake is over) reads; None past `timeout` seconds."""
         with self._sending:
             mid, self.next_id = self.next_id, self.next_id + 1
             self.send({"jsonrpc": "2.0", "id": mid, "method": method, "params": params})
-        while True:
-            with self._reading:
-                if mid in self.replies:
-                    return self.replies.pop(mid)
-                assert self.proc.stdout is not None
-                line = self.proc.stdout.readline()
-                if not line:
+            if self._reader is None:
+                self._reader = threading.Thread(target=self._read, daemon=True)
+                self._reader.start()
+        due = None if timeout is None else time.monotonic() + min(timeout, threading.TIMEOUT_MAX)
+        with self._arrived:
+            while mid not in self.replies:
+                if self._ended:
                     raise ConnectionError(f"mcp server '{self.name}' closed its stdout")
-                reply = json.loads(line)
+                left = None if due is None else due - time.monotonic()
+                if left is not None and left <= 0:
+                    return None  # (its reply, if it comes, is never picked)
+                self._arrived.wait(left)
+            return self.replies.pop(mid)
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            reply = json.loads(line)
+            with self._arrived:
                 self.replies[reply.get("id")] = reply
+                self._arrived.notify_all()
+        with self._arrived:
+            self._ended = True
+            self._arrived.notify_all()
 
     def handshake(self) -> None:
         self.request("initialize", {"protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": CLIENT_INFO})
@@ -124,17 +161,20 @@ def permitted(tool: str, allow: list[str], deny: list[str]) -> str | None:
             "`--allow '<Tool>'` to allow this tool, or `--auto-allow` to allow all Ask-rule tools (dangerous)")  # fmt: skip
 
 
-def call(servers: dict[str, Server], tool: str, arguments: dict[str, Any],
-         together: bool = False) -> tuple[bool, list[dict[str, Any]]]:  # fmt: skip
-    """One tool call: (is_error, the tool_result's content), as caliban makes them (`together`:
-    among calls side by side, each server's replies routed by id)."""
+def call(servers: dict[str, Server], tool: str, arguments: dict[str, Any]) -> tuple[bool, list[dict[str, Any]]]:
+    """One tool call: (is_error, the tool_result's content), as caliban makes them (among calls
+    side by side, or past one given up, each server's replies routed by id)."""
     for server in servers.values():
         for advertised in server.tools:
             if full_tool_name(server.name, advertised["name"]) == tool:
                 started = time.perf_counter()
                 params = {"name": advertised["name"], "arguments": arguments}
-                reply = server.shared("tools/call", params) if together else server.request("tools/call", params)
+                limit = tool_timeout(os.environ)
+                reply = server.shared("tools/call", params, limit)
                 _log(tool, (time.perf_counter() - started) * 1000)
+                if reply is None:
+                    why = f"mcp tool '{tool}' timed out after {_debug(limit)}"
+                    return True, [{"text": f"Error: execution failed: {why}", "type": "text"}]
                 if "error" in reply:
                     why = f"mcp server '{server.name}' rpc error: {reply['error'].get('message')}"
                     return True, [{"text": f"Error: execution failed: {why}", "type": "text"}]
@@ -154,7 +194,7 @@ def call_all(servers: dict[str, Server], calls: list[tuple[str, dict[str, Any]]]
     out: list[tuple[bool, list[dict[str, Any]]]] = [(True, [])] * len(calls)
 
     def one(n: int, tool: str, arguments: dict[str, Any]) -> None:
-        out[n] = call(servers, tool, arguments, together=True)
+        out[n] = call(servers, tool, arguments)
 
     threads = [threading.Thread(target=one, args=(n, *c)) for n, c in enumerate(calls)]
     for thread in threads:

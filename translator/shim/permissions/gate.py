@@ -17,6 +17,7 @@ run of a gate that asks the app, and every later one (`input_ended`).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -35,6 +36,7 @@ INTERRUPTED = "the user interrupted this run"
 REJECTED = ("The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, "
             "the new_string was NOT written to the file). STOP what you are doing and wait for the user to tell you how "
             "to proceed.")  # fmt: skip
+PAST_DUE = "caliban's tool timeout passed: caliban reported the call failed"
 DENIED_AFTER = {"defer": "the turn stopped at a deferred tool call", "stop": "a hook stopped this run"}
 CHANGED_INPUT = "caliban cannot run a tool with an input changed by the app (updatedInput); denied instead"
 # Why a tool hook's context (or a PostToolUse block) cannot reach the model, which Claude Code
@@ -57,6 +59,7 @@ class ToolCall:
     name: str
     input: Any
     id: str  # the model's tool_use_id
+    due: float | None = None  # (monotonic) when caliban gives up on the call: the app's answers must come by then
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +161,7 @@ class Gate:
             self._verdict(call, outputs, verdict)
 
         fields = {"tool_name": call.name, "tool_input": call.input, "tool_use_id": call.id}
-        self.hooks_then("PreToolUse", fields, heard, call.name, call.id)
+        self.hooks_then("PreToolUse", fields, heard, call.name, call.id, call.due)
 
     def _verdict(self, call: ToolCall, outputs: list[dict[str, Any]], then: Then) -> None:
         verdict, why = pre_tool_verdict(outputs)
@@ -187,6 +190,8 @@ class Gate:
             then(Decision("deny", f"Claude requested permissions to use {name}, but you haven't granted it yet."))
         elif self.ended is not None:  # (ended while its hooks were asked: the app is not asked about a call of a stopped run)
             then(_denied_after(self.ended))
+        elif within(None, call.due) == 0:  # (its hooks took caliban's whole tool timeout: not asked about now)
+            then(Decision("deny", PAST_DUE))
         else:
             self.app_state("requires_action")
 
@@ -194,7 +199,7 @@ class Gate:
                 self.app_state("running")
                 then(self._answered(name, tool_input, reply))
 
-            self.app.request(frames.can_use_tool(name, tool_input, call.id), answered)
+            self.app.request(frames.can_use_tool(name, tool_input, call.id), answered, within(None, call.due))
 
     def _answered(self, name: str, tool_input: Any, reply: Reply) -> Decision:
         """The app's `can_use_tool` answer as a decision: its error or none denies; a cancel
@@ -229,9 +234,9 @@ class Gate:
         return waited(start)
 
     def hooks_then(self, event: str, fields: dict[str, Any], then: Heard, tool: str | None = None,
-                   tid: str | None = None) -> None:  # fmt: skip
-        """Call the app's callbacks for `event` in turn, each once the last has answered:
-        `then(outputs)`."""
+                   tid: str | None = None, due: float | None = None) -> None:  # fmt: skip
+        """Call the app's callbacks for `event` in turn, each once the last has answered (by
+        `due`, a tool call's): `then(outputs)`."""
         base = {"session_id": self.session_id, "transcript_path": "", "cwd": self.place.cwd, "prompt_id": self.prompt_id,
                 "permission_mode": self.mode}  # fmt: skip
         callbacks = self.hooks.callbacks(event, tool)
@@ -248,7 +253,10 @@ class Gate:
                 self._heard(event, callback, reply, outputs)
                 ask(n + 1)
 
-            self.app.request(frames.hook_callback(callback, event, base, fields, tid), heard, timeout)
+            if within(timeout, due) == 0:  # (caliban gave up on the tool call meanwhile: not asked)
+                heard(Reply(error=PAST_DUE, unanswered=True))
+            else:
+                self.app.request(frames.hook_callback(callback, event, base, fields, tid), heard, within(timeout, due))
 
         ask(0)
 
@@ -276,6 +284,14 @@ class Gate:
             if present and (event, kind) not in self._unreached:
                 self._unreached.add((event, kind))
                 self.warn(f"{event} hook {kind}: {self.beyond}; it does not reach the model")
+
+
+def within(timeout: float | None, due: float | None) -> float | None:
+    """A request's timeout: its own, or less, what is left until `due` (a monotonic time)."""
+    if due is None:
+        return timeout
+    left = max(0.0, due - time.monotonic())
+    return left if timeout is None else min(timeout, left)
 
 
 def _denied_after(ended: Decision) -> Decision:

@@ -86,7 +86,8 @@ class _Timers:
         while True:
             with self._changed:
                 while not self._due or self._due[0][0] > time.monotonic():
-                    self._changed.wait(self._due[0][0] - time.monotonic() if self._due else None)
+                    left = self._due[0][0] - time.monotonic() if self._due else None
+                    self._changed.wait(None if left is None else min(left, threading.TIMEOUT_MAX))
                 _, _, rid, seconds = heapq.heappop(self._due)
             self._expire(rid, seconds)  # (a request answered since: nothing to do)
 

@@ -7,7 +7,9 @@ manifests; for the Python SDK the shim asks, before it answers `initialize`), an
 handshake on every run is answered from it; every other message is relayed to the app as
 `control_request{subtype: "mcp_message", server_name, message}` and its `mcp_response` sent
 back. A `tools/call` is first settled by the session's permission policy (PreToolUse hooks, the
-mode and rules, `can_use_tool`); a denied call never reaches the app's handler.
+mode and rules, `can_use_tool`); a denied call never reaches the app's handler. caliban gives up
+on a call after its tool timeout, cancelling nothing: what of the call still waits for the app
+then is cancelled (the channel's timeout), the call denied, and a late answer runs nothing.
 
 One thread a relay (a server of a caliban run), none a call: each message is settled by
 callbacks (the gate's decision, the channel's reply), and its answer queued on its relay
@@ -29,12 +31,13 @@ import struct
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from translator.shim.permissions.gate import REJECTED, Decision, Then, ToolCall
+from translator.shim.permissions.gate import REJECTED, Decision, Then, ToolCall, within
 from translator.shim.protocol import stdin
 from translator.shim.protocol.channel import Channel, Reply, waited
 from translator.shim.protocol.frames import CLI_VERSION
@@ -43,6 +46,9 @@ from translator.shim.tools.uses import ToolUses
 
 Decide = Callable[[ToolCall, Then], None]  # permissions/gate.py's `settle`, for a relayed call
 Answer = Callable[[dict[str, Any] | None], None]  # where the answer to one of caliban's messages goes (None: none)
+# caliban's clock for a call starts before its line crosses the relay: the shim's ends this much
+# sooner, so that an answer on the edge is refused (fails closed), not run after caliban gave up.
+EDGE_S = 0.1
 RELAY_LINE = 64 << 20  # bytes of one of caliban's JSON-RPC lines to a relay (the app's stdin takes as many)
 _ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")')
 ANNOTATIONS = {"readOnlyHint": "readOnly", "destructiveHint": "destructive", "idempotentHint": "idempotent",
@@ -64,8 +70,10 @@ def _error(mid: Any, message: str) -> dict[str, Any]:
 
 class SdkServers:
     def __init__(self, names: list[str], manifests: dict[str, dict[str, Any]], app: Channel, decide: Decide,
-                 uses: ToolUses, warn: Callable[[str], None]) -> None:  # fmt: skip
+                 uses: ToolUses, warn: Callable[[str], None], *, tool_timeout: float) -> None:  # fmt: skip
+        """`tool_timeout`: caliban's, in seconds (limits.caliban_tool_timeout)."""
         self.names, self.manifests = list(names), dict(manifests)
+        self.tool_timeout = tool_timeout
         self.app, self.decide, self.uses, self.warn = app, decide, uses, warn
         self._dir = tempfile.mkdtemp(prefix="caliban-claude-")
         self.path = os.path.join(self._dir, "relay.sock")
@@ -211,8 +219,9 @@ class SdkServers:
             return None
         return str(server)
 
-    def handle(self, server: str, msg: dict[str, Any], answer: Answer) -> None:
-        """`answer(...)` one of caliban's messages (None: a notification), now or once the app has."""
+    def handle(self, server: str, msg: dict[str, Any], answer: Answer, due: float | None = None) -> None:
+        """`answer(...)` one of caliban's messages (None: a notification), now or once the app has
+        (by `due`, a call's: past it the app's request is cancelled and its answer dropped)."""
         method, mid, manifest = msg.get("method"), msg.get("id"), self.manifests.get(server)
         if manifest is not None and method == "initialize":
             params = msg.get("params")
@@ -223,7 +232,7 @@ class SdkServers:
         elif not (manifest is not None and isinstance(method, str) and method.startswith("notifications/")):
             # (caliban waits for its own id: an answer under another, or none, would never end the call)
             self._relay(server, msg, lambda got: answer(None if mid is None else {**got, "id": mid} if got else
-                                                        _error(mid, "the app did not answer")))  # fmt: skip
+                                                        _error(mid, "the app did not answer")), due)  # fmt: skip
 
     def call(self, server: str, msg: dict[str, Any], answer: Answer) -> None:
         """A `tools/call`: settled first (a denied call is the tool's error, its reason the text)."""
@@ -231,19 +240,29 @@ class SdkServers:
         assert isinstance(params, dict)
         name, arguments = tool_name(server, str(params.get("name", ""))), params.get("arguments") or {}
         tid = self.uses.relayed(name, arguments)  # (caliban names its call only once it has returned: uses.py)
+        due = time.monotonic() + max(0.0, self.tool_timeout - EDGE_S)
+
+        def settled(message: dict[str, Any] | None) -> None:
+            if time.monotonic() < due:
+                answer(message)
+            else:  # (caliban has given up: it reports its own timeout; nothing of the call runs now)
+                self.warn(f"{name}: past caliban's tool timeout ({self.tool_timeout:g} s; CALIBAN_MCP_TOOL_TIMEOUT, else "
+                          "MCP_TOOL_TIMEOUT): what it asked of the app cancelled, nothing of it runs now")  # fmt: skip
 
         def decided(decision: Decision) -> None:  # (a run ended meanwhile: denied, by the gate)
-            if decision.verdict == "interrupt":  # (Claude Code's words for a call the user stopped the run at)
-                answer(_reply(msg.get("id"), {"content": [{"type": "text", "text": REJECTED}], "isError": True}))
+            if decision.runs and time.monotonic() >= due:
+                settled(None)
+            elif decision.verdict == "interrupt":  # (Claude Code's words for a call the user stopped the run at)
+                settled(_reply(msg.get("id"), {"content": [{"type": "text", "text": REJECTED}], "isError": True}))
             elif not decision.runs:
-                answer(_reply(msg.get("id"), {"content": [{"type": "text", "text": decision.reason}], "isError": True}))
+                settled(_reply(msg.get("id"), {"content": [{"type": "text", "text": decision.reason}], "isError": True}))
             else:
                 meta = {**(params.get("_meta") or {}), "claudecode/toolUseId": tid, "progressToken": msg.get("id")}
-                self.handle(server, {**msg, "params": {**params, "_meta": meta}}, answer)
+                self.handle(server, {**msg, "params": {**params, "_meta": meta}}, settled, due)
 
-        self.decide(ToolCall(name, arguments, tid), decided)
+        self.decide(ToolCall(name, arguments, tid, due), decided)
 
-    def _relay(self, server: str, message: dict[str, Any], then: Answer) -> None:
+    def _relay(self, server: str, message: dict[str, Any], then: Answer, due: float | None = None) -> None:
         """`message` to the app's server (`mcp_message`): `then(its mcp_response)`. One that
         cannot come (the app closed its input, the run was cancelled) is an error, for a request."""
 
@@ -254,7 +273,7 @@ class SdkServers:
                 response = reply.body.get("mcp_response")
                 then(response if isinstance(response, dict) else None)
 
-        self.app.request({"subtype": "mcp_message", "server_name": server, "message": message}, replied)
+        self.app.request({"subtype": "mcp_message", "server_name": server, "message": message}, replied, within(None, due))
 
     def _asked(self, server: str, message: dict[str, Any]) -> dict[str, Any] | None:
         """`_relay`'s answer, waited for on this thread (the handshake's)."""

@@ -15,6 +15,7 @@ from translator.shim.backends.base import RunContext
 from translator.shim.backends.oneshot.conversation import Conversation
 from translator.shim.backends.oneshot.group import LADDER, TICK
 from translator.shim.backends.oneshot.process import CalibanRun
+from translator.shim.limits import caliban_tool_timeout
 from translator.shim.mapping import run_argv
 from translator.shim.permissions.gate import BEYOND_PRINT, INTERRUPTED, Decision, Gate, Then, ToolCall
 from translator.shim.permissions.hooks import Hooks
@@ -62,7 +63,8 @@ class OneshotBackend:
         if self.tools is not None:
             self.tools.add(fresh, manifests)
         elif fresh:
-            self.tools = SdkServers(fresh, manifests, self.ctx.channel, self.settle, self.uses, self.ctx.warn)
+            self.tools = SdkServers(fresh, manifests, self.ctx.channel, self.settle, self.uses, self.ctx.warn,
+                                    tool_timeout=caliban_tool_timeout(self.ctx.place.env))
             self.conversation.sdk_servers = self.tools.init_entries
             self.conversation.on_tool_use = self.uses.named
         if self.tools is None:
