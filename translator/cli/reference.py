@@ -60,6 +60,8 @@ SHIM_ENVIRONMENT = (
      "with can_use_tool or hook callbacks, caliban -p otherwise)"),
     ("CALIBAN_CLAUDE_HOOK_TIMEOUT", "seconds a hook callback may take without a matcher timeout (60)"),
     ("CALIBAN_CLAUDE_MCP_TIMEOUT", "seconds a request to caliban mcp serve may take, written and answered (60)"),
+    ("CALIBAN_MCP_TOOL_TIMEOUT, MCP_TOOL_TIMEOUT", "caliban's: whole seconds it waits for an MCP tool call (60); "
+     "a relayed call of the app's tools keeps to it, a late allow running nothing"),
     ("CLAUDE_CONFIG_DIR", "where the session files are written: $CLAUDE_CONFIG_DIR/projects/<slug>/<session "
      "id>.jsonl (default: ~/.claude); none with --no-session-persistence (the TypeScript SDK's "
      "persistSession: false)"),
