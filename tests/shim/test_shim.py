@@ -33,6 +33,8 @@ from support_fixtures import FIXTURES, Reap
 from support_inprocess import in_process, queried
 from support_processes import fake_caliban, running
 
+from translator.transcripts.files import session_path
+
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
 RECORDED = FIXTURES / "caliban"
 
@@ -218,6 +220,9 @@ async def test_resume_of_a_missing_session_is_an_error_result(caliban: Caliban) 
 async def test_resume_continues_an_existing_session(caliban: Caliban) -> None:
     caliban.sessions.mkdir()
     (caliban.sessions / "e1111111-1111-4111-8111-111111111111.json").write_text(json.dumps({"name": "e1111111-1111-4111-8111-111111111111", "messages": ["before"]}))
+    kept = Path(session_path(os.environ["CLAUDE_CONFIG_DIR"], os.getcwd(), "e1111111-1111-4111-8111-111111111111"))
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.touch()  # its Claude Code file: what says the session exists (sessions.py)
     options = caliban.options({"file": "benign_text.jsonl"}, resume="e1111111-1111-4111-8111-111111111111")
     async with in_process(options) as client:
         for prompt in ("one", "two"):

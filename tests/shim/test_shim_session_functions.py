@@ -100,15 +100,24 @@ def test_the_python_sdks_session_functions_on_caliban_claudes_files(env: dict[st
     fork = sdk.fork_session(sid, directory=here).session_id
     assert ask("in the fork", "--resume", fork)["session_id"] == fork  # resumed from the file (history.py)
     assert [m.type for m in sdk.get_session_messages(fork, directory=here)] == TURN * 3
-    titled = subprocess.run([SHIM, "-p", "x", "--resume", "count files"], capture_output=True, text=True,
-                            stdin=subprocess.DEVNULL, timeout=60)  # fmt: skip
-    assert titled.returncode == 1 and "is not a UUID and does not match any session title" in titled.stderr
+    # a title resumes its session, as the CLI's `--resume <session-id|title>`: the last rename wins
+    sdk.rename_session(sid, "counting", directory=here)
+    untitled = subprocess.run([SHIM, "-p", "x", "--resume", "count files"], capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=60)  # fmt: skip
+    assert untitled.returncode == 1 and "is not a UUID and does not match any session title" in untitled.stderr
+    assert ask("by its title", "--resume", "counting")["session_id"] == sid
+    assert [m.type for m in sdk.get_session_messages(sid, directory=here)] == TURN * 3
     sdk.delete_session(sid, directory=here)
     assert [s.session_id for s in sdk.list_sessions(directory=here)] == [fork]
-    # caliban's own session stays: a resume of the deleted id still gives caliban the conversation
-    assert ask("after the delete", "--resume", sid)["subtype"] == "success"
+    # the file said the session exists: without it, as for the CLI, there is none to resume,
+    # though caliban's own file stays (it is caliban's) and still holds the conversation
+    gone = subprocess.run([SHIM, "-p", "after the delete", "--resume", sid, "--output-format", "json"],
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)  # fmt: skip
+    result = json.loads(gone.stdout)
+    assert result["is_error"] and f"session not found: {sid}" in result["errors"][0] and "status 66" in result["errors"][0]
     held = json.loads((Path(env["CALIBAN_SESSIONS_DIR"]) / f"{sid}.json").read_text())["messages"]
-    assert held[0] == PROMPT and held[-1] == "after the delete"
+    assert held[0] == PROMPT and held[-1] == "by its title"
+    assert sdk.get_session_info(sid, directory=here) is None  # the failed resume wrote no file
 
 
 def test_the_python_sdks_store_functions_on_caliban_claudes_files(env: dict[str, str]) -> None:

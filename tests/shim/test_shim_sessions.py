@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, get_session_messages, list_sessions
+from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, get_session_messages, list_sessions, rename_session
 from support_fixtures import FIXTURES
 from support_inprocess import printed, queried
 from support_processes import fake_caliban
@@ -114,6 +114,29 @@ def test_any_uuid_is_an_id(app: App) -> None:
         done = shim(app, "--session-id", sid, "--output-format", "json")
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["session_id"] == sid
+
+
+def test_a_title_resumes_this_folders_one_session_of_that_title(app: App) -> None:
+    """The CLI's `--resume <session-id|title>`: the title (the last rename's) is looked up among
+    this folder's session files; a title on two of them is refused (the shim's choice, a line
+    naming the count), and a title that reads as a path is only ever a title."""
+    title = "../victim"
+    first, second = (json.loads(shim(app, "--output-format", "json").stdout)["session_id"] for _ in range(2))
+    elsewhere = app.root / "elsewhere"
+    elsewhere.mkdir()
+    other = json.loads(shim(app, "--output-format", "json", cwd=elsewhere).stdout)["session_id"]
+    for sid, folder in ((first, app.work), (second, app.work), (other, elsewhere)):
+        rename_session(sid, title, directory=str(folder))
+    (app.root / "victim.json").write_text('{"name": "victim"}')
+    done = shim(app, "--resume", title)
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f'Error: --resume: 2 sessions of this folder are titled "{title}"; resume one of them by its session ID.\n'
+    rename_session(second, "the other one", directory=str(app.work))
+    again = shim(app, "--resume", title, "--output-format", "json")
+    assert json.loads(again.stdout)["session_id"] == first, again.stderr
+    assert blocks(get_session_messages(first, directory=str(app.work))) == TOOL_TURN + TOOL_TURN
+    assert (app.root / "victim.json").read_text() == '{"name": "victim"}'
+    assert shim(app, "--resume", "the other").stderr == not_resumable("the other") + "\n"  # exactly the title
 
 
 async def test_a_session_whose_last_line_was_cut_reads_back_whole_after_a_resume(app: App) -> None:

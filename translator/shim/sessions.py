@@ -13,6 +13,8 @@ import re
 import shutil
 import uuid
 
+import orjson
+
 from translator.shim import history
 from translator.shim.argfiles import ArgFiles
 from translator.shim.flags import ClaudeArgs
@@ -51,7 +53,8 @@ def is_id(value: str) -> bool:
 
 def refusal(args: ClaudeArgs, place: Place) -> str | None:
     """Claude Code's own line (2.1.332, `claude -p`; exit status 1) for session options it
-    refuses, or None: an id that is no UUID, or a new id for a session resumed in place."""
+    refuses, or None: an id that is no UUID (nor, for --resume, this folder's one session of
+    that title), or a new id for a session resumed in place."""
     given, resume = args.get("--session-id"), args.get("--resume")
     if given is not None and not is_id(given):
         return "Error: Invalid session ID. Must be a valid UUID."
@@ -60,11 +63,56 @@ def refusal(args: ClaudeArgs, place: Place) -> str | None:
     if given is not None and (os.path.exists(transcript_path(place, given))
                               or os.path.exists(_file(sessions_dir(place), given))):  # fmt: skip
         return f"Error: Session ID {given} is already in use."
-    if resume is not None and not is_id(resume):
+    titled = titled_sessions(place, resume) if resume is not None and not is_id(resume) else []
+    if len(titled) > 1:  # (the shim's line: which of them the CLI takes is not known)
+        return (f'Error: --resume: {len(titled)} sessions of this folder are titled "{resume}"; '
+                "resume one of them by its session ID.")  # fmt: skip
+    if resume is not None and not is_id(resume) and not titled:
         return ("Error: --resume requires a valid session ID or session title when used with --print. Usage: "
                 f'claude -p --resume <session-id|title>. Provided value "{resume}" is not a UUID and does not '
                 "match any session title.")  # fmt: skip
     return None
+
+
+def titled_sessions(place: Place, title: str) -> list[str]:
+    """The ids of this folder's sessions whose title is `title`: a session file's last
+    `custom-title` line (the SDKs' rename_session appends one; the last wins, as for the CLI).
+    Only the folder's own file names are opened, never a path made from `title`."""
+    found = []
+    for name in _project_sessions(place):
+        title_now = None
+        try:
+            with open(os.path.join(_project_folder(place), f"{name}.jsonl"), "rb") as fh:
+                for line in fh:
+                    if b'"custom-title"' not in line:
+                        continue
+                    try:
+                        entry = orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        continue
+                    if isinstance(entry, dict) and entry.get("type") == "custom-title":
+                        title_now = entry.get("customTitle")
+        except OSError:
+            continue
+        if title_now == title:
+            found.append(name)
+    return found
+
+
+def _project_folder(place: Place) -> str:
+    """This folder's project folder, where Claude Code keeps its sessions' files."""
+    return os.path.dirname(transcript_path(place, str(uuid.UUID(int=0))))
+
+
+def _project_sessions(place: Place) -> list[str]:
+    """The ids of this folder's session files, oldest first."""
+    try:
+        with os.scandir(_project_folder(place)) as entries:
+            found = sorted((e.stat().st_mtime, e.name) for e in entries
+                           if e.name.endswith(".jsonl") and is_id(e.name[: -len(".jsonl")]))  # fmt: skip
+    except OSError:
+        return []
+    return [name.removesuffix(".jsonl") for _, name in found]
 
 
 def _file(folder: str, name: str) -> str:
@@ -83,14 +131,20 @@ class Session:
         self.dir = sessions_dir(place)
         self.forked_from: str | None = None  # the session a fork copied (its Claude Code file too)
         self.argfiles = ArgFiles()  # the runs' long flag values, in files
+        resume, given = args.get("--resume"), args.get("--session-id")
+        if resume and not is_id(resume):  # a title: `refusal` found it on one session
+            resume = titled_sessions(place, resume)[0]
+        # A session whose Claude Code file is gone (the SDKs' delete_session) is gone, as for the
+        # CLI, though caliban keeps its own (left alone): its runs get a directory without it.
+        self.gone = resume is not None and "--fork-session" not in args.flags and not os.path.exists(
+            transcript_path(place, resume)) and os.path.exists(_file(self.dir, resume))  # fmt: skip
         # --no-session-persistence: the runs share a session in a directory of their own,
         # removed at the end (caliban's --no-save would lose each message's turn for the next).
         self.scratch: str | None = None
-        if "--no-session-persistence" in args.flags:
+        if "--no-session-persistence" in args.flags or self.gone:
             import tempfile  # (only here: it is not cheap to import)
 
             self.scratch = tempfile.mkdtemp(prefix="caliban-claude-")
-        resume, given = args.get("--resume"), args.get("--session-id")
         continued = None
         if not resume and "--continue" in args.flags:
             continued = self._latest()
@@ -106,7 +160,7 @@ class Session:
             self.id = self._fork(source, given or str(uuid.uuid4()), warnings)
         else:
             self.id = source or given or str(uuid.uuid4())
-        if self.scratch is not None:
+        if self.scratch is not None and not self.gone:
             self._copy_into_scratch()
 
     def args(self) -> list[str]:
@@ -151,13 +205,8 @@ class Session:
     def _latest(self) -> str | None:
         """The session to continue: as Claude Code, this folder's newest (its project folder's
         newest session file), not the newest of any folder."""
-        try:
-            with os.scandir(os.path.dirname(transcript_path(self.place, str(uuid.UUID(int=0))))) as entries:
-                found = sorted((e.stat().st_mtime, e.name) for e in entries
-                               if e.name.endswith(".jsonl") and is_id(e.name[: -len(".jsonl")]))  # fmt: skip
-        except OSError:
-            return None
-        return found[-1][1].removesuffix(".jsonl") if found else None
+        found = _project_sessions(self.place)
+        return found[-1] if found else None
 
     def _fork(self, source: str, new: str, warnings: list[str]) -> str:
         """Copy the session under a new name (the name inside the file too, or caliban would
