@@ -159,7 +159,8 @@ def test_a_stop_signal_is_heard_inside_a_bomb(mode: str, tmp_path: Path, reap: R
         args += ["--listen", f"unix:{tmp_path / 's.sock'}", "--grace", "0.5"]
         stdin = subprocess.DEVNULL
     proc = reap(subprocess.Popen([TRANSLATOR, *args], stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
-    threading.Thread(target=drain, daemon=True).start()
+    draining = threading.Thread(target=drain, daemon=True)
+    draining.start()
     sock = socket.socket(socket.AF_UNIX)
     send: Any = None
     if mode in ("stdin", "metrics"):
@@ -179,6 +180,7 @@ def test_a_stop_signal_is_heard_inside_a_bomb(mode: str, tmp_path: Path, reap: R
     assert took < 5, f"{took:.1f} s after SIGTERM"
     assert drained[0] < 1 << 30  # not read to its end
     sock.close()
+    draining.join(timeout=10)  # the writer gone, the drain sees the end (its fd closed under it: EBADF)
     os.close(rfd)
 
 
