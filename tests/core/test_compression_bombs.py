@@ -178,7 +178,7 @@ def test_a_stop_signal_is_heard_inside_a_bomb(mode: str, tmp_path: Path, reap: R
     took = time.monotonic() - signalled
     assert proc.returncode == 143, proc.stderr.read()  # type: ignore[union-attr]
     assert took < 5, f"{took:.1f} s after SIGTERM"
-    assert drained[0] < 1 << 30  # not read to its end
+    assert drained[0] < 32 * (64 << 20)  # not read to its end (how far it got before the signal is the load's)
     sock.close()
     draining.join(timeout=10)  # the writer gone, the drain sees the end (its fd closed under it: EBADF)
     os.close(rfd)
