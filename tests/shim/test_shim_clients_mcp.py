@@ -2,7 +2,8 @@
 runs `claude --dangerously-skip-permissions -p PROMPT` in the call's `workFolder` and answers with
 its stdout. Here its claude is caliban-claude (CLAUDE_CLI_NAME, an absolute path, as its README
 says) on the fake caliban, and its MCP client is the Python `mcp` SDK over stdio, as an MCP host
-runs it. As root the real CLI refuses the flag unless IS_SANDBOX=1, and so does caliban-claude:
+runs it; on either backend (`-p` passes no callbacks: caliban -p unless CALIBAN_CLAUDE_BACKEND=drive
+forces caliban mcp serve). As root the real CLI refuses the flag unless IS_SANDBOX=1, and so does caliban-claude:
 the server's error carries that one line."""
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ SHIM = str(Path(sys.executable).with_name("caliban-claude"))
 PACKAGE, VERSION = "@steipete/claude-code-mcp", "1.10.12"
 CACHE = Path(os.environ.get("CALIBAN_CLAUDE_CODE_MCP_CACHE") or Path.home() / ".cache" / "caliban-claude-code-mcp")
 PROMPT = "how many files are here?"
+# the drive's run: caliban -p's tool_use_two_turns.jsonl as caliban mcp serve plays it
+DRIVE = {"CALIBAN_CLAUDE_BACKEND": "drive", "FAKE_SERVE_SCRIPT": json.dumps({"messages": [{"turns": [
+    {"text": "Listing.", "tools": [{"name": "Bash", "input": {"command": "ls"}, "id": "toolu_ls", "result": "a\nb\nc"}]},
+    {"text": "There are 3 files."}]}]})}  # fmt: skip
 ROOT = "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons"  # the CLI's line
 
 
@@ -44,9 +49,10 @@ async def call(server: Path, root: Path, **extra: str) -> Any:
     (root / "work").mkdir()
     (root / "home").mkdir()
     env = {"PATH": os.environ["PATH"], "HOME": str(root / "home"), "CLAUDE_CLI_NAME": SHIM,
+           **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},  # (the shim's code: a worktree's)
            "CALIBAN_BIN": str(root / "caliban"), "CALIBAN_SESSIONS_DIR": str(root / "sessions"),
            "CLAUDE_CONFIG_DIR": str(root / "claude"), "FAKE_CALIBAN_LOG": str(root / "calls.jsonl"),
-           "FAKE_CALIBAN_SCRIPTS": json.dumps([{"file": str(FIXTURES / "caliban" / "tool_use_two_turns.jsonl")}]), **extra}  # fmt: skip
+           "FAKE_SERVE_LOG": str(root / "serve.jsonl"), "FAKE_CALIBAN_SCRIPTS": json.dumps([{"file": str(FIXTURES / "caliban" / "tool_use_two_turns.jsonl")}]), **extra}  # fmt: skip
     params = StdioServerParameters(command="node", args=[str(server)], env=env)
     with open(root / "server.err", "w") as errlog:
         async with stdio_client(params, errlog=errlog) as streams, ClientSession(*streams) as session:
@@ -58,15 +64,33 @@ async def call(server: Path, root: Path, **extra: str) -> Any:
                 return exc
 
 
-async def test_the_tool_answers_with_caliban_claudes_text_run_in_the_work_folder(server: Path, tmp_path: Path) -> None:
-    result = await call(server, tmp_path, IS_SANDBOX="1")
+def ran(root: Path, backend: str) -> tuple[str, str, str | None]:
+    """What caliban was given: its folder, the prompt, and the mode its Bash ran under (-p: its
+    --permission-mode; the drive: the shim's answer to caliban's ask, `allow`, which bypass gives)."""
+    log = root / "serve.jsonl"
+    assert log.exists() is (backend == "drive")  # (the drive's server started, or none)
+    if backend == "print":
+        (call,) = [json.loads(line) for line in (root / "calls.jsonl").read_text().splitlines()]
+        return call["cwd"], call["stdin"], call["argv"][call["argv"].index("--permission-mode") + 1]
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    (start,) = [line for line in lines if "pid" in line]
+    (run,) = [line["in"]["params"]["arguments"] for line in lines
+              if line.get("in", {}).get("params", {}).get("name") == "caliban_run"]  # fmt: skip
+    (permit,) = [line for line in lines if "permit" in line]
+    return start["cwd"], run["prompt"], "bypassPermissions" if permit["allow"] else None
+
+
+@pytest.mark.parametrize("backend", ["print", "drive"])
+async def test_the_tool_answers_with_caliban_claudes_text_run_in_the_work_folder(
+    server: Path, tmp_path: Path, backend: str
+) -> None:
+    result = await call(server, tmp_path, IS_SANDBOX="1", **(DRIVE if backend == "drive" else {}))
     assert not result.is_error
     assert [(c.type, c.text) for c in result.content] == [("text", "There are 3 files.\n")]
-    (ran,) = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
-    assert ran["cwd"] == str(tmp_path / "work") and ran["stdin"] == PROMPT
-    assert ran["argv"][ran["argv"].index("--permission-mode") + 1] == "bypassPermissions"
-    session = ran["argv"][ran["argv"].index("--session") + 1]
-    file = Path(session_path(str(tmp_path / "claude"), str(tmp_path / "work"), session))
+    assert ran(tmp_path, backend) == (str(tmp_path / "work"), PROMPT, "bypassPermissions")
+    assert (tmp_path / "calls.jsonl").exists() is (backend == "print")  # (caliban -p never ran on the drive)
+    (file,) = (tmp_path / "claude" / "projects").glob("*/*.jsonl")
+    assert file.parent == Path(session_path(str(tmp_path / "claude"), str(tmp_path / "work"), file.stem)).parent
     lines = [json.loads(line) for line in file.read_text().splitlines()]
     assert lines[0]["message"]["content"] == PROMPT
     assert lines[-2]["message"]["content"] == [{"text": "There are 3 files.", "type": "text"}]

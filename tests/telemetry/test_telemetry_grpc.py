@@ -164,7 +164,10 @@ def test_follow_exports_over_grpc_while_it_runs(tmp_path: Path, monkeypatch: pyt
 @pytest.mark.parametrize("backend", ["print", "drive"])
 def test_caliban_claude_exports_over_grpc_on_both_backends(tmp_path: Path, backend: str) -> None:
     with grpc_receiver() as (got, endpoint):
-        print_run(tmp_path, got, telemetry_env(endpoint, "grpc") | {"CALIBAN_CLAUDE_BACKEND": backend})
+        serve = {"FAKE_SERVE_SCRIPT": orjson.dumps({"messages": [{"turns": [  # (on the drive: the fixture's run)
+            {"text": "Listing.", "tools": [{"name": "Bash", "input": {"command": "ls"}, "result": "a\nb\nc"}]},
+            {"text": "There are 3 files."}]}]}).decode()}  # fmt: skip
+        print_run(tmp_path, got, telemetry_env(endpoint, "grpc") | {"CALIBAN_CLAUDE_BACKEND": backend} | serve)
     if backend == "print":
         assert token_sums(got.metrics) == HEADLESS
 

@@ -133,7 +133,8 @@ def serve(argv: list[str], env: Mapping[str, str], cwd: str, transport: Transpor
             assert sdk is not None
             return _stopped_by_signals(sdk).serve()
         printer = printing.Printer(args)
-        printed = ShimSession(binary, p, session, lambda ctx: choose.Choice(ctx, OneshotBackend), printer.take,
+        drive = DriveBackend if force == "drive" and not p.sdk_servers else None  # (forced; its asks: the rules')
+        printed = ShimSession(binary, p, session, lambda ctx: choose.Choice(ctx, OneshotBackend, drive, force), printer.take,
                               telemetry=exporter, transport=transport)  # fmt: skip
         shim = _stopped_by_signals(printed)
         shim.inbox.put(printing.user_message(prompt))
