@@ -197,6 +197,9 @@ def run_local(jobs: Collection[Job], workers: int, bar: Progress, store: Store |
         for worker in multiprocessing.active_children():  # the files in hand abandoned: one stuck held the exit
             worker.kill()
             worker.join()
+        # The pool's thread ended here: CPython 3.11's exit hook (concurrent.futures.process._python_exit)
+        # wakes it through a pipe that thread may be closing at that moment: EBADF, "Exception ignored" on stderr.
+        pool.shutdown(wait=True)
         return done, True
     pool.shutdown(wait=False)
     ending = time.monotonic() + GRACE
@@ -205,6 +208,7 @@ def run_local(jobs: Collection[Job], workers: int, bar: Progress, store: Store |
         if worker.is_alive():
             worker.kill()
             worker.join()
+    pool.shutdown(wait=True)  # the workers gone: waits for the pool's thread alone (as above)
     return done, False
 
 
