@@ -105,3 +105,11 @@ def test_records_are_read_when_looked_up_a_batch_at_a_time() -> None:
     found = ledger.read(FOLDER, ledger.Lazy(paths[::-1], fetch), now_ns=0, pid=8, outputs=None)
     assert len(found.latest) == 199 and [len(b) for b in fetched] == [64, 64, 64, 7]  # in order, never all at once
     assert fetched[0][0] == paths[0]
+
+
+def test_a_job_for_a_file_is_its_template_with_that_file(bundled_rates: RateCard) -> None:
+    template = Job("claude-code", True, True, bundled_rates, "d", Options(), "wall", force=True,
+                   transcripts="/t", telemetry=(("A", "1"),))
+    made = template.of("/s/a.ndjson", "a.ndjson", 7, 1.5, "/o/a.claude-code.jsonl")
+    assert made == replace(template, source="/s/a.ndjson", relative="a.ndjson", size=7, mtime=1.5,
+                           target="/o/a.claude-code.jsonl")

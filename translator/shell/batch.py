@@ -14,7 +14,6 @@ import signal
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -52,8 +51,8 @@ def planned(names: list[str], lister: Any, out_dir: str | None, template: Job,
 
     def jobs() -> Iterator[Job]:
         for item in picked:
-            yield replace(template, source=url(item.path), relative=item.relative, size=item.size, mtime=item.mtime,
-                          target=None if out is None else f"{out}/{target_name(item.relative, template.format)}")
+            yield template.of(url(item.path), item.relative, item.size, item.mtime,
+                              None if out is None else f"{out}/{target_name(item.relative, template.format)}")
 
     return jobs()
 
