@@ -145,6 +145,7 @@ class Staged:
         self.folder = folder or tempfile.mkdtemp(prefix=f"{STAGING}{os.getpid()}-")
         self.groups: dict[str | None, list[str]] = {}  # day -> its files
         self._held: dict[str | None, list[Any]] = {}
+        self._counts: dict[str | None, int] = {}  # the rows held of each day (summed per add: O(tables held))
         self._writers: dict[str | None, Any] = {}  # the open ones, least recently written first
         self._count = 0
         self._marks: list[Any] = []  # (source, runs) tables of the logs staged, held until GROUP
@@ -190,19 +191,21 @@ class Staged:
         self._mark(rows)
         data = table(rows)
         for date in {r["date"] for r in rows}:
-            self._held.setdefault(date, []).append(
-                data.filter(pc.is_null(data["date"]) if date is None else pc.equal(data["date"], date)).drop_columns(["date"]))
+            day = data.filter(pc.is_null(data["date"]) if date is None else pc.equal(data["date"], date))
+            self._held.setdefault(date, []).append(day.drop_columns(["date"]))
+            self._counts[date] = self._counts.get(date, 0) + day.num_rows
             self.groups.setdefault(date, [])
-            if sum(t.num_rows for t in self._held[date]) >= self.GROUP:
+            if self._counts[date] >= self.GROUP:
                 self._write(date)
-        while sum(t.num_rows for held in self._held.values() for t in held) > self.HELD:
-            self._write(max(self._held, key=lambda d: sum(t.num_rows for t in self._held[d])))
+        while sum(self._counts.values()) > self.HELD:
+            self._write(max(self._counts, key=self._counts.__getitem__))
 
     def _write(self, date: str | None) -> None:
         pa = arrow()
         import pyarrow.parquet as pq
 
         data = pa.concat_tables(self._held.pop(date))
+        del self._counts[date]
         writer = self._writers.pop(date, None)
         if writer is None:
             if len(self._writers) >= self.OPEN:
