@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
-from translator.table.parquet import Staged  # noqa: E402
+from translator.table.parquet import Staged
 
 
 class Small(Staged):
