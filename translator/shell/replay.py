@@ -260,7 +260,7 @@ def watching(job: Job) -> list[Observer]:
     if job.telemetry and (exporter := telemetry.for_worker(job.telemetry)) is not None:
         from translator.telemetry.deferred import Opening
 
-        found.append(Opening(lambda: exporter))
+        found.append(Opening(lambda: exporter, detailed=exporter.instruments.detailed))
     return found
 
 

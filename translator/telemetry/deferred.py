@@ -8,6 +8,7 @@ latest when it is closed."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable
@@ -22,6 +23,9 @@ if TYPE_CHECKING:
     from translator.telemetry.exporter import Telemetry
     from translator.telemetry.session import Session
 
+EVERY = MOVES - {"interrupted", "headless_frame"}  # (nothing of these two is exported)
+# What the counters alone need (no logs, no spans): a run's model, its turns' usage and its end.
+COUNTED = frozenset({"stream_open", "run_start", "turn_end", "run_end"})
 KEPT = 100_000  # moves kept per stream until the exporter is ready (a bound, never reached in practice)
 CLOSE_S = 4.0  # as exporter.CLOSE_S: the most the exit waits, the start included
 
@@ -37,14 +41,12 @@ class Deferred:
         self.thread.start()
 
     def _start(self) -> None:
-        from translator.telemetry.exporter import Telemetry
-
-        self.exporter = Telemetry(self.settings)
+        self.exporter = made(self.settings)
         self.hold.release()  # what was kept so far goes out now, not at the next drain (an idle follower has none)
 
     def observer(self, resumed: bool = False) -> Observer:
         """A stream's observer (`resumed`: the shim's --resume, Claude Code's start_type resume)."""
-        return self.hold.keep(Opening(lambda: self.exporter, resumed))
+        return self.hold.keep(Opening(lambda: self.exporter, resumed, detailed(self.settings)))
 
     def drain(self) -> None:
         """The step's frames are out: what the streams kept, told now (once the exporter is ready)."""
@@ -60,17 +62,42 @@ class Deferred:
         self.exporter.close(max(0.0, within - (time.monotonic() - began)))
 
 
+def made(settings: Settings) -> Telemetry:
+    """The exporter, the SDK imported and its providers built with the cyclic collector paused,
+    then frozen: ~0.3 s of allocations that are never garbage would make the collector run and
+    run again over them (a full collection of the SDK's ~100k objects took 20-45 ms, more than
+    a 20 MB replay's telemetry), and every later full collection would walk them again."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        from translator.telemetry.exporter import Telemetry
+
+        exporter = Telemetry(settings)
+        gc.freeze()
+    finally:
+        if was:
+            gc.enable()
+    return exporter
+
+
+def detailed(settings: Settings) -> bool:
+    """Whether log events or spans are exported (else only the counters are fed)."""
+    return "logs" in settings.signals or "traces" in settings.signals
+
+
 class Opening:
     """One stream's observer: its Claude Code session, made when the stream opens (under its
     one identity), from the exporter `exporter()` gives (a worker's, or the deferred one once
-    ready: the hold tells nothing before)."""
+    ready: the hold tells nothing before). `detailed`: events or spans are exported, which take
+    every move; the counters alone take four (COUNTED), so the fold tells it no tool's move, no
+    turn's start and no prompt (~60% of the moves of a stream, and no prompt looked for)."""
 
     timed = True
-    takes = MOVES - {"interrupted", "headless_frame"}
 
-    def __init__(self, exporter: Callable[[], Telemetry | None], resumed: bool = False) -> None:
+    def __init__(self, exporter: Callable[[], Telemetry | None], resumed: bool = False, detailed: bool = True) -> None:
         self.exporter = exporter
         self.resumed = resumed
+        self.takes = EVERY if detailed else COUNTED
         self.session: Session | None = None
 
     def stream_open(self, stream: StreamId, t: float) -> None:

@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import msgspec
 from opentelemetry import trace
 from opentelemetry._logs import Logger
 from opentelemetry.context import Context
-from opentelemetry.metrics import Meter
+from opentelemetry.metrics import CallbackOptions, Meter, Observation
 from opentelemetry.trace import Span, Tracer
 
 from translator.encoders import RunSummary
@@ -56,9 +57,21 @@ def user_id() -> str:
     return hashlib.sha256(f"caliban:{who}@{socket.gethostname()}".encode()).hexdigest()
 
 
+Attributes = tuple[tuple[str, Any], ...]
+Key = tuple[str, Attributes]  # a counter's name and one of its attribute sets
+HAND_OFF = "translator.telemetry.hand_off"  # the collection's hook (Instruments), never exported
+
+
 class Instruments:
     """What every session of the process shares: the counters, the event logger, the tracer,
-    and the interactions' numbers."""
+    and the interactions' numbers.
+
+    The counters are fed plain numbers (`add`): the sums owed to each attribute set, handed to
+    the SDK only when its reader collects (`hand_off`), one `Counter.add` each; a `Counter.add`
+    costs ~70 us (its attributes hashed and looked up each call), a hot path's sum a dict's.
+    The hand-off is the callback of an observable counter that observes nothing (so no data
+    point of its own): the SDK calls it at every collection (each interval, a flush, the exit's
+    last export, a scrape), before it reads the counters (a reader's `collect` is final)."""
 
     def __init__(self, meter: Meter | None, logger: Logger | None, tracer: Tracer | None, settings: Settings) -> None:
         self.settings = settings
@@ -66,6 +79,10 @@ class Instruments:
         self.counters = {} if meter is None else {
             name: meter.create_counter(name, unit=unit, description=description)
             for name, (unit, description) in N.METRICS.items()}
+        if meter is not None:
+            meter.create_observable_counter(HAND_OFF, callbacks=[self._collecting])
+        self.owed: dict[Key, float] = {}  # counted since the last collection, in the order first counted
+        self.owing = threading.Lock()  # (the reader collects on a thread of its own)
         self.interactions: Iterator[int] = itertools.count(1)
         self.user = user_id()
         metrics = settings.signals.get("metrics")
@@ -73,9 +90,26 @@ class Instruments:
         self.detailed = logger is not None or tracer is not None  # else only the counters are fed
         self.made = {"logs": 0, "traces": 0}  # records handed to the SDK, to tell what was lost
 
-    def add(self, name: str, value: float, attributes: dict[str, Any]) -> None:
-        if counter := self.counters.get(name):
-            counter.add(float(value), attributes)
+    def add(self, counted: Iterable[tuple[Key, float]]) -> None:
+        """Values counted, each to its counter's attribute set (summed here: the SDK gets them at `hand_off`)."""
+        if self.counters:
+            with self.owing:
+                owed = self.owed
+                for key, value in counted:
+                    owed[key] = owed.get(key, 0.0) + value
+
+    def _collecting(self, options: CallbackOptions) -> Iterable[Observation]:
+        self.hand_off()
+        return ()
+
+    def hand_off(self) -> None:
+        """What was counted since the last collection, to the SDK: called by the reader as it
+        collects, so the data points are those the counters would hold had each value been added
+        to them at once (the same sums, in the same order; the last collection, at exit, has all)."""
+        with self.owing:
+            owed, self.owed = self.owed, {}
+        for (name, attributes), value in owed.items():
+            self.counters[name].add(value, dict(attributes))
 
 
 class Turn:
@@ -142,7 +176,10 @@ class Session:
         self.turn: Turn | None = None
         self.started: dict[str, tuple[float, str | None]] = {}  # tool_use_id -> (start, name)
         self.ended: set[str] = set()  # the run's tool calls told by their own moves
-        tools.add(N.SESSIONS, 1, {**self.common, "start_type": "resume" if resumed else "fresh"})
+        common = tuple(self.common.items())
+        self.active: Key = (N.ACTIVE, (*common, ("type", "cli")))
+        self.keys: dict[str, tuple[Key, ...]] = {}  # model -> its cost's and tokens' keys (made once)
+        tools.add([((N.SESSIONS, (*common, ("start_type", "resume" if resumed else "fresh"))), 1.0)])
 
     # ------------------------------------------------------------------ the pieces
 
@@ -174,7 +211,9 @@ class Session:
 
     def run_start(self, model: str | None, t: float) -> None:
         self.runs += 1  # derived, not random: os.urandom cost ~2 ms a call on a busy VM
-        self.prompt_id, self.run_t = str(uuid.uuid5(self.namespace, str(self.runs))), t
+        self.run_t = t
+        if self.i.detailed:  # (only the events and spans have it)
+            self.prompt_id = str(uuid.uuid5(self.namespace, str(self.runs)))
         self.open, self.told = True, False
         self.model = model or self.model
         self.interaction = self._span("claude_code.interaction", "interaction", t, None, {
@@ -254,19 +293,19 @@ class Session:
         if self.i.detailed:  # (into the open turn's events, after its api_request)
             self.unseen_tools(ev, self.turn.model_end or t if self.turn is not None else t)
         turn, self.turn = self.turn, None
-        start = turn.start if turn is not None else t
-        end = turn.model_end if turn is not None and turn.model_end is not None else t
         model = model or "unknown"
         usage = ev.usage
         read, made = usage.cache_read_input_tokens or 0, usage.cache_creation_input_tokens or 0
         fresh = max(0, usage.input_tokens - read - made)  # Claude Code's input leaves the cache out
+        self.count(model, (cost, fresh, usage.output_tokens, read, made), t)
+        if not self.i.detailed:
+            return
+        start = turn.start if turn is not None else t
+        end = turn.model_end if turn is not None and turn.model_end is not None else t
         ttft = None if ev.ttft is None else ev.ttft.secs * 1000 + ev.ttft.nanos // 1_000_000
         request_id = turn.request_id if turn is not None else ""
         tokens = {"input_tokens": fresh, "output_tokens": usage.output_tokens, "cache_read_tokens": read,
                   "cache_creation_tokens": made}
-        self.count(model, cost, tokens, t)
-        if not self.i.detailed:
-            return
         # the request's time: the model's part, to its first tool call; where that is not after the
         # turn's start (a replay's estimated times put both at once), the turn's own time
         ms = _ms((end if end > start else t) - start)
@@ -317,26 +356,30 @@ class Session:
             "prompt_text": self._text_or_redacted(text),
             "message.uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.session_id}/{self.prompt_id}"))})
 
-    def count(self, model: str, cost: float, tokens: dict[str, int], t: float) -> None:
-        """A turn's cost and tokens, added to the counters once per export interval of the run's
-        clock (and at the run's end): each add costs the SDK ~50 us, and the exporter would
-        have summed them into the same data point anyway."""
-        sums = self.pending.setdefault(model, [0.0, 0, 0, 0, 0])
+    def count(self, model: str, values: tuple[float, int, int, int, int], t: float) -> None:
+        """A turn's cost and tokens (input, output, cache read, cache made), summed for the run
+        and handed to the counters once per export interval of the run's clock and at the run's
+        end: five numbers of a list a turn, not five keyed sums under the counters' lock."""
+        sums = self.pending.get(model) or self.pending.setdefault(model, [0.0, 0, 0, 0, 0])
+        counted = self.counted
         self.model = model
-        for i, value in enumerate((cost, *tokens.values())):
+        for i, value in enumerate(values):
             sums[i] += value
-            self.counted[i] += value
+            counted[i] += value
         if t - self.counted_t >= self.i.interval_s:
             self.add_pending(t)
 
     def add_pending(self, t: float) -> None:
         self.counted_t = t
         for model, sums in self.pending.items():
-            base = {**self.common, "model": model, "query_source": N.METRIC_QUERY_SOURCE, "effort": N.EFFORT}
-            self.i.add(N.COST, sums[0], base)
-            for kind, value in zip(("input", "output", "cacheRead", "cacheCreation"), sums[1:], strict=True):
-                self.i.add(N.TOKENS, value, {**base, "type": kind})
+            self.i.add(zip(self.keys.get(model) or self._keys(model), sums, strict=True))
         self.pending.clear()
+
+    def _keys(self, model: str) -> tuple[Key, ...]:
+        base = (*self.common.items(), ("model", model), ("query_source", N.METRIC_QUERY_SOURCE), ("effort", N.EFFORT))
+        made = self.keys[model] = ((N.COST, base), *((N.TOKENS, (*base, ("type", kind)))
+                                                     for kind in ("input", "output", "cacheRead", "cacheCreation")))
+        return made
 
     def unseen_tools(self, ev: TurnEnd, t: float) -> None:
         """The turn's tool calls that made no moves of their own (headless input without partial
@@ -367,7 +410,7 @@ class Session:
         output = max(0, u.get("output_tokens", 0) - int(self.counted[2]))
         cost = run.cost_usd - self.counted[0] if run.cost_usd - self.counted[0] > 1e-12 else 0.0
         if cost or fresh or output or read or made:
-            self.count(self.model, cost, {"input": fresh, "output": output, "read": read, "made": made}, t)
+            self.count(self.model, (cost, fresh, output, read, made), t)
         self.counted = [0.0, 0, 0, 0, 0]
 
     def run_end(self, run: RunSummary, t: float) -> None:
@@ -383,7 +426,7 @@ class Session:
             self.api_error(str(run.stop_value), _ms(t - began), t)
         self.reconcile(run, t)
         self.add_pending(t)
-        self.i.add(N.ACTIVE, run.duration_ms / 1000, {**self.common, "type": "cli"})
+        self.i.add([(self.active, run.duration_ms / 1000)])
         if self.interaction is not None:
             self.interaction.set_attribute("interaction.duration_ms", _ms(t - self.run_t))
             self.interaction.end(end_time=_ns(t))
