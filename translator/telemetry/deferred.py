@@ -89,14 +89,14 @@ class Opening:
     """One stream's observer: its Claude Code session, made when the stream opens (under its
     one identity), from the exporter `exporter()` gives (a worker's, or the deferred one once
     ready: the hold tells nothing before). `detailed`: events or spans are exported, which take
-    every move; the counters alone take four (COUNTED), so the fold tells it no tool's move, no
-    turn's start and no prompt (~60% of the moves of a stream, and no prompt looked for)."""
-
-    timed = True
+    every move, timed; the counters alone take four (COUNTED), untimed, so the fold tells it no
+    tool's move, no turn's start and no prompt (~60% of a stream's moves, and no prompt looked
+    for), and works out no time for it."""
 
     def __init__(self, exporter: Callable[[], Telemetry | None], resumed: bool = False, detailed: bool = True) -> None:
         self.exporter = exporter
         self.resumed = resumed
+        self.timed = detailed
         self.takes = EVERY if detailed else COUNTED
         self.session: Session | None = None
 

@@ -85,8 +85,6 @@ class Instruments:
         self.owing = threading.Lock()  # (the reader collects on a thread of its own)
         self.interactions: Iterator[int] = itertools.count(1)
         self.user = user_id()
-        metrics = settings.signals.get("metrics")
-        self.interval_s = 0.0 if metrics is None else metrics.interval_ms / 1000
         self.detailed = logger is not None or tracer is not None  # else only the counters are fed
         self.made = {"logs": 0, "traces": 0}  # records handed to the SDK, to tell what was lost
 
@@ -163,10 +161,8 @@ class Session:
         self.prompt_id: str | None = None
         self.namespace = uuid.uuid5(uuid.NAMESPACE_URL, f"caliban-telemetry/{session_id}")
         self.runs = 0
-        self.pending: dict[str, list[float]] = {}  # model -> cost and tokens not added yet
         self.counted = [0.0, 0, 0, 0, 0]  # the open run's cost and tokens told by its turns
         self.model = "unknown"  # its last turn's
-        self.counted_t = t
         self.events: Iterator[int] = itertools.count()  # event.sequence: per session, in the order written
         self.open = False  # a run is open
         self.told = False  # the open run's user_prompt has been written
@@ -297,7 +293,7 @@ class Session:
         usage = ev.usage
         read, made = usage.cache_read_input_tokens or 0, usage.cache_creation_input_tokens or 0
         fresh = max(0, usage.input_tokens - read - made)  # Claude Code's input leaves the cache out
-        self.count(model, (cost, fresh, usage.output_tokens, read, made), t)
+        self.count(model, (cost, fresh, usage.output_tokens, read, made))
         if not self.i.detailed:
             return
         start = turn.start if turn is not None else t
@@ -356,24 +352,14 @@ class Session:
             "prompt_text": self._text_or_redacted(text),
             "message.uuid": str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.session_id}/{self.prompt_id}"))})
 
-    def count(self, model: str, values: tuple[float, int, int, int, int], t: float) -> None:
-        """A turn's cost and tokens (input, output, cache read, cache made), summed for the run
-        and handed to the counters once per export interval of the run's clock and at the run's
-        end: five numbers of a list a turn, not five keyed sums under the counters' lock."""
-        sums = self.pending.get(model) or self.pending.setdefault(model, [0.0, 0, 0, 0, 0])
-        counted = self.counted
+    def count(self, model: str, values: tuple[float, int, int, int, int]) -> None:
+        """A turn's cost and tokens (input, output, cache read, cache made), counted at once
+        (the SDK has them at its next collection, a long run's too: the move's time is not read)."""
         self.model = model
+        counted = self.counted
         for i, value in enumerate(values):
-            sums[i] += value
             counted[i] += value
-        if t - self.counted_t >= self.i.interval_s:
-            self.add_pending(t)
-
-    def add_pending(self, t: float) -> None:
-        self.counted_t = t
-        for model, sums in self.pending.items():
-            self.i.add(zip(self.keys.get(model) or self._keys(model), sums, strict=True))
-        self.pending.clear()
+        self.i.add(zip(self.keys.get(model) or self._keys(model), values, strict=True))
 
     def _keys(self, model: str) -> tuple[Key, ...]:
         base = (*self.common.items(), ("model", model), ("query_source", N.METRIC_QUERY_SOURCE), ("effort", N.EFFORT))
@@ -399,7 +385,7 @@ class Session:
             self.tool(str(call.get("id", "")), str(call.get("name", "")), call.get("input"),
                       bool(block.get("is_error")), _text(block.get("content")), t, t)
 
-    def reconcile(self, run: RunSummary, t: float) -> None:
+    def reconcile(self, run: RunSummary) -> None:
         """What the run's totals hold beyond its turns' (headless input reports usage and cost
         once, at its end, without the cache split: its input tokens count as `input`)."""
         u = run.usage
@@ -410,7 +396,7 @@ class Session:
         output = max(0, u.get("output_tokens", 0) - int(self.counted[2]))
         cost = run.cost_usd - self.counted[0] if run.cost_usd - self.counted[0] > 1e-12 else 0.0
         if cost or fresh or output or read or made:
-            self.count(self.model, (cost, fresh, output, read, made), t)
+            self.count(self.model, (cost, fresh, output, read, made))
         self.counted = [0.0, 0, 0, 0, 0]
 
     def run_end(self, run: RunSummary, t: float) -> None:
@@ -424,8 +410,7 @@ class Session:
         self.open = False
         if run.stop_kind == "ProviderError" and self.i.detailed:
             self.api_error(str(run.stop_value), _ms(t - began), t)
-        self.reconcile(run, t)
-        self.add_pending(t)
+        self.reconcile(run)
         self.i.add([(self.active, run.duration_ms / 1000)])
         if self.interaction is not None:
             self.interaction.set_attribute("interaction.duration_ms", _ms(t - self.run_t))
