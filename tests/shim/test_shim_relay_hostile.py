@@ -529,6 +529,32 @@ def test_print_mode_has_no_app_to_serve_an_sdk_server_and_says_so(tmp_path: Path
             "session has: --input-format stream-json); not given to caliban") in done.stderr.decode().splitlines()  # fmt: skip
 
 
+def test_print_mode_forced_onto_the_drive_says_the_sdk_server_and_runs_there(tmp_path: Path) -> None:
+    """`-p PROMPT` with CALIBAN_CLAUDE_BACKEND=drive and an SDK server: the server is said and
+    dropped (no app to run it, on either backend), and the force holds: the prompt runs on
+    caliban mcp serve, its tools asked about settled by the permission mode (no app to ask)."""
+    env = {**os.environ, "CALIBAN_BIN": str(fake_caliban(tmp_path)), "CALIBAN_SESSIONS_DIR": str(tmp_path / "sessions"),
+           "FAKE_CALIBAN_LOG": str(tmp_path / "calls.jsonl"), "FAKE_SERVE_LOG": str(tmp_path / "serve.jsonl"),
+           "CALIBAN_CLAUDE_BACKEND": "drive", "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+           "FAKE_SERVE_SCRIPT": json.dumps({"messages": [{"turns": [
+               {"text": "Listing.", "tools": [{"name": "Bash", "input": {"command": "ls"}, "id": "toolu_ls",
+                                               "result": "a"}]},
+               {"text": "Done."}]}]})}  # fmt: skip
+    sdk = json.dumps({"mcpServers": {"calc": {"type": "sdk", "name": "calc"}}})
+    done = subprocess.run([SHIM, "-p", "list", "--output-format", "stream-json", "--verbose", "--mcp-config", sdk],
+                          stdin=subprocess.DEVNULL, capture_output=True, env=env, timeout=30)  # fmt: skip
+    frames = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0 and frames[-1]["type"] == "result" and frames[-1]["result"] == "Done."
+    assert [f.get("subtype") for f in frames if f["type"] == "system"] == ["init"]  # (no session states: the CLI's -p)
+    assert not (tmp_path / "calls.jsonl").exists()  # (caliban -p never ran)
+    served = [json.loads(line) for line in (tmp_path / "serve.jsonl").read_text().splitlines()]
+    (permit,) = [line for line in served if "permit" in line]
+    assert permit["allow"] is False  # (the default mode asks; with no app to ask, denied: fail closed)
+    assert done.stderr.decode().splitlines() == [
+        "caliban-claude: warning: SDK MCP server 'calc': print mode has no app to run its tools (an Agent SDK "
+        "session has: --input-format stream-json); not given to caliban"]  # fmt: skip
+
+
 def test_the_app_closing_its_input_while_can_use_tool_waits_denies_the_call(tmp_path: Path) -> None:
     """The app leaves while it is asked about a relayed call: the call is denied (its handler
     never reached), the run goes on to its result, and the shim exits."""

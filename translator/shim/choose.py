@@ -49,23 +49,25 @@ def forced(env: Mapping[str, str], warn: Callable[[str], None]) -> str | None:
 
 class Choice:
     """The session's backend (a `Chosen`): the `-p` one, or the drive once chosen; each
-    request goes to the one chosen. `drive` None: never the drive (print mode)."""
+    request goes to the one chosen. `app` False: print mode (`-p PROMPT`), where no app reads
+    the shim's requests: its SDK servers are dropped (said), and the drive runs only forced."""
 
     def __init__(self, ctx: RunContext, oneshot: Callable[[RunContext], Relaying],
-                 drive: Callable[[RunContext], Probing] | None = None, force: str | None = None) -> None:  # fmt: skip
+                 drive: Callable[[RunContext], Probing] | None = None, force: str | None = None,
+                 app: bool = True) -> None:  # fmt: skip
         self.ctx, self.warn = ctx, ctx.warn
         self.oneshot = oneshot(ctx)
         self.current: Backend = self.oneshot
-        self._make_drive = drive
+        self._make_drive = drive if app or force == "drive" else None
         self.drive: Probing | None = None  # the drive backend, once chosen and probed
-        self._no_drive = force == "print" or drive is None  # (forced, or probed once and missing)
+        self._no_drive = force == "print" or self._make_drive is None  # (forced, or probed once and missing)
         self._forced_drive = force == "drive"
-        if drive is None:  # (print mode: no app reads the shim's requests)
+        if not app:
             for name in ctx.plan.sdk_servers:
                 self.warn(NO_APP.format(name))
             ctx.plan.sdk_servers = []
         self.relay({})  # (those on argv: the Python SDK's --mcp-config {"type": "sdk"})
-        if drive is None:
+        if self._make_drive is None:
             return
         on_drive = (self._forced_drive or (force is None and ctx.can_use_tool)) and self.use_drive()
         if on_drive or self.oneshot.relays:  # bridged, or said for the relayed tools

@@ -133,9 +133,10 @@ def serve(argv: list[str], env: Mapping[str, str], cwd: str, transport: Transpor
             assert sdk is not None
             return _stopped_by_signals(sdk).serve()
         printer = printing.Printer(args)
-        drive = DriveBackend if force == "drive" and not p.sdk_servers else None  # (forced; its asks: the rules')
-        printed = ShimSession(binary, p, session, lambda ctx: choose.Choice(ctx, OneshotBackend, drive, force), printer.take,
-                              telemetry=exporter, transport=transport)  # fmt: skip
+        def printing_chosen(ctx: RunContext) -> choose.Choice:  # (no app: the drive only forced)
+            return choose.Choice(ctx, OneshotBackend, DriveBackend, force, app=False)
+
+        printed = ShimSession(binary, p, session, printing_chosen, printer.take, telemetry=exporter, transport=transport)
         shim = _stopped_by_signals(printed)
         shim.inbox.put(printing.user_message(prompt))
         shim.inbox.put(None)

@@ -100,6 +100,19 @@ def hook_callback(callback_id: str, event: str, base: dict[str, Any], fields: di
             "input": {**base, "hook_event_name": event, **fields}, "tool_use_id": tool_use_id}  # fmt: skip
 
 
+# The variables that have the CLI tell its session's states (`session_state_changed`): read off the
+# bundled CLI 2.1.332 (it writes the frame on every change when either is set; both SDKs set one,
+# `claude -p` alone prints none).
+STATE_VARIABLES = ("CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS", "CLAUDE_CODE_SDK_READS_SESSION_STATE")
+
+
+def states_asked(env: Mapping[str, str]) -> bool:
+    """Whether the app asks for the session's states as the CLI reads it (TS SDK 0.3:
+    CLAUDE_CODE_SDK_READS_SESSION_STATE; Zed's claude-agent-acp, on SDK 0.2.83:
+    CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS, whose prompt ends only at the idle)."""
+    return any(env.get(name, "") not in ("", "0", "false") for name in STATE_VARIABLES)
+
+
 def session_state(state: str, session_id: str) -> dict[str, Any]:
     """`running`, `requires_action` or `idle`: the SDK ends a callback run at `idle` after a result."""
     return {"type": "system", "subtype": "session_state_changed", "state": state, "sdk_host_only": True,

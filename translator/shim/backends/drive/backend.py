@@ -26,7 +26,7 @@ from translator.shim.backends.drive.stops import AT_TURN_END, FOLLOWED, State, s
 from translator.shim.permissions import outputs
 from translator.shim.permissions.gate import INTERRUPTED, Decision, Gate, ToolCall
 from translator.shim.permissions.hooks import Hooks, blocked
-from translator.shim.protocol.frames import interrupted, session_state
+from translator.shim.protocol.frames import interrupted, session_state, states_asked
 from translator.shim.protocol.initialize import HookMatcher
 
 POLL_MIN_S = 0.002  # while events flow, and right after a status change or an answer
@@ -152,7 +152,9 @@ class DriveBackend:
         self.active, self.stop, self.denials, self.deferred = True, "running", [], None
         self.frames.begin(self._mode())
         self.gate.begin(self._mode(), str(uuid.uuid4()))
-        self.send(session_state("running", self.session_id))
+        states = states_asked(self.place.env)  # (asked by both SDKs; `-p` prints none, as the CLI)
+        if states:
+            self.send(session_state("running", self.session_id))
         self.segments.begin()
         stopped: Any = "EndOfTurn"
         said = self.gate.hook("UserPromptSubmit", {"prompt": prompt})
@@ -178,7 +180,8 @@ class DriveBackend:
         self.gate.hook("Stop", {"stop_hook_active": False})  # (before the result, as Claude Code calls it)
         self.emit(self.segments.close(stopped))
         self.active = False
-        self.send(session_state("idle", self.session_id))
+        if states:
+            self.send(session_state("idle", self.session_id))
 
     def _stopped(self, stopped: Any) -> Any:
         """The stop the message's RunEnd gets, as its run stopped (stops.py): a run the gate or the

@@ -19,16 +19,11 @@ from translator.shim.limits import caliban_tool_timeout
 from translator.shim.mapping import run_argv
 from translator.shim.permissions.gate import BEYOND_PRINT, INTERRUPTED, Decision, Gate, Then, ToolCall
 from translator.shim.permissions.hooks import Hooks
-from translator.shim.protocol.frames import session_state
+from translator.shim.protocol.frames import session_state, states_asked
 from translator.shim.protocol.initialize import HookMatcher
 from translator.shim.say import say
 from translator.shim.tools.servers import SdkServers
 from translator.shim.tools.uses import ToolUses
-
-# The variables that have the CLI tell its session's states (`session_state_changed`): read off the
-# bundled CLI 2.1.332 (it writes the frame on every change when either is set).
-STATE_VARIABLES = ("CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS", "CLAUDE_CODE_SDK_READS_SESSION_STATE")
-
 
 class OneshotBackend:
     def __init__(self, ctx: RunContext) -> None:
@@ -131,12 +126,8 @@ class OneshotBackend:
 
     def _states(self) -> bool:
         """Whether a run's session states are told: with SDK servers (their callbacks), or where the
-        app asks for them as the CLI reads it (TS SDK 0.3: CLAUDE_CODE_SDK_READS_SESSION_STATE; Zed's
-        claude-agent-acp, on SDK 0.2.83: CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS, whose prompt ends
-        only at the idle)."""
-        env = self.ctx.place.env
-        asked = (env.get(name, "") not in ("", "0", "false") for name in STATE_VARIABLES)
-        return self.tools is not None or any(asked)
+        app asks for them as the CLI reads it."""
+        return self.tools is not None or states_asked(self.ctx.place.env)
 
     def refuse(self, why: str) -> None:
         self._write(self.conversation.refused(why))
