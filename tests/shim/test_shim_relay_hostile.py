@@ -20,6 +20,8 @@ import pytest
 from support_fixtures import FIXTURES
 from support_processes import Frames, fake_caliban
 
+from translator.shim.backends.drive.backend import USAGE_UNSHOWN
+
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
 ARGV = [SHIM, "--output-format", "stream-json", "--verbose", "--input-format", "stream-json"]
 MANIFEST = {"initializeResult": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
@@ -552,7 +554,8 @@ def test_print_mode_forced_onto_the_drive_says_the_sdk_server_and_runs_there(tmp
     assert permit["allow"] is False  # (the default mode asks; with no app to ask, denied: fail closed)
     assert done.stderr.decode().splitlines() == [
         "caliban-claude: warning: SDK MCP server 'calc': print mode has no app to run its tools (an Agent SDK "
-        "session has: --input-format stream-json); not given to caliban"]  # fmt: skip
+        "session has: --input-format stream-json); not given to caliban",
+        f"caliban-claude: warning: {USAGE_UNSHOWN}"]  # fmt: skip
 
 
 def test_the_app_closing_its_input_while_can_use_tool_waits_denies_the_call(tmp_path: Path) -> None:

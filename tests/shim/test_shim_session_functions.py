@@ -113,8 +113,7 @@ def test_the_python_sdks_session_functions_on_caliban_claudes_files(env: dict[st
     # though caliban's own file stays (it is caliban's) and still holds the conversation
     gone = subprocess.run([SHIM, "-p", "after the delete", "--resume", sid, "--output-format", "json"],
                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)  # fmt: skip
-    result = json.loads(gone.stdout)
-    assert result["is_error"] and f"session not found: {sid}" in result["errors"][0] and "status 66" in result["errors"][0]
+    assert (gone.returncode, gone.stdout, gone.stderr) == (1, "", f"No conversation found with session ID: {sid}\n")
     held = json.loads((Path(env["CALIBAN_SESSIONS_DIR"]) / f"{sid}.json").read_text())["messages"]
     assert held[0] == PROMPT and held[-1] == "by its title"
     assert sdk.get_session_info(sid, directory=here) is None  # the failed resume wrote no file

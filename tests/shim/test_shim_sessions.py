@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import claude_agent_sdk
 import pytest
 from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, get_session_messages, list_sessions, rename_session
 from support_fixtures import FIXTURES
@@ -23,6 +24,7 @@ from support_processes import fake_caliban
 from translator.transcripts.files import slug
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
+CLAUDE = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"  # the real CLI (2.1.332), run offline
 PROMPT = "how many files are here?"
 TOOL_TURN = [("user", "text"), ("assistant", "text"), ("assistant", "tool_use"), ("user", "tool_result"), ("assistant", "text")]
 
@@ -137,6 +139,42 @@ def test_a_title_resumes_this_folders_one_session_of_that_title(app: App) -> Non
     assert blocks(get_session_messages(first, directory=str(app.work))) == TOOL_TURN + TOOL_TURN
     assert (app.root / "victim.json").read_text() == '{"name": "victim"}'
     assert shim(app, "--resume", "the other").stderr == not_resumable("the other") + "\n"  # exactly the title
+
+
+def claude(app: App, *argv: str) -> subprocess.CompletedProcess[str]:
+    """The real CLI in the app's folder and config dir, offline (an API nobody answers)."""
+    (app.root / "home").mkdir(exist_ok=True)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(app.root / "home"), "CLAUDE_CONFIG_DIR": str(app.config),
+           "ANTHROPIC_API_KEY": "sk-ant-dummy", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9", "DISABLE_TELEMETRY": "1",
+           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_MAX_RETRIES": "0"}  # fmt: skip
+    return subprocess.run([str(CLAUDE), "-p", *argv, "hi"], env=env, cwd=app.work, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=120)  # fmt: skip
+
+
+def shown(done: subprocess.CompletedProcess[str], resumed: str) -> tuple[int, str, list[dict[str, Any]]]:
+    """What a run printed, its frames' random ids made one (a fork's new id: `fork`)."""
+    frames = [json.loads(line) for line in done.stdout.splitlines()]
+    for frame in frames:
+        frame["uuid"] = "u"
+        frame["session_id"] = frame["session_id"] if frame["session_id"] == resumed else "fork"
+    return done.returncode, done.stderr, frames
+
+
+@pytest.mark.parametrize("output", ["stream-json", "json", "text"])
+@pytest.mark.parametrize("fork", [[], ["--fork-session"]])
+def test_a_session_that_is_not_there_is_the_clis_no_conversation(app: App, output: str, fork: list[str]) -> None:
+    """`--resume` of a session with no file here (never made, or deleted: the SDKs'
+    delete_session; caliban's own copy does not count, as the file is what says a session is
+    there): the real CLI's line on stderr, its one result with stream-json, exit 1, nothing
+    run; the same forked (the result names the fork's new id). The CLI run beside it."""
+    (app.root / "sessions").mkdir()
+    (app.root / "sessions" / f"{OTHER}.json").write_text(json.dumps({"name": OTHER, "messages": []}))
+    argv = ["--resume", OTHER, *fork, "--output-format", output, "--verbose"]
+    ours, real = shim(app, *argv), claude(app, *argv)
+    assert shown(ours, OTHER) == shown(real, OTHER)
+    assert shown(ours, OTHER)[:2] == (1, f"No conversation found with session ID: {OTHER}\n")
+    assert len(shown(ours, OTHER)[2]) == (output == "stream-json")
+    assert app.files() == []  # no session file made (nor caliban run: it would have written one)
 
 
 async def test_a_session_whose_last_line_was_cut_reads_back_whole_after_a_resume(app: App) -> None:

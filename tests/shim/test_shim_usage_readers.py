@@ -20,6 +20,8 @@ import pytest
 from support_fixtures import npm_installed
 from support_sdk_sessions import BACKENDS, COUNTERS, Session
 
+from translator.shim.backends.drive.backend import USAGE_UNSHOWN
+
 ESTIMATE = "caliban -p: the run's totals split evenly across its API calls"
 
 # On the drive backend a call that runs tools has its frames out before caliban reports its usage
@@ -50,6 +52,8 @@ async def test_every_api_call_has_its_own_id_and_usage_in_frames_and_files(sessi
         last[m.message_id or ""] = m.usage or {}
     shown = {k: sum(u.get(k, 0) for u in last.values()) for k in COUNTERS}
     assert shown == (session.usage() if len(session.frames) == 2 else LAST_DRIVE_CALL)
+    unshown = [line for line in session.said if "carry none" in line]  # (the drive's: said, once)
+    assert unshown == ([] if len(session.frames) == 2 else [f"caliban-claude: warning: {USAGE_UNSHOWN}"])
     lines = assistant_lines(session.config)
     per_call = {line["message"]["id"]: line for line in lines}
     assert len(per_call) == session.calls()

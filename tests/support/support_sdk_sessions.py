@@ -30,8 +30,9 @@ DRIVE_SCRIPT = {"messages": [{"turns": [
 class Session:
     """What an app left: its results (every frame it got) and the config dir of its session files."""
 
-    def __init__(self, root: Path, frames: list[list[Any]]) -> None:
+    def __init__(self, root: Path, frames: list[list[Any]], said: list[str] | None = None) -> None:
         self.config, self.frames = root / "claude", frames
+        self.said = said or []  # the shim's stderr lines (the drive's session: its app's stderr callback)
         self.results = [m for run in frames for m in run if isinstance(m, ResultMessage)]
 
     def usage(self) -> dict[str, int]:
@@ -73,10 +74,12 @@ async def on_drive(root: Path) -> Session:
 
     options = ClaudeAgentOptions(cli_path=SHIM, env=env_of(root, PRINT_RUNS[0]), cwd=str(root / "work"), can_use_tool=allow)
     options.env["FAKE_SERVE_SCRIPT"] = json.dumps(DRIVE_SCRIPT)
+    said: list[str] = []
+    options.stderr = said.append
     async with in_process(options) as client:
         await client.query("how many files are here?")
         frames = [m async for m in client.receive_response()]
-    return Session(root, [frames])
+    return Session(root, [frames], said)
 
 
 BACKENDS = {"print": on_print, "drive": on_drive}

@@ -17,6 +17,8 @@ from typing import Any
 
 import orjson
 
+from translator.shim.entries import entries
+
 Block = dict[str, Any]
 Message = dict[str, Any]  # {"role": "user"|"assistant", "content": [Block, ...]}
 
@@ -26,12 +28,8 @@ def chain(lines: list[bytes]) -> list[dict[str, Any]]:
     sidechain, and its ancestors (a cut or foreign line is skipped; a loop ends the walk)."""
     by_uuid: dict[str, dict[str, Any]] = {}
     leaf: dict[str, Any] | None = None
-    for line in lines:
-        try:
-            entry = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue  # a line cut by a crash
-        if not isinstance(entry, dict) or not isinstance(entry.get("uuid"), str):
+    for entry in entries(lines):
+        if not isinstance(entry.get("uuid"), str):
             continue
         by_uuid[entry["uuid"]] = entry
         if entry.get("type") in ("user", "assistant") and not entry.get("isSidechain"):

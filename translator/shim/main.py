@@ -10,8 +10,11 @@ import shutil
 import signal
 import sys
 import threading
+import uuid
 from collections.abc import Mapping
 from typing import NoReturn
+
+import orjson
 
 from translator import stdio, telemetry
 from translator.diagnostics import stderr as _stderr
@@ -24,7 +27,7 @@ from translator.shim.backends.oneshot.backend import OneshotBackend
 from translator.shim.flags import parse
 from translator.shim.mapping import plan
 from translator.shim.place import Place
-from translator.shim.protocol.frames import CLI_VERSION
+from translator.shim.protocol.frames import CLI_VERSION, no_conversation
 from translator.shim.protocol.transport import Transport
 from translator.shim.say import PROG, say, warn
 from translator.shim.session import ShimSession
@@ -101,6 +104,16 @@ def serve(argv: list[str], env: Mapping[str, str], cwd: str, transport: Transpor
     refused = refused or sessions.refusal(args, place)
     if refused:
         _stderr([refused])
+        return 1
+    if (absent := sessions.missing(args, place)) is not None:
+        _stderr([absent])
+        if args.get("--output-format") == "stream-json":  # (fork: the new session's id)
+            new = args.get("--session-id") or str(uuid.uuid4()) if "--fork-session" in args.flags else None
+            frame = orjson.dumps(no_conversation(absent, new or args.get("--resume") or "")) + b"\n"
+            if transport is not None:
+                transport.write(frame)
+            else:
+                stdout_text(frame.decode(), PROG)
         return 1
     binary = env.get("CALIBAN_BIN") or "caliban"
     if (cannot := unrunnable(env.get("CALIBAN_BIN") or "", place)) is not None:

@@ -13,10 +13,9 @@ import re
 import shutil
 import uuid
 
-import orjson
-
 from translator.shim import history
 from translator.shim.argfiles import ArgFiles
+from translator.shim.entries import entries
 from translator.shim.flags import ClaudeArgs
 from translator.shim.place import Place
 from translator.transcripts.files import session_path
@@ -54,7 +53,8 @@ def is_id(value: str) -> bool:
 def refusal(args: ClaudeArgs, place: Place) -> str | None:
     """Claude Code's own line (2.1.332, `claude -p`; exit status 1) for session options it
     refuses, or None: an id that is no UUID (nor, for --resume, this folder's one session of
-    that title), or a new id for a session resumed in place."""
+    that title), or a new id for a session resumed in place. A title found is put in `args`
+    as its session's id, so that the session is the one checked here (looked up once)."""
     given, resume = args.get("--session-id"), args.get("--resume")
     if given is not None and not is_id(given):
         return "Error: Invalid session ID. Must be a valid UUID."
@@ -71,7 +71,20 @@ def refusal(args: ClaudeArgs, place: Place) -> str | None:
         return ("Error: --resume requires a valid session ID or session title when used with --print. Usage: "
                 f'claude -p --resume <session-id|title>. Provided value "{resume}" is not a UUID and does not '
                 "match any session title.")  # fmt: skip
+    if titled:
+        args.values["--resume"] = titled[0]
     return None
+
+
+def missing(args: ClaudeArgs, place: Place) -> str | None:
+    """Claude Code's line (2.1.332: on stderr, in a result's `errors` with stream-json; exit
+    status 1) for `--resume` (forked or not) of a session with no file in this folder's project:
+    never made here, or deleted (the SDKs' delete_session; caliban's own copy is left alone).
+    After `refusal`: a title is its session's id by then."""
+    resume = args.get("--resume")
+    if resume is None or os.path.exists(transcript_path(place, resume)):
+        return None
+    return f"No conversation found with session ID: {resume}"
 
 
 def titled_sessions(place: Place, title: str) -> list[str]:
@@ -83,14 +96,8 @@ def titled_sessions(place: Place, title: str) -> list[str]:
         title_now = None
         try:
             with open(os.path.join(_project_folder(place), f"{name}.jsonl"), "rb") as fh:
-                for line in fh:
-                    if b'"custom-title"' not in line:
-                        continue
-                    try:
-                        entry = orjson.loads(line)
-                    except orjson.JSONDecodeError:
-                        continue
-                    if isinstance(entry, dict) and entry.get("type") == "custom-title":
+                for entry in entries(line for line in fh if b'"custom-title"' in line):
+                    if entry.get("type") == "custom-title":
                         title_now = entry.get("customTitle")
         except OSError:
             continue
@@ -125,23 +132,18 @@ class Session:
     """The conversation's caliban session: its name, and the flags of the next run."""
 
     def __init__(self, args: ClaudeArgs, warnings: list[str], place: Place) -> None:
-        """`args` passed `refusal`: every id in them is a UUID. `place`: the session's
-        environment and folder (its files are found from them)."""
+        """`args` passed `refusal` and `missing`: every id in them is a UUID (a title: its
+        session's), a resumed one has its file. `place`: the session's environment and folder
+        (its files are found from them)."""
         self.place = place
         self.dir = sessions_dir(place)
         self.forked_from: str | None = None  # the session a fork copied (its Claude Code file too)
         self.argfiles = ArgFiles()  # the runs' long flag values, in files
         resume, given = args.get("--resume"), args.get("--session-id")
-        if resume and not is_id(resume):  # a title: `refusal` found it on one session
-            resume = titled_sessions(place, resume)[0]
-        # A session whose Claude Code file is gone (the SDKs' delete_session) is gone, as for the
-        # CLI, though caliban keeps its own (left alone): its runs get a directory without it.
-        self.gone = resume is not None and "--fork-session" not in args.flags and not os.path.exists(
-            transcript_path(place, resume)) and os.path.exists(_file(self.dir, resume))  # fmt: skip
         # --no-session-persistence: the runs share a session in a directory of their own,
         # removed at the end (caliban's --no-save would lose each message's turn for the next).
         self.scratch: str | None = None
-        if "--no-session-persistence" in args.flags or self.gone:
+        if "--no-session-persistence" in args.flags:
             import tempfile  # (only here: it is not cheap to import)
 
             self.scratch = tempfile.mkdtemp(prefix="caliban-claude-")
@@ -160,7 +162,7 @@ class Session:
             self.id = self._fork(source, given or str(uuid.uuid4()), warnings)
         else:
             self.id = source or given or str(uuid.uuid4())
-        if self.scratch is not None and not self.gone:
+        if self.scratch is not None:
             self._copy_into_scratch()
 
     def args(self) -> list[str]:

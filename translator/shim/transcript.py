@@ -11,6 +11,7 @@ import os
 
 import orjson
 
+from translator.shim.entries import entries
 from translator.shim.place import Place
 from translator.shim.say import warn
 from translator.shim.sessions import Session, transcript_path
@@ -32,13 +33,8 @@ def last_uuid(path: str) -> str | None:
             tail = fh.read()
     except OSError:
         return None
-    for line in reversed(tail.splitlines()):
-        try:
-            entry = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue  # a cut line (the file's first in the tail, or a crash's last)
-        if (isinstance(entry, dict) and isinstance(entry.get("uuid"), str) and entry.get("type") in CHAINED
-                and not entry.get("isSidechain")):
+    for entry in entries(reversed(tail.splitlines())):  # (a cut line: the tail's first, or a crash's last)
+        if isinstance(entry.get("uuid"), str) and entry.get("type") in CHAINED and not entry.get("isSidechain"):
             return str(entry["uuid"])
     return None
 
@@ -104,12 +100,8 @@ def fork_copy(place: Place, source: str, session_id: str, path: str) -> None:
     except OSError:
         return  # nothing to copy: the fork starts empty
     copied = []
-    for line in lines:
-        try:
-            entry = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue  # a cut line
-        if not isinstance(entry, dict) or not isinstance(entry.get("uuid"), str):
+    for entry in entries(lines):
+        if not isinstance(entry.get("uuid"), str):
             continue
         entry["sessionId"] = session_id
         if entry.get("type") == "assistant":

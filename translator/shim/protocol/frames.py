@@ -119,6 +119,20 @@ def session_state(state: str, session_id: str) -> dict[str, Any]:
             "uuid": str(uuid.uuid4()), "session_id": session_id, "written_at": now()}  # fmt: skip
 
 
+def no_conversation(line: str, session_id: str) -> dict[str, Any]:
+    """The CLI's result (2.1.332, recorded in fixtures/claude-code/no_conversation.*) for a
+    session to resume that is not there: the only frame it prints, before it exits 1."""
+    usage = {"output_tokens_details": {"thinking_tokens": 0}, "input_tokens": 0, "cache_creation_input_tokens": 0,
+             "cache_read_input_tokens": 0, "output_tokens": 0,
+             "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0}, "service_tier": "standard",
+             "cache_creation": {"ephemeral_1h_input_tokens": 0, "ephemeral_5m_input_tokens": 0},
+             "inference_geo": "", "iterations": [], "speed": "standard", "fallback_credit": None}  # fmt: skip
+    return {"type": "result", "subtype": "error_during_execution", "duration_ms": 0, "duration_api_ms": 0,
+            "is_error": True, "num_turns": 0, "stop_reason": None, "session_id": session_id, "total_cost_usd": 0,
+            "usage": usage, "modelUsage": {}, "permission_denials": [], "uuid": str(uuid.uuid4()), "errors": [line],
+            "result_index": 0}  # fmt: skip
+
+
 def interrupted(session_id: str, for_tool: bool = False) -> dict[str, Any]:
     """The user frame Claude Code prints before the result of an interrupted run."""
     text = INTERRUPTED[:-1] + " for tool use]" if for_tool else INTERRUPTED

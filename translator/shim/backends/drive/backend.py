@@ -33,6 +33,10 @@ POLL_MIN_S = 0.002  # while events flow, and right after a status change or an a
 POLL_MAX_S = 0.025  # the backoff's ceiling while a message runs (a prompt waits at most this)
 FINISH_S = 5.0  # the end of the app's input: how long the run may take to reach `done`
 SETTLING = ("awaiting_input", "done", "failed")
+# What the frames cannot carry here, said once a session (docs/shim.md, "Usage per API call").
+USAGE_UNSHOWN = ("caliban mcp serve: an API call that runs tools has its frames out before caliban reports its "
+                 "usage (once the tools have run), so they carry none: readers of the frames (OpenInference) see a "
+                 "run's last call only; the results and the session file have every call's")
 
 
 class DriveBackend:
@@ -55,6 +59,7 @@ class DriveBackend:
         self.denials: list[dict[str, Any]] = []  # the run's calls denied (the result's permission_denials)
         self.deferred: dict[str, Any] | None = None  # the call a PreToolUse hook deferred: {id, name, input}
         self._tools: dict[str, tuple[str, list[str]]] = {}  # tool_use_id → name, input fragments
+        self._usage_said = False  # USAGE_UNSHOWN, once
 
     @property
     def last_is_error(self) -> bool:
@@ -177,6 +182,9 @@ class DriveBackend:
                 self._drop()
         stopped = self._stopped(stopped)
         self.frames.denials = self.denials
+        if self.segments.turns > 1 and not self._usage_said:  # (a call before the last ran tools)
+            self._usage_said = True
+            self.warn(USAGE_UNSHOWN)
         self.gate.hook("Stop", {"stop_hook_active": False})  # (before the result, as Claude Code calls it)
         self.emit(self.segments.close(stopped))
         self.active = False

@@ -31,6 +31,11 @@ class Segments:
     def pending(self) -> bool:
         return self._pending
 
+    @property
+    def turns(self) -> int:
+        """The message's API calls so far (its TurnEnds)."""
+        return self._turns
+
     def event(self, event: dict[str, Any]) -> bytes | None:
         """One drive event → the line the core folds (None: nothing, e.g. the conversation's
         own `RunEnd` after the last message's boundary)."""

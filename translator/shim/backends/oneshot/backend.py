@@ -25,6 +25,7 @@ from translator.shim.say import say
 from translator.shim.tools.servers import SdkServers
 from translator.shim.tools.uses import ToolUses
 
+
 class OneshotBackend:
     def __init__(self, ctx: RunContext) -> None:
         self.ctx, self.binary, self.plan, self.session = ctx, ctx.binary, ctx.plan, ctx.files

@@ -21,6 +21,7 @@ from translator.api import Stream
 from translator.encoders.claude_code.frames import mcp_servers
 from translator.encoders.observed import Observer
 from translator.shim.backends.completion import fitted
+from translator.shim.entries import entry
 from translator.shim.permissions.gate import REJECTED
 from translator.shim.place import Place
 from translator.shim.protocol.frames import CLI_VERSION, api_key_source, interrupted, now
@@ -88,15 +89,14 @@ class Conversation:
             start = nl + 1
             if not line:
                 continue
-            try:
-                frame = orjson.loads(line)
-            except orjson.JSONDecodeError:
+            frame = entry(line)
+            if frame is None:
                 continue
-            if isinstance(frame, dict) and frame.get("subtype") == "init":
+            if frame.get("subtype") == "init":
                 self.caliban_init = frame
-            elif isinstance(frame, dict) and frame.get("type") == "result":
+            elif frame.get("type") == "result":
                 self.run_result = frame
-            elif isinstance(frame, dict) and frame.get("type") == "tool_use" and self.on_tool_use is not None:
+            elif frame.get("type") == "tool_use" and self.on_tool_use is not None:
                 relayed = self.on_tool_use(str(frame.get("name", "")), frame.get("input"))
                 if relayed is not None:
                     self._renamed[orjson.dumps(str(frame.get("id", "")))] = orjson.dumps(relayed)
