@@ -367,6 +367,30 @@ def test_the_cluster_gets_a_task_per_chunk_of_files(cluster: Any, tmp_path: Path
     assert len(list((tmp_path / "out").rglob("*.enriched.jsonl"))) == 600
 
 
+def test_the_cluster_holds_a_window_of_the_batch_largest_first(cluster: Any, tmp_path: Path) -> None:
+    """Read off the scheduler: 3,000 small sessions are 12 chunks, of which at no time more than
+    WINDOW a worker slot are waiting or running (all 12 were, sent at once), and they start in
+    the order packed (largest first)."""
+    from translator.shell.cluster import WINDOW
+
+    for n in range(3000):
+        (tmp_path / "logs" / f"s{n}").mkdir(parents=True)
+        shutil.copy(FIXTURES / "tool_use_two_turns.events.jsonl", tmp_path / "logs" / f"s{n}" / "stdout.ndjson")
+    proc = subprocess.Popen([TRANSLATOR, "--out-dir", str(tmp_path / "out"), "--cluster", cluster.scheduler.address,
+                             str(tmp_path / "logs")], stderr=subprocess.PIPE)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0 and err.startswith(b"translator: 3000 translated, 0 skipped"), err
+    ours = [t for t in cluster.cluster.scheduler.transition_log if str(t[0]).startswith(f"translate-{proc.pid}-")]
+    live, most = set(), 0
+    for key, _, finish, *_ in ours:
+        (live.add if finish in ("waiting", "queued", "processing", "no-worker") else live.discard)(key)
+        most = max(most, len(live))
+    window = WINDOW * sum(cluster.nthreads().values())
+    assert len({t[0] for t in ours}) == 12 and most == window, (most, window)
+    started = [int(str(key).split("-")[2]) for key, _, finish, *_ in ours if finish == "processing"]
+    assert started == sorted(started) == list(range(12)), started
+
+
 def test_a_prefix_of_many_objects_is_one_paginated_listing(s3: Any) -> None:
     """1,100 objects in 100 "folders": two pages of one listing, not a listing per folder."""
     from s3fs import S3FileSystem

@@ -6,12 +6,14 @@ inside a chunk is given a task of its own); a file whose content fails is not re
 fail the same way). A worker lost mid-chunk has its task run again elsewhere: its outputs were
 never committed, so no output is partial or doubled. A worker that holds a task past
 `--task-timeout` without finishing any is given up on, and its tasks run on the others
-(stalls.py).
+(stalls.py). At most WINDOW chunks a worker slot are in flight, more packed and sent as they
+finish: the client and the scheduler hold a window of the batch, not all of it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 import os
 import time
@@ -35,6 +37,9 @@ RETRIES = 2
 TASK_FILES = 4 * CHUNK_FILES
 TASK_BYTES = 4 * CHUNK_BYTES
 POLL = 1.0  # seconds between two looks at what the workers hold
+# Chunks in flight per worker slot (the pool's 2, one running and one queued behind it, and one
+# more: a Dask task's round trip, client to scheduler to worker, is ~10x a pool task's).
+WINDOW = 3
 
 
 def _task(job: Job, store: Store, record: str | None) -> Done:
@@ -95,44 +100,61 @@ def run_dask(jobs: Collection[Job], store: Store, cluster: str, workers: int, ba
     with connect(cluster, workers) as client:
         if not bar.bar.disable and client.dashboard_link:  # (on a terminal: a log gets no link to follow)
             bar.say([f"translator: Dask dashboard: {client.dashboard_link}"], "info")
-        # One scheduler update for the whole graph; client.map runs its tasks in the order
-        # given (internal priority), here largest first: a huge log starts at once and the
-        # small ones fill the other cores around it.
-        packed = list(pack(jobs, sum(client.nthreads().values()), TASK_FILES, TASK_BYTES))
+        slots = sum(client.nthreads().values())
+        chunks = enumerate(pack(jobs, slots, TASK_FILES, TASK_BYTES))  # each made as it is sent
 
         def record(chunk: int | str) -> str | None:
             return None if records is None else records.path(chunk)
 
-        keys = [f"translate-{os.getpid()}-{n}-{hashlib.sha1(g[0].source.encode()).hexdigest()[:16]}" for n, g in enumerate(packed)]
-        futures: dict[Any, list[Job] | Job] = dict(zip(
-            client.map(_group_task, packed, [record(n) for n in range(len(packed))], store=store, key=keys,
-                       retries=RETRIES, pure=False), packed, strict=True))
+        futures: dict[Any, list[Job] | Job] = {}  # every task awaited
         # Results come back in batches with the completions, not one round trip each.
-        finished = distributed.as_completed(futures, with_results=True, raise_errors=False)
+        finished = distributed.as_completed(with_results=True, raise_errors=False)
         stalls, polled = Stalls(task_timeout), time.monotonic()
         given_up: set[str] = set()  # workers past the deadline: none of the batch's tasks go there again
         abandoned: list[Any] = []  # their tasks, run again elsewhere (cancelled at the end)
         tries: dict[str, int] = {}  # a task run again past the deadline -> how many times
 
+        def others() -> list[str] | None:
+            return [w for w in client.scheduler_info()["workers"] if w not in given_up] if given_up else None
+
+        def more() -> None:
+            """The next chunks, up to the window, in one scheduler update: client.map runs its tasks
+            in the order given, and each update a generation after the last (fifo_timeout 0),
+            so the chunks run as packed, largest first: a huge log starts at once and the small
+            ones fill the other cores around it."""
+            sent = list(itertools.islice(chunks, max(0, WINDOW * slots - len(futures))))
+            if not sent:
+                return
+            keys = [f"translate-{os.getpid()}-{n}-{hashlib.sha1(g[0].source.encode()).hexdigest()[:16]}"
+                    for n, g in sent]
+            mapped = client.map(_group_task, [g for _, g in sent], [record(n) for n, _ in sent], store=store,
+                                key=keys, workers=others(), allow_other_workers=False, retries=RETRIES,
+                                pure=False, fifo_timeout="0 ms")
+            futures.update(zip(mapped, [g for _, g in sent], strict=True))
+            finished.update(mapped)
+
         def submit(work: list[Job] | Job, key: str, chunk: int | str) -> None:
-            others = [w for w in client.scheduler_info()["workers"] if w not in given_up] if given_up else None
             function = _task if isinstance(work, Job) else _group_task
             args = (work, store, record(chunk)) if isinstance(work, Job) else (work, record(chunk), store)
-            future = client.submit(function, *args, key=key, workers=others, allow_other_workers=False,
+            future = client.submit(function, *args, key=key, workers=others(), allow_other_workers=False,
                                    retries=RETRIES, pure=False)
             futures[future] = work
             finished.add(future)
 
         def late(now: float) -> None:
             """The tasks of the workers past the deadline, run again on the others (each at most
-            RETRIES times, then their files fail); with no other worker left, every file left fails."""
+            RETRIES times, then their files fail); with no other worker left, every file left fails,
+            the chunks not sent yet too (as their first try)."""
             held = {future.key: future for future in futures}
             stuck = stalls.stuck(client.processing(), set(held), now)
             given_up.update(stuck)
             left = not given_up or not set(client.scheduler_info()["workers"]) <= given_up
-            for key in {key for keys in stuck.values() for key in keys} if left else set(held):
-                work = futures.pop(held[key])
-                abandoned.append(held[key])
+            ours = {key for keys in stuck.values() for key in keys} if left else set(held)
+            gone: list[tuple[str, list[Job] | Job]] = [(key, futures.pop(held[key])) for key in ours]
+            abandoned.extend(held[key] for key, _ in gone)
+            if not left:  # none would run the chunks not sent yet either
+                gone.extend((str(n), chunk) for n, chunk in chunks)
+            for key, work in gone:
                 n = tries.get(key, 0) + 1
                 if n > RETRIES or not left:
                     for job in [work] if isinstance(work, Job) else work:
@@ -144,6 +166,7 @@ def run_dask(jobs: Collection[Job], store: Store, cluster: str, workers: int, ba
                 submit(work, again, hashlib.sha1(again.encode()).hexdigest())
 
         try:
+            more()
             while futures:
                 got = finished.next_batch(block=False)
                 for future, value in got:
@@ -159,6 +182,7 @@ def run_dask(jobs: Collection[Job], store: Store, cluster: str, workers: int, ba
                 if time.monotonic() - polled >= POLL:
                     polled = time.monotonic()
                     late(polled)
+                more()  # as many as finished or were given up on
                 if not got:
                     with finished.thread_condition:
                         finished.thread_condition.wait(0.1)
