@@ -348,18 +348,24 @@ def test_a_local_cluster_dies_with_the_batch(tmp_path: Path) -> None:
 
 
 
-def test_the_cluster_gets_a_task_per_chunk_of_files(cluster: Any, tmp_path: Path) -> None:
-    """Counted on the scheduler: 600 small sessions are SHARES tasks a worker slot (the fewest
-    that keep every core busy to the end: a Dask task costs ~10x a pool's), not 600."""
-    from translator.shell.packing import SHARES
-
-    for n in range(600):
+def small_sessions_on(cluster: Any, tmp_path: Path, count: int) -> subprocess.Popen[bytes]:
+    """`count` copies of a small session translated on the cluster: the batch, ended well."""
+    for n in range(count):
         (tmp_path / "logs" / f"s{n}").mkdir(parents=True)
         shutil.copy(FIXTURES / "tool_use_two_turns.events.jsonl", tmp_path / "logs" / f"s{n}" / "stdout.ndjson")
     proc = subprocess.Popen([TRANSLATOR, "--out-dir", str(tmp_path / "out"), "--cluster", cluster.scheduler.address,
                              str(tmp_path / "logs")], stderr=subprocess.PIPE)
     _, err = proc.communicate(timeout=180)
-    assert proc.returncode == 0 and err.startswith(b"translator: 600 translated, 0 skipped"), err
+    assert proc.returncode == 0 and err.startswith(f"translator: {count} translated, 0 skipped".encode()), err
+    return proc
+
+
+def test_the_cluster_gets_a_task_per_chunk_of_files(cluster: Any, tmp_path: Path) -> None:
+    """Counted on the scheduler: 600 small sessions are SHARES tasks a worker slot (the fewest
+    that keep every core busy to the end: a Dask task costs ~10x a pool's), not 600."""
+    from translator.shell.packing import SHARES
+
+    proc = small_sessions_on(cluster, tmp_path, 600)
     log = cluster.cluster.scheduler.transition_log
     tasks = {str(t[0]) for t in log if str(t[0]).startswith(f"translate-{proc.pid}-")}
     slots = sum(cluster.nthreads().values())
@@ -373,13 +379,7 @@ def test_the_cluster_holds_a_window_of_the_batch_largest_first(cluster: Any, tmp
     the order packed (largest first)."""
     from translator.shell.cluster import WINDOW
 
-    for n in range(3000):
-        (tmp_path / "logs" / f"s{n}").mkdir(parents=True)
-        shutil.copy(FIXTURES / "tool_use_two_turns.events.jsonl", tmp_path / "logs" / f"s{n}" / "stdout.ndjson")
-    proc = subprocess.Popen([TRANSLATOR, "--out-dir", str(tmp_path / "out"), "--cluster", cluster.scheduler.address,
-                             str(tmp_path / "logs")], stderr=subprocess.PIPE)
-    _, err = proc.communicate(timeout=180)
-    assert proc.returncode == 0 and err.startswith(b"translator: 3000 translated, 0 skipped"), err
+    proc = small_sessions_on(cluster, tmp_path, 3000)
     ours = [t for t in cluster.cluster.scheduler.transition_log if str(t[0]).startswith(f"translate-{proc.pid}-")]
     live, most = set(), 0
     for key, _, finish, *_ in ours:
