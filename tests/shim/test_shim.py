@@ -207,14 +207,14 @@ async def test_partial_messages_stream_events(caliban: Caliban) -> None:
 
 
 async def test_resume_of_a_missing_session_is_an_error_result(caliban: Caliban) -> None:
-    seen: list[Any] = []
-    with pytest.raises(ResultError):
-        async for message in queried("hi", caliban.options({"file": "benign_text.jsonl"}, resume="a1111111-1111-4111-8111-111111111111")):
-            seen.append(message)
-    result = seen[-1]
-    assert isinstance(result, ResultMessage) and result.is_error and result.session_id == "a1111111-1111-4111-8111-111111111111"
-    assert "status 66" in (result.errors or [""])[0] and "session not found: a1111111-1111-4111-8111-111111111111" in result.errors[0]
-    assert flag(caliban.calls()[0]["argv"], "--resume") == "a1111111-1111-4111-8111-111111111111"
+    """No session file of that id here: the CLI's lone result and line before it exits 1
+    (test_shim_sessions.py holds them to the bundled CLI's), which the SDK raises; caliban is
+    never run."""
+    line = "No conversation found with session ID: a1111111-1111-4111-8111-111111111111"
+    with pytest.raises(ResultError, match=line):
+        async for _ in queried("hi", caliban.options({"file": "benign_text.jsonl"}, resume="a1111111-1111-4111-8111-111111111111")):
+            pass
+    assert caliban.calls() == []
 
 
 async def test_resume_continues_an_existing_session(caliban: Caliban) -> None:

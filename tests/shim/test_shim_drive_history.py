@@ -16,6 +16,7 @@ from support_inprocess import in_process
 from support_processes import fake_caliban
 
 from translator.shim.session import DRIVE_NO_HISTORY
+from translator.transcripts.files import session_path
 
 SHIM = str(Path(sys.executable).with_name("caliban-claude"))
 EARLIER = "e2222222-2222-4222-8222-222222222222"
@@ -46,6 +47,9 @@ async def test_a_resumed_session_on_the_drive_backend_says_what_it_lost(tmp_path
     fake_caliban(tmp_path)
     (tmp_path / "sessions").mkdir()
     (tmp_path / "sessions" / f"{EARLIER}.json").write_text(json.dumps({"name": EARLIER, "messages": ["before"]}))
+    kept = Path(session_path(str(tmp_path / "claude"), str(tmp_path), EARLIER))
+    kept.parent.mkdir(parents=True)
+    kept.touch()  # its Claude Code file: what says the session exists (sessions.py)
     lines: list[str] = []
     result = await ask(options(tmp_path, lines, **kw))
     assert result.result == "ok" and (tmp_path / "serve.jsonl").exists()  # it ran on caliban mcp serve
