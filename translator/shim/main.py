@@ -108,8 +108,9 @@ def serve(argv: list[str], env: Mapping[str, str], cwd: str, transport: Transpor
     if (absent := sessions.missing(args, place)) is not None:
         _stderr([absent])
         if args.get("--output-format") == "stream-json":  # (fork: the new session's id)
-            new = args.get("--session-id") or str(uuid.uuid4()) if "--fork-session" in args.flags else None
-            frame = orjson.dumps(no_conversation(absent, new or args.get("--resume") or "")) + b"\n"
+            fork = "--fork-session" in args.flags
+            named = (args.get("--session-id") or str(uuid.uuid4())) if fork else args.get("--resume")
+            frame = orjson.dumps(no_conversation(absent, named or "")) + b"\n"
             if transport is not None:
                 transport.write(frame)
             else:

@@ -212,7 +212,8 @@ class Session:
 
     def _fork(self, source: str, new: str, warnings: list[str]) -> str:
         """Copy the session under a new name (the name inside the file too, or caliban would
-        save the fork over its source). A missing source stays missing: --resume reports it."""
+        save the fork over its source). The source has its session file (`missing` refused it
+        otherwise) and so a caliban session (`_seed`); one that cannot be read is warned."""
         try:
             with open(_file(self.dir, source), encoding="utf-8") as fh:
                 data = json.load(fh)

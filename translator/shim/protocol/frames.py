@@ -120,8 +120,9 @@ def session_state(state: str, session_id: str) -> dict[str, Any]:
 
 
 def no_conversation(line: str, session_id: str) -> dict[str, Any]:
-    """The CLI's result (2.1.332, recorded in fixtures/claude-code/no_conversation.*) for a
-    session to resume that is not there: the only frame it prints, before it exits 1."""
+    """The CLI's result (2.1.332's bundled binary, which tests/shim/test_shim_sessions.py runs
+    beside the shim) for a session to resume that is not there: the only frame it prints,
+    before it exits 1."""
     usage = {"output_tokens_details": {"thinking_tokens": 0}, "input_tokens": 0, "cache_creation_input_tokens": 0,
              "cache_read_input_tokens": 0, "output_tokens": 0,
              "server_tool_use": {"web_search_requests": 0, "web_fetch_requests": 0}, "service_tier": "standard",
