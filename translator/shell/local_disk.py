@@ -80,7 +80,10 @@ class LocalStore:
     @contextmanager
     def open_input(self, path: str) -> Iterator[BinaryIO]:
         with open(path, "rb") as f:
-            yield f
+            try:
+                yield f
+            finally:
+                _forget(f.fileno())
 
     @contextmanager
     def writer(self, path: str) -> Iterator[BinaryIO]:
@@ -97,6 +100,7 @@ class LocalStore:
                 out.flush()
                 if self._staged is None:
                     os.fsync(out.fileno())
+                    _forget(out.fileno())
                 else:
                     self._staged.append((tmp, path, os.fstat(out.fileno()).st_dev))
             if self._staged is None:
@@ -142,6 +146,7 @@ class LocalStore:
             for tmp, target, _ in staged:
                 try:
                     if target not in failed:
+                        _forget_file(tmp)
                         os.replace(tmp, target)
                 except OSError as exc:
                     failed[target] = exc
@@ -223,6 +228,25 @@ def _match(folder: str, parts: list[str], found: list[Found]) -> None:
             _match(entry.path, rest, found)
         elif not rest and not entry.is_dir(follow_symlinks=False):
             _add(entry, found)
+
+
+def _forget(fd: int) -> None:
+    """A file read or written once (and on disk) let go of by the page cache: a fleet's replay
+    streams more bytes than the machine has memory, and its logs and outputs pushed the file
+    system's metadata out of it, which the next rerun's up-to-date check reads again (a million
+    sessions' unchanged rerun: 65 s after another rerun, 145 s after the replay)."""
+    with suppress(OSError):  # a pipe or a device: nothing cached to give back
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+
+
+def _forget_file(path: str) -> None:
+    """As _forget, for a staged output: only once synced are its pages clean, and so dropped."""
+    with suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            _forget(fd)
+        finally:
+            os.close(fd)
 
 
 def _discard(staged: list[tuple[str, str, int]]) -> None:
