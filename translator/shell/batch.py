@@ -25,7 +25,7 @@ from translator.shell import ledger
 from translator.shell.batch_listing import listed, ran
 from translator.shell.batch_table import TableWriter
 from translator.shell.ledger import Ledger
-from translator.shell.local_disk import LocalStore, sweep_temporaries
+from translator.shell.local_disk import LocalStore, streamed, sweep_temporaries
 from translator.shell.outcomes import Outcomes
 from translator.shell.packing import Todo, size_of
 from translator.shell.pool import run_local
@@ -206,8 +206,10 @@ def _run(names: list[str], out_dir: str | None, workers: int, template: Job, res
     started = time.monotonic()
     came: list[int] = []
     try:
-        with stopping(came, raising=False), Progress(size_of(todo), len(todo)) as bar:
-            _, interrupted = run_local(todo, workers, bar, records=records, came=came, done=done, task_timeout=task_timeout)
+        size = size_of(todo)
+        with stopping(came, raising=False), Progress(size, len(todo)) as bar:
+            _, interrupted = run_local(todo, workers, bar, LocalStore(forget=streamed(size)), records, came, done,
+                                       task_timeout)
     except OSError as exc:  # the pool's pipes or processes: the system's resources (ulimit)
         done.close()
         if exc.errno not in (*SCARCE, errno.EAGAIN):

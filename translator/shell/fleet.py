@@ -29,7 +29,7 @@ from translator.shell.batch_listing import ran
 from translator.shell.batch_table import TableWriter
 from translator.shell.cluster import Unreachable, run_dask
 from translator.shell.ledger import Ledger
-from translator.shell.local_disk import LocalStore, sweep_temporaries
+from translator.shell.local_disk import LocalStore, streamed, sweep_temporaries
 from translator.shell.outcomes import Outcomes
 from translator.shell.packing import Todo, size_of
 from translator.shell.pool import run_local
@@ -353,8 +353,11 @@ def _translate(jobs: Collection[Job], store: Store, cluster: str | None, workers
     do (every file up to date) starts no cluster and no pool."""
     if not jobs:
         return False
+    size = size_of(jobs)
+    if isinstance(store, LocalStore):
+        store = LocalStore(forget=streamed(size))
     try:
-        with Progress(size_of(jobs), len(jobs)) as bar:
+        with Progress(size, len(jobs)) as bar:
             if cluster is not None:
                 return run_dask(jobs, store, cluster, workers, bar, records, task_timeout, done)[1]
             # The signal only noted here (the workers do the store's waiting): one raised in the

@@ -37,7 +37,8 @@ class LocalStore:
     """Local disk: inputs read directly, outputs written to a temporary file beside the
     target and renamed over it once on disk, so a crash never leaves half an output."""
 
-    def __init__(self) -> None:
+    def __init__(self, forget: bool = False) -> None:
+        self.forget = forget  # a batch that streams (streamed()): what it read or wrote let go of (_forget)
         self._staged: list[tuple[str, str, int]] | None = None  # inside together(): (temporary, target, device)
         self._stamped: dict[str, str] = {}  # a chunk's record -> its name at commit (ledger.restamp)
 
@@ -83,7 +84,8 @@ class LocalStore:
             try:
                 yield f
             finally:
-                _forget(f.fileno())
+                if self.forget:
+                    _forget(f.fileno())
 
     @contextmanager
     def writer(self, path: str) -> Iterator[BinaryIO]:
@@ -100,7 +102,8 @@ class LocalStore:
                 out.flush()
                 if self._staged is None:
                     os.fsync(out.fileno())
-                    _forget(out.fileno())
+                    if self.forget:
+                        _forget(out.fileno())
                 else:
                     self._staged.append((tmp, path, os.fstat(out.fileno()).st_dev))
             if self._staged is None:
@@ -146,7 +149,8 @@ class LocalStore:
             for tmp, target, _ in staged:
                 try:
                     if target not in failed:
-                        _forget_file(tmp)
+                        if self.forget:
+                            _forget_file(tmp)
                         os.replace(tmp, target)
                 except OSError as exc:
                     failed[target] = exc
@@ -230,11 +234,22 @@ def _match(folder: str, parts: list[str], found: list[Found]) -> None:
             _add(entry, found)
 
 
+def streamed(total: int) -> bool:
+    """Whether a batch that reads `total` bytes streams more than the page cache would keep (half
+    the machine's memory): its logs and outputs are then let go of as they are done (_forget). A
+    million sessions' replay put 27 GB through a 24 GB page cache and pushed out the file
+    system's metadata, which the next rerun's up-to-date check reads again (its unchanged rerun
+    145 s after the replay, 65 s after another rerun); a smaller batch's pages are kept for the
+    next run. PostgreSQL's large sequential scans take a small ring of buffers, for this reason."""
+    try:
+        memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):  # not known here: kept, as the kernel would
+        return False
+    return total > memory // 2
+
+
 def _forget(fd: int) -> None:
-    """A file read or written once (and on disk) let go of by the page cache: a fleet's replay
-    streams more bytes than the machine has memory, and its logs and outputs pushed the file
-    system's metadata out of it, which the next rerun's up-to-date check reads again (a million
-    sessions' unchanged rerun: 65 s after another rerun, 145 s after the replay)."""
+    """A file read or written once, and on disk, let go of by the page cache (a dirty page stays)."""
     with suppress(OSError):  # a pipe or a device: nothing cached to give back
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
 
