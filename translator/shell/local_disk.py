@@ -1,7 +1,8 @@
 """Local disk as a batch's store: inputs read in place, outputs committed whole (a temporary
 beside the target, on disk before it is renamed over it), a chunk's up-to-date record written
-around their commit (ledger.py), and the one walk of an output directory that clears a killed
-run's temporaries and finds its outputs and records.
+around their commit (ledger.py), the page cache let go of by a batch that streams more than it
+would keep (streamed), and the one walk of an output directory that clears a killed run's
+temporaries and finds its outputs and records.
 """
 
 from __future__ import annotations
