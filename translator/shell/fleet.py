@@ -354,8 +354,8 @@ def _translate(jobs: Collection[Job], store: Store, cluster: str | None, workers
     if not jobs:
         return False
     size = size_of(jobs)
-    if isinstance(store, LocalStore):
-        store = LocalStore(forget=streamed(size))
+    if isinstance(store, LocalStore):  # (the store's own, kept: a subclass stays what it is)
+        store.forget = streamed(size)
     try:
         with Progress(size, len(jobs)) as bar:
             if cluster is not None:
