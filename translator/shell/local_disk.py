@@ -250,8 +250,9 @@ def streamed(total: int) -> bool:
 
 
 def _forget(fd: int) -> None:
-    """A file read or written once, and on disk, let go of by the page cache (a dirty page stays)."""
-    with suppress(OSError):  # a pipe or a device: nothing cached to give back
+    """A file read or written once, and on disk, let go of by the page cache (a dirty page stays;
+    a system with no posix_fadvise, macOS, keeps it)."""
+    with suppress(OSError, AttributeError):  # a pipe or a device: nothing cached to give back
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
 
 
